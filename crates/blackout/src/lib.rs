@@ -1,0 +1,7 @@
+//! blackout's engine.
+#![deny(missing_docs)]
+
+pub mod ops;
+pub mod replay;
+pub mod strace;
+pub mod tree;
