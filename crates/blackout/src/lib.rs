@@ -5,3 +5,5 @@ pub mod ops;
 pub mod replay;
 pub mod strace;
 pub mod tree;
+pub mod record;
+pub mod trace;
