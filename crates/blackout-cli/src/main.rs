@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
 
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -18,7 +19,7 @@ use blackout::trace::{Trace, TraceMeta};
 use blackout::tree::Tree;
 
 /// Set by the Ctrl-C handler; checked after each stage.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
 
 /// blackout: crash-consistency testing for storage code.
 ///
@@ -66,7 +67,11 @@ struct RecordArgs {
 #[derive(Args)]
 struct OpsArgs {
     /// A trace written by `blackout record`.
-    #[arg(value_name = "TRACE", required_unless_present = "strace", conflicts_with = "strace")]
+    #[arg(
+        value_name = "TRACE",
+        required_unless_present = "strace",
+        conflicts_with = "strace"
+    )]
     trace: Option<PathBuf>,
     /// Read a raw log of `strace -f -xx -y` instead of a trace.
     #[arg(long, value_name = "LOG", requires = "dir")]
@@ -128,6 +133,7 @@ fn cmd_record(a: RecordArgs) -> Result<u8> {
     cfg.setup = a.setup;
     cfg.keep_log = a.keep_log;
     cfg.seccomp = !a.no_seccomp;
+    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
     // Fail on a bad output path before running anything.
     std::fs::write(&a.output, b"")
         .with_context(|| format!("cannot write {}", a.output.display()))?;
@@ -170,16 +176,18 @@ fn cmd_record(a: RecordArgs) -> Result<u8> {
 
 fn cmd_ops(a: OpsArgs) -> Result<u8> {
     let trace = match (&a.trace, &a.strace) {
-        (Some(path), _) => {
-            Trace::load(path).with_context(|| format!("{}", path.display()))?
-        }
+        (Some(path), _) => Trace::load(path).with_context(|| format!("{}", path.display()))?,
         (None, Some(log_path)) => {
             let log = std::fs::read(log_path)
                 .with_context(|| format!("cannot read {}", log_path.display()))?;
-            let dir = a.dir.as_ref().ok_or_else(|| anyhow!("--strace needs --dir"))?;
+            let dir = a
+                .dir
+                .as_ref()
+                .ok_or_else(|| anyhow!("--strace needs --dir"))?;
             let tree = match &a.init {
-                Some(init) => Tree::snapshot(init)
-                    .with_context(|| format!("--init {}", init.display()))?,
+                Some(init) => {
+                    Tree::snapshot(init).with_context(|| format!("--init {}", init.display()))?
+                }
                 None => Tree::default(),
             };
             let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();

@@ -7,9 +7,12 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::replay::{replay, ReplayError};
 use crate::strace::TRACED_SYSCALLS;
@@ -37,6 +40,9 @@ pub struct RecordConfig {
     /// Where to keep a copy of the raw strace log (written before replay, so
     /// it survives a replay error).
     pub keep_log: Option<PathBuf>,
+    /// Set from outside (a Ctrl-C handler) to stop the workload and return
+    /// [`RecordError::Interrupted`]; the scratch directory is removed.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl RecordConfig {
@@ -50,6 +56,7 @@ impl RecordConfig {
             seccomp: true,
             scratch_parent: None,
             keep_log: None,
+            cancel: None,
         }
     }
 }
@@ -90,6 +97,9 @@ pub enum RecordError {
         /// What went wrong.
         err: ReplayError,
     },
+    /// The cancel flag was set while the workload ran.
+    #[error("interrupted")]
+    Interrupted,
     /// Any other I/O failure.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -120,7 +130,9 @@ pub fn strace_version(strace: &Path) -> Result<String, RecordError> {
         .and_then(|l| l.rsplit(' ').next())
         .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
         .map(str::to_string)
-        .ok_or_else(|| RecordError::NoStrace(format!("`{} -V` printed no version", strace.display())))
+        .ok_or_else(|| {
+            RecordError::NoStrace(format!("`{} -V` printed no version", strace.display()))
+        })
 }
 
 fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
@@ -221,7 +233,16 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
 
     let mut strace = Command::new(&cfg.strace);
-    strace.args(["-f", "-q", "-xx", "-y", "-s", "16777216", "-e", "signal=none"]);
+    strace.args([
+        "-f",
+        "-q",
+        "-xx",
+        "-y",
+        "-s",
+        "16777216",
+        "-e",
+        "signal=none",
+    ]);
     if cfg.seccomp && version_at_least(&version, 5, 3) {
         strace.arg("--seccomp-bpf");
     }
@@ -233,12 +254,33 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         .arg("--")
         .args(&command)
         .current_dir(&dir)
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&stdout_path)?)
         .stderr(fs::File::create(&stderr_path)?);
-    let status = strace
-        .status()
+    let mut child = strace
+        .spawn()
         .map_err(|e| RecordError::NoStrace(format!("{}: {e}", cfg.strace.display())))?;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if cfg
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::SeqCst))
+        {
+            // strace and the workload run in their own process group: end
+            // all of it (strace blocks fatal signals while it writes a log).
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+            return Err(RecordError::Interrupted);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     let stdout = fs::read(&stdout_path)?;
     let stderr = fs::read(&stderr_path)?;
     let log = fs::read(&log_path).unwrap_or_default();
