@@ -1,0 +1,519 @@
+//! End-to-end tests: live programs recorded under real strace, through the
+//! `blackout` command a user types.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+/// A test's own scratch: a TMPDIR for blackout (must be empty at the end) and
+/// a place for traces.
+struct Scratch {
+    root: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir(root.path().join("tmp")).unwrap();
+        Scratch { root }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    fn blackout(&self) -> Command {
+        let mut c = Command::cargo_bin("blackout").unwrap();
+        c.env("TMPDIR", self.path("tmp"));
+        c
+    }
+
+    /// Asserts blackout left nothing in its temp dir.
+    fn assert_clean(&self) {
+        let left: Vec<_> = fs::read_dir(self.path("tmp")).unwrap().collect();
+        assert!(left.is_empty(), "temp dirs left behind: {left:?}");
+    }
+
+    /// Records a workload and returns the op log as JSON.
+    fn record(&self, extra: &[&str], workload: &[&str]) -> Value {
+        let trace = self.path("run.trace");
+        let out = self
+            .blackout()
+            .arg("record")
+            .arg("-o")
+            .arg(&trace)
+            .args(extra)
+            .arg("--")
+            .args(workload)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "record failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.assert_clean();
+        let out = self
+            .blackout()
+            .arg("ops")
+            .arg("--json")
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+fn ops(v: &Value) -> &Vec<Value> {
+    v["ops"].as_array().unwrap()
+}
+
+fn labels(v: &Value) -> Vec<String> {
+    ops(v)
+        .iter()
+        .map(|o| o["label"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn never_synced(v: &Value) -> Vec<bool> {
+    ops(v)
+        .iter()
+        .map(|o| o["never_synced"].as_bool().unwrap())
+        .collect()
+}
+
+/// Runs a command and returns (exit code, stderr).
+fn run(mut c: Command) -> (Option<i32>, String) {
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn shell_save_without_directory_fsync_marks_the_rename_never_synced() {
+    let s = Scratch::new();
+    let v = s.record(
+        &["--setup", "echo old > doc.txt"],
+        &[
+            "sh",
+            "-c",
+            "printf new > doc.tmp && sync doc.tmp && mv doc.tmp doc.txt && echo saved",
+        ],
+    );
+    assert_eq!(labels(&v), ["create", "write", "fsync", "rename", "output"]);
+    assert_eq!(never_synced(&v), [true, false, false, true, false]);
+    let o = ops(&v);
+    // The create, the write, the fsync and the rename all name one new inode;
+    // the rename replaces the document's initial inode (1).
+    let ino = o[0]["ino"].as_u64().unwrap();
+    assert!(ino >= 2);
+    assert_eq!(o[1]["ino"].as_u64(), Some(ino));
+    assert_eq!(o[2]["ino"].as_u64(), Some(ino));
+    assert_eq!(o[3]["ino"].as_u64(), Some(ino));
+    assert_eq!(o[3]["replaced"].as_u64(), Some(1));
+    assert_eq!(o[1]["text"], "new");
+    assert_eq!(o[4]["text"], "saved\n");
+}
+
+#[test]
+fn shell_save_with_directory_fsync_has_nothing_unsynced() {
+    let s = Scratch::new();
+    let v = s.record(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "printf new > doc.tmp && sync doc.tmp && mv doc.tmp doc.txt && sync . && echo saved",
+        ],
+    );
+    assert_eq!(
+        labels(&v),
+        ["create", "write", "fsync", "rename", "fsync", "output"]
+    );
+    assert!(never_synced(&v).iter().all(|n| !n));
+    assert_eq!(
+        ops(&v)[4]["ino"].as_u64(),
+        Some(0),
+        "fsync of the directory"
+    );
+}
+
+#[test]
+fn python_appenders_and_a_forked_child_share_offsets() {
+    let s = Scratch::new();
+    let prog = r#"
+import os
+a = os.open("log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+b = os.open("log", os.O_WRONLY | os.O_APPEND)
+os.write(a, b"aa")
+os.write(b, b"bbb")
+os.write(a, b"c")
+f = os.open("data", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(f, b"parent1")
+pid = os.fork()
+if pid == 0:
+    os.write(f, b"child")
+    os._exit(0)
+os.waitpid(pid, 0)
+os.write(f, b"parent2")
+os.fdatasync(f)
+print("done", flush=True)
+"#;
+    let v = s.record(&[], &["python3", "-c", prog]);
+    let writes: Vec<(u64, u64, u64)> = ops(&v)
+        .iter()
+        .filter(|o| o["label"] == "write")
+        .map(|o| {
+            (
+                o["ino"].as_u64().unwrap(),
+                o["off"].as_u64().unwrap(),
+                o["data"]["len"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let log = writes[0].0;
+    let data = writes[3].0;
+    assert_ne!(log, data);
+    assert_eq!(
+        writes,
+        [
+            (log, 0, 2),
+            (log, 2, 3),
+            (log, 5, 1),
+            (data, 0, 7),
+            (data, 7, 5),
+            (data, 12, 7)
+        ]
+    );
+    // The log file is never synced; the data file's writes are (fdatasync).
+    let marks: Vec<(String, bool)> = ops(&v)
+        .iter()
+        .map(|o| {
+            (
+                o["label"].as_str().unwrap().to_string(),
+                o["never_synced"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        marks.iter().filter(|(l, n)| l == "write" && *n).count(),
+        3,
+        "{marks:?}"
+    );
+    assert_eq!(labels(&v).last().map(String::as_str), Some("output"));
+}
+
+fn compile(s: &Scratch, name: &str, src: &str) -> PathBuf {
+    let c = s.path(&format!("{name}.c"));
+    fs::write(&c, src).unwrap();
+    let bin = s.path(name);
+    let st = Command::new("cc")
+        .args(["-O0", "-g", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&c)
+        .status()
+        .expect("a C compiler (cc)");
+    assert!(st.success());
+    bin
+}
+
+#[test]
+fn c_program_tmpfile_linkat_pwrite_and_threads() {
+    let s = Scratch::new();
+    let bin = compile(
+        &s,
+        "prog",
+        r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static int fd;
+static void *worker(void *arg) {
+    char c = *(char *)arg;
+    for (int i = 0; i < 5; i++) write(fd, &c, 1);
+    return 0;
+}
+int main(void) {
+    int t = open(".", O_TMPFILE | O_RDWR, 0644);
+    pwrite(t, "hello", 5, 10);
+    fdatasync(t);
+    linkat(t, "", AT_FDCWD, "published", AT_EMPTY_PATH);
+    fd = open("threads", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    pthread_t a, b;
+    char ca = 'a', cb = 'b';
+    pthread_create(&a, 0, worker, &ca);
+    pthread_create(&b, 0, worker, &cb);
+    pthread_join(a, 0);
+    pthread_join(b, 0);
+    int d = open(".", O_RDONLY | O_DIRECTORY);
+    fsync(d);
+    printf("ok\n");
+    return 0;
+}
+"#,
+    );
+    let v = s.record(&[], &[bin.to_str().unwrap()]);
+    let l = labels(&v);
+    assert_eq!(&l[..4], ["write", "fdatasync", "link", "create"]);
+    assert_eq!(l.iter().filter(|x| *x == "write").count(), 11);
+    let o = ops(&v);
+    assert_eq!(o[0]["off"].as_u64(), Some(10));
+    assert_eq!(
+        o[0]["ino"], o[2]["ino"],
+        "linkat publishes the O_TMPFILE inode"
+    );
+    assert_eq!(o[2]["new"], false);
+    // The ten one-byte appends from two threads land at offsets 0..10.
+    let mut offs: Vec<u64> = o[4..14]
+        .iter()
+        .map(|w| w["off"].as_u64().unwrap())
+        .collect();
+    offs.sort();
+    assert_eq!(offs, (0..10).collect::<Vec<_>>());
+    // The directory fsync covers the link and the create; the appends stay
+    // never synced.
+    let ns = never_synced(&v);
+    assert!(!ns[2] && !ns[3]);
+    assert!(ns[4..14].iter().all(|n| *n));
+}
+
+#[test]
+fn paths_outside_the_directory_are_ignored_in_a_live_run() {
+    let s = Scratch::new();
+    let outside = s.path("outside");
+    fs::create_dir(&outside).unwrap();
+    let script = format!(
+        "ln -s {o} link && echo a > link/via-symlink && echo b > {o}/absolute && echo c > ../escape-$$ && rm ../escape-$$ && echo d > inside && echo ok",
+        o = outside.display()
+    );
+    let v = s.record(&[], &["sh", "-c", &script]);
+    assert_eq!(labels(&v), ["symlink", "create", "write", "output"]);
+    assert_eq!(ops(&v)[1]["path"], "inside");
+    assert!(v["stats"]["outside"].as_u64().unwrap() >= 4);
+}
+
+#[test]
+fn a_hostile_log_never_reaches_outside_the_directory() {
+    let s = Scratch::new();
+    let victim = s.path("victim");
+    fs::create_dir(&victim).unwrap();
+    fs::write(victim.join("keep"), "precious").unwrap();
+    let hex = |p: &str| -> String { p.bytes().map(|b| format!("\\x{b:02x}")).collect() };
+    let dir = s.path("dut");
+    let v = victim.display().to_string();
+    let log = [
+        format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_TRUNC) = 3",
+            hex(&format!("{v}/keep"))
+        ),
+        format!("1 write(3, \"{}\", 3) = 3", hex("bad")),
+        format!("1 unlink(\"{}\") = 0", hex(&format!("{v}/keep"))),
+        format!("1 symlink(\"{}\", \"{}\") = 0", hex(&v), hex("esc")),
+        format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 4",
+            hex("esc/new")
+        ),
+        format!("1 mkdir(\"{}\", 0755) = 0", hex("../../../../tmp/x")),
+        format!("1 rename(\"{}\", \"{}\") = 0", hex("esc"), hex("../moved")),
+        format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 5",
+            hex("fine")
+        ),
+    ]
+    .join("\n")
+        + "\n";
+    let log_path = s.path("hostile.log");
+    fs::write(&log_path, log).unwrap();
+    let out = s
+        .blackout()
+        .args(["ops", "--json", "--strace"])
+        .arg(&log_path)
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Only the symlink, its removal by the rename out, and `fine` are ops.
+    assert_eq!(labels(&v), ["symlink", "unlink", "create"]);
+    assert_eq!(fs::read_to_string(victim.join("keep")).unwrap(), "precious");
+    assert_eq!(fs::read_dir(&victim).unwrap().count(), 1);
+    assert!(
+        !dir.exists(),
+        "replay must not create the directory it models"
+    );
+}
+
+#[test]
+fn a_missing_workload_is_a_clear_error() {
+    let s = Scratch::new();
+    let mut c = s.blackout();
+    c.args(["record", "-o"])
+        .arg(s.path("t"))
+        .args(["--", "no-such-program-here"]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert_eq!(
+        err.trim(),
+        "error: workload `no-such-program-here` not found in PATH"
+    );
+    assert!(!s.path("t").exists());
+    s.assert_clean();
+}
+
+#[test]
+fn a_workload_killed_by_a_signal_is_reported() {
+    let s = Scratch::new();
+    let mut c = s.blackout();
+    c.args(["record", "-o"]).arg(s.path("t")).args([
+        "--",
+        "sh",
+        "-c",
+        "echo started; kill -KILL $$",
+    ]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with("error: workload was killed by SIGKILL"),
+        "{err}"
+    );
+    s.assert_clean();
+}
+
+#[test]
+fn a_workload_that_cannot_start_is_reported() {
+    let s = Scratch::new();
+    let not_exec = s.path("not-executable");
+    fs::write(&not_exec, "#!/bin/sh\necho hi\n").unwrap();
+    let mut c = s.blackout();
+    c.args(["record", "-o"])
+        .arg(s.path("t"))
+        .arg("--")
+        .arg(&not_exec);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("could not start: EACCES"), "{err}");
+    s.assert_clean();
+}
+
+#[test]
+fn a_missing_strace_is_a_clear_error() {
+    let s = Scratch::new();
+    let mut c = s.blackout();
+    c.env("PATH", s.path("empty-path"))
+        .args(["record", "-o"])
+        .arg(s.path("t"))
+        .args(["--", "/bin/true"]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("error: cannot run strace"), "{err}");
+    assert!(err.contains("apt-get install strace"), "{err}");
+}
+
+#[test]
+fn garbled_and_truncated_logs_name_file_and_line() {
+    let s = Scratch::new();
+    let log = s.path("bad.log");
+    fs::write(
+        &log,
+        "1 write(1, \"\\x61\\x0a\", 2) = 2\n1 this is not strace\n",
+    )
+    .unwrap();
+    let mut c = s.blackout();
+    c.args(["ops", "--strace"]).arg(&log).args(["--dir", "/d"]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("error: {}:2: not a strace line", log.display())),
+        "{err}"
+    );
+
+    fs::write(&log, "1 write(1, \"\\x61\\x0a\", 2) = 2\n1 write(1, \"\\x6").unwrap();
+    let mut c = s.blackout();
+    c.args(["ops", "--strace"]).arg(&log).args(["--dir", "/d"]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.starts_with(&format!("error: {}:2: ", log.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unmodelable_call_is_refused_with_its_line() {
+    let s = Scratch::new();
+    let prog = "import mmap, os\nfd = os.open('db', os.O_RDWR | os.O_CREAT, 0o644)\nos.ftruncate(fd, 4096)\nm = mmap.mmap(fd, 4096)\nm[0:5] = b'hello'\nm.flush()\nprint('saved')\n";
+    let mut c = s.blackout();
+    c.args(["record", "-o"])
+        .arg(s.path("t"))
+        .arg("--keep-log")
+        .arg(s.path("mmap.log"))
+        .args(["--", "python3", "-c", prog]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    let prefix = format!("error: {}:", s.path("mmap.log").display());
+    assert!(err.starts_with(&prefix), "{err}");
+    assert!(
+        err.contains(": mmap: maps `db` shared and writable"),
+        "{err}"
+    );
+    s.assert_clean();
+}
+
+#[test]
+fn a_damaged_trace_is_refused() {
+    let s = Scratch::new();
+    let t = s.path("t");
+    fs::write(&t, "blackout-trace 1\n{\"nope\": 1}\n").unwrap();
+    let mut c = s.blackout();
+    c.arg("ops").arg(&t);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("not a valid trace"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn ctrl_c_during_a_recording_leaves_no_temp_dir() {
+    use std::time::{Duration, Instant};
+    let s = Scratch::new();
+    let mut c = s.blackout();
+    c.args(["record", "-o"])
+        .arg(s.path("t"))
+        .args(["--", "sh", "-c", "echo x > f; sleep 30"]);
+    let mut child = c.spawn().unwrap();
+    // Wait until the recording has started (its scratch dir exists).
+    let start = Instant::now();
+    while fs::read_dir(s.path("tmp")).unwrap().count() == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "recording never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    s.assert_clean();
+    assert!(!s.path("t").exists());
+}
