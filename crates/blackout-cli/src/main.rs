@@ -107,10 +107,25 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::from(0);
             }
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", one_line(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error message on one line: control characters (from hostile paths in a
+/// log) are escaped.
+fn one_line(msg: &str) -> String {
+    msg.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -374,6 +374,6 @@ fn stderr_tail(stderr: &[u8]) -> String {
     if lines.is_empty() {
         return String::new();
     }
-    let tail = &lines[lines.len().saturating_sub(5)..];
-    format!("; its stderr ends:\n  {}", tail.join("\n  "))
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    format!("; its stderr ends: {}", tail.join(" | "))
 }

@@ -172,7 +172,11 @@ impl Trace {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let mut tmp = tempfile::NamedTempFile::new_in(parent)?;
+        use std::os::unix::fs::PermissionsExt;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".blackout-trace-")
+            .permissions(std::fs::Permissions::from_mode(0o644))
+            .tempfile_in(parent)?;
         self.write_to(io::BufWriter::new(tmp.as_file_mut()))?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
@@ -234,7 +238,9 @@ impl Trace {
             if self.inodes[i as usize] == InodeKind::Dir {
                 Ok(())
             } else {
-                Err(invalid(format!("inode {i} is used as a directory but is not one")))
+                Err(invalid(format!(
+                    "inode {i} is used as a directory but is not one"
+                )))
             }
         };
         let file_ok = |i: Ino| -> Result<(), TraceError> {
@@ -242,7 +248,9 @@ impl Trace {
             if self.inodes[i as usize] == InodeKind::File {
                 Ok(())
             } else {
-                Err(invalid(format!("inode {i} is written but is not a regular file")))
+                Err(invalid(format!(
+                    "inode {i} is written but is not a regular file"
+                )))
             }
         };
         let data_ok = |r: DataRef| -> Result<(), TraceError> {
@@ -262,7 +270,9 @@ impl Trace {
         for (ino, target) in &self.symlinks {
             ino_ok(*ino)?;
             if self.inodes[*ino as usize] != InodeKind::Symlink {
-                return Err(invalid(format!("inode {ino} has a target but is not a symlink")));
+                return Err(invalid(format!(
+                    "inode {ino} has a target but is not a symlink"
+                )));
             }
             let _ = target;
         }
@@ -271,7 +281,9 @@ impl Trace {
             ino_ok(e.ino)?;
             name_ok(&e.name)?;
             if e.dir >= self.initial_inodes || e.ino >= self.initial_inodes || e.ino == ROOT_INO {
-                return Err(invalid("an initial entry names an inode outside the initial tree"));
+                return Err(invalid(
+                    "an initial entry names an inode outside the initial tree",
+                ));
             }
         }
         for f in &self.initial_files {
@@ -400,7 +412,9 @@ impl Trace {
                 match (s.main, s.source) {
                     (None, None) => line.push_str("  (never synced)"),
                     (None, Some(_)) => line.push_str("  (never synced: the new entry)"),
-                    (Some(_), None) => line.push_str("  (never synced: the removal from the source directory)"),
+                    (Some(_), None) => {
+                        line.push_str("  (never synced: the removal from the source directory)")
+                    }
                     (Some(_), Some(_)) => {}
                 }
             }
@@ -430,7 +444,9 @@ impl Trace {
                     if let OpKind::Output { data } | OpKind::Write { data, .. } = op.kind {
                         m.insert(
                             "text".into(),
-                            String::from_utf8_lossy(self.bytes(data)).into_owned().into(),
+                            String::from_utf8_lossy(self.bytes(data))
+                                .into_owned()
+                                .into(),
                         );
                     }
                 }
