@@ -13,6 +13,7 @@ use std::sync::{Arc, LazyLock};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use blackout::ops::escape_controls;
 use blackout::record::{record, RecordConfig};
 use blackout::replay::replay;
 use blackout::trace::{Trace, TraceMeta};
@@ -107,25 +108,10 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::from(0);
             }
-            eprintln!("error: {}", one_line(&format!("{e:#}")));
+            eprintln!("error: {}", escape_controls(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
-}
-
-/// An error message on one line: control characters (from hostile paths in a
-/// log) are escaped.
-fn one_line(msg: &str) -> String {
-    msg.chars()
-        .flat_map(|c| {
-            let escaped: Vec<char> = if c.is_control() {
-                c.escape_default().collect()
-            } else {
-                vec![c]
-            };
-            escaped
-        })
-        .collect()
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -82,6 +82,20 @@ impl<'de> Deserialize<'de> for Name {
     }
 }
 
+/// Escapes control characters (newlines, escapes) so a message built from
+/// hostile input stays on one line; everything else is kept.
+pub fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A range of the trace's data blob.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct DataRef {
