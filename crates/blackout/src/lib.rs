@@ -1,9 +1,10 @@
 //! blackout's engine.
 #![deny(missing_docs)]
 
+pub mod explore;
 pub mod ops;
+pub mod record;
 pub mod replay;
 pub mod strace;
-pub mod tree;
-pub mod record;
 pub mod trace;
+pub mod tree;
