@@ -19,7 +19,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::ops::{synced_by, DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
-use crate::replay::{ReplayStats, Replayed};
+use crate::replay::{ReplayStats, Replayed, MODEL_FILE_BYTES_MAX};
 use crate::tree::{Entry, Node, Tree};
 
 /// The first line of every trace file, before the version number.
@@ -259,6 +259,14 @@ impl Trace {
                 _ => Err(invalid("a data range lies outside the data blob")),
             }
         };
+        let size_ok = |end: Option<u64>| -> Result<(), TraceError> {
+            match end {
+                Some(e) if e <= MODEL_FILE_BYTES_MAX => Ok(()),
+                _ => Err(invalid(format!(
+                    "a file grows past {MODEL_FILE_BYTES_MAX} bytes, the largest blackout models"
+                ))),
+            }
+        };
         let name_ok = |name: &Name| -> Result<(), TraceError> {
             let b = &name.0;
             if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
@@ -300,14 +308,16 @@ impl Trace {
                     OpKind::Write { ino, off, data } => {
                         file_ok(*ino)?;
                         data_ok(*data)?;
-                        off.checked_add(data.len)
-                            .ok_or_else(|| invalid("write range overflows"))?;
+                        size_ok(off.checked_add(data.len))?;
                     }
-                    OpKind::Truncate { ino, .. } | OpKind::SyncFileRange { ino } => file_ok(*ino)?,
+                    OpKind::Truncate { ino, size } => {
+                        file_ok(*ino)?;
+                        size_ok(Some(*size))?;
+                    }
+                    OpKind::SyncFileRange { ino } => file_ok(*ino)?,
                     OpKind::Fallocate { ino, off, len, .. } => {
                         file_ok(*ino)?;
-                        off.checked_add(*len)
-                            .ok_or_else(|| invalid("fallocate range overflows"))?;
+                        size_ok(off.checked_add(*len))?;
                     }
                     OpKind::Link { dir, name, ino, .. } | OpKind::Unlink { dir, name, ino } => {
                         dir_ok(*dir)?;
