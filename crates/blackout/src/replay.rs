@@ -39,10 +39,13 @@ pub struct ReplayError {
 }
 
 impl std::fmt::Display for ReplayError {
+    /// `LINE: syscall: message`, always on one line: control characters that
+    /// a hostile log put into a path are escaped.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let message = crate::ops::escape_controls(&self.message);
         match &self.syscall {
-            Some(s) => write!(f, "{}: {}: {}", self.line, s, self.message),
-            None => write!(f, "{}: {}", self.line, self.message),
+            Some(s) => write!(f, "{}: {}: {}", self.line, s, message),
+            None => write!(f, "{}: {}", self.line, message),
         }
     }
 }
@@ -266,24 +269,14 @@ fn int_arg(args: &[&[u8]], i: usize) -> R<i64> {
         // close_range's `~0U`.
         return Ok(i64::from(u32::MAX));
     }
-    strace::parse_int(a).ok_or_else(|| {
-        format!(
-            "argument {} is not a number: `{}`",
-            i + 1,
-            strace::show(a)
-        )
-    })
+    strace::parse_int(a)
+        .ok_or_else(|| format!("argument {} is not a number: `{}`", i + 1, strace::show(a)))
 }
 
 fn str_arg(args: &[&[u8]], i: usize) -> R<Vec<u8>> {
     let a = arg(args, i)?;
-    let d = strace::decode_string(a).ok_or_else(|| {
-        format!(
-            "argument {} is not a string: `{}`",
-            i + 1,
-            strace::show(a)
-        )
-    })?;
+    let d = strace::decode_string(a)
+        .ok_or_else(|| format!("argument {} is not a string: `{}`", i + 1, strace::show(a)))?;
     if d.truncated {
         return Err(format!(
             "argument {} was cut short by strace's string limit (-s)",
@@ -316,8 +309,12 @@ fn data_arg(a: &[u8], n: u64) -> R<Vec<u8>> {
 }
 
 fn iov_arg(a: &[u8], n: u64) -> R<Vec<u8>> {
-    let d = strace::decode_iovecs(a)
-        .ok_or_else(|| format!("the iovec argument is not understood: `{}`", strace::show(a)))?;
+    let d = strace::decode_iovecs(a).ok_or_else(|| {
+        format!(
+            "the iovec argument is not understood: `{}`",
+            strace::show(a)
+        )
+    })?;
     take(d, n)
 }
 
@@ -329,7 +326,10 @@ fn take(mut d: strace::Decoded, n: u64) -> R<Vec<u8>> {
                 d.bytes.len()
             )
         } else {
-            format!("returned {n} but its data holds only {} bytes", d.bytes.len())
+            format!(
+                "returned {n} but its data holds only {} bytes",
+                d.bytes.len()
+            )
         });
     }
     d.bytes.truncate(n as usize);
@@ -397,7 +397,9 @@ impl Model {
             }
         }
         for e in &tree.entries {
-            inodes[e.dir as usize].entries.insert(e.name.0.clone(), e.ino);
+            inodes[e.dir as usize]
+                .entries
+                .insert(e.name.0.clone(), e.ino);
             if inodes[e.ino as usize].kind == InodeKind::Dir {
                 inodes[e.ino as usize].parent = e.dir;
             }
@@ -446,12 +448,15 @@ impl Model {
             let args = c.args_text();
             let flags = |f: &[u8]| memchr::memmem::find(args, f).is_some();
             let threadish = matches!(name, b"clone" | b"clone3");
-            self.clones.entry(child).or_default().push_back(CloneRecord {
-                event: idx,
-                parent: c.pid,
-                share_files: threadish && flags(b"CLONE_FILES"),
-                share_fs: threadish && flags(b"CLONE_FS"),
-            });
+            self.clones
+                .entry(child)
+                .or_default()
+                .push_back(CloneRecord {
+                    event: idx,
+                    parent: c.pid,
+                    share_files: threadish && flags(b"CLONE_FILES"),
+                    share_fs: threadish && flags(b"CLONE_FS"),
+                });
         }
     }
 
@@ -687,10 +692,12 @@ impl Model {
         let path = strace::decode_annotation(ann?)?;
         let rest = self.inside(&path)?.to_vec();
         let mut budget = 0;
-        Some(match self.walk(Loc::In(ROOT_INO), &rest, false, &mut budget) {
-            Resolved::In { ino, .. } => ino,
-            _ => None,
-        })
+        Some(
+            match self.walk(Loc::In(ROOT_INO), &rest, false, &mut budget) {
+                Resolved::In { ino, .. } => ino,
+                _ => None,
+            },
+        )
     }
 
     /// Whether a `-y` annotation names a path inside the directory under test.
@@ -735,7 +742,11 @@ impl Model {
         }
         self.inodes.push(Inode {
             kind,
-            size: if kind == InodeKind::File { 0 } else { data.len() as u64 },
+            size: if kind == InodeKind::File {
+                0
+            } else {
+                data.len() as u64
+            },
             data,
             entries: BTreeMap::new(),
             parent,
@@ -748,7 +759,9 @@ impl Model {
             .checked_add(bytes.len() as u64)
             .filter(|&e| e <= MODEL_FILE_BYTES_MAX)
             .ok_or_else(|| {
-                format!("writes past {MODEL_FILE_BYTES_MAX} bytes, the largest file blackout models")
+                format!(
+                    "writes past {MODEL_FILE_BYTES_MAX} bytes, the largest file blackout models"
+                )
             })?;
         let node = &mut self.inodes[ino as usize];
         if node.data.len() < end as usize {
@@ -1027,7 +1040,10 @@ impl Model {
                 let args = c.args();
                 let fd = int_arg(&args, 0)?;
                 if let Some(Target::Inode(ino)) = self.ofd(c.pid, fd).map(|o| o.target.clone()) {
-                    let path = self.ofd(c.pid, fd).map(|o| o.name.clone()).unwrap_or_default();
+                    let path = self
+                        .ofd(c.pid, fd)
+                        .map(|o| o.name.clone())
+                        .unwrap_or_default();
                     let errno = String::from_utf8_lossy(errno).into_owned();
                     self.push(c, OpKind::FailedSync { ino, errno }, &path);
                 }
@@ -1088,7 +1104,10 @@ impl Model {
                 }
                 let t = self.proc(pid).table;
                 let cloexec = strace::has_flag(flags, b"CLOSE_RANGE_CLOEXEC");
-                let fds: Vec<i64> = self.tables[t].range(first..=last).map(|(k, _)| *k).collect();
+                let fds: Vec<i64> = self.tables[t]
+                    .range(first..=last)
+                    .map(|(k, _)| *k)
+                    .collect();
                 for fd in fds {
                     if cloexec {
                         if let Some(e) = self.tables[t].get_mut(&fd) {
@@ -1299,7 +1318,8 @@ impl Model {
                 };
                 let path = str_arg(&args, pi)?;
                 let mode = arg(&args, mi)?;
-                let regular = !mode.starts_with(b"S_IF") || strace::has_flag(mode, b"S_IFREG")
+                let regular = !mode.starts_with(b"S_IF")
+                    || strace::has_flag(mode, b"S_IFREG")
                     || mode.starts_with(b"S_IFREG");
                 if regular {
                     return self.create(c, fd, &path, InodeKind::File, Vec::new());
@@ -1397,10 +1417,13 @@ impl Model {
                     Some(Target::PipeRead(p)) => Some(p),
                     _ => None,
                 };
-                if let Some(Target::PipeWrite(dst)) = self.ofd(pid, out_fd).map(|o| o.target.clone()) {
+                if let Some(Target::PipeWrite(dst)) =
+                    self.ofd(pid, out_fd).map(|o| o.target.clone())
+                {
                     match src {
                         Some(s) if self.pipes[s].buf.len() >= n && !self.pipes[s].unknown => {
-                            let bytes: Vec<u8> = self.pipes[s].buf.iter().take(n).copied().collect();
+                            let bytes: Vec<u8> =
+                                self.pipes[s].buf.iter().take(n).copied().collect();
                             self.pipes[dst].buf.extend(bytes);
                         }
                         _ => self.pipes[dst].unknown = true,
@@ -1436,7 +1459,11 @@ impl Model {
                         .and_then(strace::decode_annotation)
                     {
                         Some(p) if self.inside(&p).is_none() => Loc::Out(p),
-                        _ => return Err("changes to a directory whose fd the log does not show".into()),
+                        _ => {
+                            return Err(
+                                "changes to a directory whose fd the log does not show".into()
+                            )
+                        }
                     },
                 };
                 let cw = self.proc(pid).cwd;
@@ -1463,9 +1490,9 @@ impl Model {
                 }
                 Ok(())
             }
-            b"io_uring_setup" => Err(
-                "io_uring submits I/O the log does not show; blackout cannot model it".into(),
-            ),
+            b"io_uring_setup" => {
+                Err("io_uring submits I/O the log does not show; blackout cannot model it".into())
+            }
             b"pipe" | b"pipe2" => {
                 let fds = arg(&args, 0)?;
                 let inner = fds
@@ -1498,12 +1525,11 @@ impl Model {
                 let fd = int_arg(&args, 0)?;
                 let req = arg(&args, 1)?;
                 if matches!(req, b"FICLONE" | b"FICLONERANGE" | b"FIDEDUPERANGE") {
-                    let inside = matches!(
-                        self.ofd(pid, fd).map(|o| &o.target),
-                        Some(Target::Inode(_))
-                    ) || self
-                        .annotation_inside(strace::arg_annotation(arg(&args, 0)?))
-                        .is_some();
+                    let inside =
+                        matches!(self.ofd(pid, fd).map(|o| &o.target), Some(Target::Inode(_)))
+                            || self
+                                .annotation_inside(strace::arg_annotation(arg(&args, 0)?))
+                                .is_some();
                     if inside {
                         return Err(
                             "clones extents into the directory under test; blackout cannot model reflinks"
@@ -1528,7 +1554,13 @@ impl Model {
         let p = self.proc(pid);
         self.tables.push(self.tables[p.table].clone());
         let t = self.tables.len() - 1;
-        self.procs.insert(pid, Proc { table: t, cwd: p.cwd });
+        self.procs.insert(
+            pid,
+            Proc {
+                table: t,
+                cwd: p.cwd,
+            },
+        );
     }
 
     fn dup(&mut self, pid: u32, old: i64, new: i64, cloexec: bool) {
@@ -1538,7 +1570,13 @@ impl Model {
         let t = self.proc(pid).table;
         match self.tables[t].get(&old).copied() {
             Some(e) => {
-                self.tables[t].insert(new, FdEntry { ofd: e.ofd, cloexec });
+                self.tables[t].insert(
+                    new,
+                    FdEntry {
+                        ofd: e.ofd,
+                        cloexec,
+                    },
+                );
             }
             None => {
                 self.tables[t].remove(&new);
@@ -1966,7 +2004,10 @@ mod tests {
     #[test]
     fn create_write_fsync_rename() {
         let r = run(&[
-            format!("1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3", hex("a.tmp")),
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3",
+                hex("a.tmp")
+            ),
             format!("1 write(3, \"{}\", 5) = 5", hex("hello")),
             "1 fsync(3) = 0".into(),
             "1 close(3) = 0".into(),
@@ -1979,18 +2020,30 @@ mod tests {
             panic!()
         };
         assert_eq!((ino, off), (1, 0));
-        assert_eq!(&r.data[data.start as usize..(data.start + data.len) as usize], b"hello");
+        assert_eq!(
+            &r.data[data.start as usize..(data.start + data.len) as usize],
+            b"hello"
+        );
     }
 
     #[test]
     fn paths_outside_are_ignored_and_counted() {
         let r = run(&[
-            format!("1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3", hex("/etc/x")),
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3",
+                hex("/etc/x")
+            ),
             format!("1 write(3, \"{}\", 1) = 1", hex("a")),
             format!("1 mkdir(\"{}\", 0755) = 0", hex("../escape")),
             format!("1 symlink(\"{}\", \"{}\") = 0", hex("/etc"), hex("l")),
-            format!("1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 4", hex("l/passwd")),
-            format!("1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 5", hex("../d/in")),
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 4",
+                hex("l/passwd")
+            ),
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 5",
+                hex("../d/in")
+            ),
         ])
         .unwrap();
         assert_eq!(labels(&r), ["symlink", "create"]);
@@ -2007,8 +2060,14 @@ mod tests {
     #[test]
     fn append_uses_the_model_size_and_fork_shares_offsets() {
         let r = run(&[
-            format!("1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3", hex("log")),
-            format!("1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_APPEND) = 4", hex("log")),
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3",
+                hex("log")
+            ),
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_APPEND) = 4",
+                hex("log")
+            ),
             format!("1 write(3, \"{}\", 2) = 2", hex("ab")),
             format!("1 write(4, \"{}\", 2) = 2", hex("cd")),
             format!("1 openat(AT_FDCWD, \"{}\", O_WRONLY) = 5", hex("log")),
@@ -2031,7 +2090,10 @@ mod tests {
     #[test]
     fn unmodelable_calls_are_refused() {
         let e = run(&[
-            format!("1 openat(AT_FDCWD, \"{}\", O_RDWR|O_CREAT, 0644) = 3", hex("m")),
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_RDWR|O_CREAT, 0644) = 3",
+                hex("m")
+            ),
             "1 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_SHARED, 3, 0) = 0x7f0000000000".into(),
         ])
         .unwrap_err();

@@ -158,10 +158,7 @@ fn parse_ret(ret: &[u8]) -> Ret<'_> {
     let rest = &ret[num_end..];
     if value < 0 {
         let rest = trim(rest);
-        let name_end = rest
-            .iter()
-            .position(|&b| b == b' ')
-            .unwrap_or(rest.len());
+        let name_end = rest.iter().position(|&b| b == b' ').unwrap_or(rest.len());
         if name_end > 0 && rest[0] == b'E' {
             return Ret::Err(&rest[..name_end]);
         }
@@ -230,7 +227,10 @@ fn scan_int(s: &[u8]) -> Option<(usize, i64)> {
     }
     let text = std::str::from_utf8(&digits[..n]).ok()?;
     let value = u64::from_str_radix(text, radix).ok()? as i64;
-    Some((start + skip + n, if neg { value.wrapping_neg() } else { value }))
+    Some((
+        start + skip + n,
+        if neg { value.wrapping_neg() } else { value },
+    ))
 }
 
 /// Parses an integer argument: `3`, `3<\x2f...>`, `0x10`, `-1`, `AT_FDCWD`.
@@ -348,7 +348,11 @@ pub fn decode_string(arg: &[u8]) -> Option<Decoded> {
     let end = skip_string(arg, 0);
     let lit = &arg[..end];
     let truncated = lit.ends_with(b"...") && lit.len() >= 5 && lit[lit.len() - 4] == b'"';
-    let inner_end = if truncated { lit.len() - 4 } else { lit.len() - 1 };
+    let inner_end = if truncated {
+        lit.len() - 4
+    } else {
+        lit.len() - 1
+    };
     if inner_end < 1 || lit[inner_end] != b'"' {
         return None;
     }
@@ -595,9 +599,8 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
         let (pid, body) = split_pid(line);
         let body = skip_timestamp(body);
         if let Some(exit) = body.strip_prefix(b"+++ ") {
-            let exit = parse_exit(pid, line_no, exit).ok_or_else(|| {
-                err(format!("unrecognised exit record `{}`", show(body)))
-            })?;
+            let exit = parse_exit(pid, line_no, exit)
+                .ok_or_else(|| err(format!("unrecognised exit record `{}`", show(body))))?;
             if let Some(p) = pending.remove(&pid) {
                 events.push(Event::Unfinished(Call {
                     pid,
@@ -614,9 +617,8 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
             continue;
         }
         if let Some(resumed) = body.strip_prefix(b"<... ") {
-            let marker = memmem::find(resumed, b" resumed>").ok_or_else(|| {
-                err(format!("unrecognised resumed call `{}`", show(body)))
-            })?;
+            let marker = memmem::find(resumed, b" resumed>")
+                .ok_or_else(|| err(format!("unrecognised resumed call `{}`", show(body))))?;
             let name = &resumed[..marker];
             let tail = &resumed[marker + b" resumed>".len()..];
             let Some(p) = pending.remove(&pid) else {
@@ -830,7 +832,8 @@ mod tests {
 
     #[test]
     fn splits_a_simple_call() {
-        let c = one("12  openat(AT_FDCWD<\\x2f>, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3<\\x2f\\x61>\n");
+        let c =
+            one("12  openat(AT_FDCWD<\\x2f>, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3<\\x2f\\x61>\n");
         assert_eq!(c.pid, 12);
         assert_eq!(c.name(), b"openat");
         let args = c.args();
@@ -891,8 +894,9 @@ mod tests {
 
     #[test]
     fn decodes_iovecs() {
-        let d = decode_iovecs(br#"[{iov_base="\x61", iov_len=1}, {iov_base="\x62\x63", iov_len=2}]"#)
-            .unwrap();
+        let d =
+            decode_iovecs(br#"[{iov_base="\x61", iov_len=1}, {iov_base="\x62\x63", iov_len=2}]"#)
+                .unwrap();
         assert_eq!(d.bytes, b"abc");
     }
 
@@ -924,7 +928,8 @@ mod tests {
 
     #[test]
     fn comments_and_annotations_do_not_split() {
-        let args = split_args(br#"3<\x2f\x61>, ["\x2c", "\x62"], 0x7ffd /* 35 vars */, {a=1, b=2}"#);
+        let args =
+            split_args(br#"3<\x2f\x61>, ["\x2c", "\x62"], 0x7ffd /* 35 vars */, {a=1, b=2}"#);
         assert_eq!(args.len(), 4);
     }
 }

@@ -315,9 +315,20 @@ impl Trace {
                         size_ok(Some(*size))?;
                     }
                     OpKind::SyncFileRange { ino } => file_ok(*ino)?,
-                    OpKind::Fallocate { ino, off, len, .. } => {
+                    OpKind::Fallocate {
+                        ino,
+                        off,
+                        len,
+                        keep_size,
+                        ..
+                    } => {
                         file_ok(*ino)?;
-                        size_ok(off.checked_add(*len))?;
+                        let end = off.checked_add(*len);
+                        if *keep_size {
+                            end.ok_or_else(|| invalid("fallocate range overflows"))?;
+                        } else {
+                            size_ok(end)?;
+                        }
                     }
                     OpKind::Link { dir, name, ino, .. } | OpKind::Unlink { dir, name, ino } => {
                         dir_ok(*dir)?;

@@ -191,7 +191,12 @@ mod tests {
         let ino_a = tree.entries.iter().find(|e| e.name.0 == b"a").unwrap().ino;
         assert_eq!(ino_a, ino_b);
         assert_eq!(tree.nodes[ino_a as usize], Node::File(b"hello".to_vec()));
-        let out = tree.entries.iter().find(|e| e.name.0 == b"out").unwrap().ino;
+        let out = tree
+            .entries
+            .iter()
+            .find(|e| e.name.0 == b"out")
+            .unwrap()
+            .ino;
         assert_eq!(tree.nodes[out as usize], Node::Symlink(b"/etc".to_vec()));
         assert_eq!(tree.path_of(ino_a).unwrap(), b"b");
     }
