@@ -61,7 +61,10 @@ fn bench(c: &mut Criterion) {
     let log = generate(32 << 20);
     let tree = Tree::default();
     // Sanity: the generated log replays.
-    let ops = replay(&log, &tree, DIR.as_bytes()).expect("generated log replays").ops.len();
+    let ops = replay(&log, &tree, DIR.as_bytes())
+        .expect("generated log replays")
+        .ops
+        .len();
     assert!(ops > 0);
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);

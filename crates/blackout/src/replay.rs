@@ -793,6 +793,7 @@ impl Model {
 
     /// A write of `bytes` through fd `fd`. `at` is an explicit offset
     /// (pwrite); `append` forces the end of file (`RWF_APPEND`).
+    #[allow(clippy::too_many_arguments)]
     fn write_fd(
         &mut self,
         call: &Call<'_>,
@@ -957,58 +958,75 @@ impl Model {
         match bytes {
             Some(b) => self.write_fd(call, out_arg, n, &|| Ok(b.clone()), out_at, false, None),
             None if matters => Err(format!(
-                "copies {n} bytes into the directory under test from fd {in_fd}, whose bytes the log does not hold (a file outside the directory, a socket, or a pipe fed from one)"
+                "copies {n} bytes {} from fd {in_fd}, whose bytes the log does not hold (a file outside the directory, a socket, or a pipe fed from one)",
+                if out_target == Some(Target::Stdout) {
+                    "to standard output (where promises are read)"
+                } else {
+                    "into the directory under test"
+                }
             )),
             None => Ok(()),
         }
     }
 
     fn unfinished(&mut self, c: &Call<'_>) -> Result<(), ReplayError> {
-        let modifying = matches!(
-            c.name(),
-            b"write"
-                | b"writev"
-                | b"pwrite64"
-                | b"pwritev"
-                | b"pwritev2"
-                | b"rename"
-                | b"renameat"
-                | b"renameat2"
-                | b"unlink"
-                | b"unlinkat"
-                | b"link"
-                | b"linkat"
-                | b"truncate"
-                | b"ftruncate"
-                | b"fallocate"
-                | b"copy_file_range"
-                | b"sendfile"
-                | b"splice"
-        );
-        if !modifying || !self.procs.contains_key(&c.pid) {
+        if !self.procs.contains_key(&c.pid) || !self.touches_dir(c) {
             return Ok(());
         }
-        // Does it touch the directory under test? A path argument or an fd
-        // annotation inside it says so.
-        let touches = c.args().iter().any(|a| {
-            strace::decode_string(a)
-                .map(|d| {
+        Err(ReplayError {
+            line: c.line,
+            syscall: Some(c.name_str().to_string()),
+            message: "never completed (its process ended or the log was cut), so what it changed in the directory under test is unknown".into(),
+        })
+    }
+
+    /// Whether a modifying call names the directory under test: an fd
+    /// argument on a file inside it, or a path argument that resolves inside.
+    /// Used for calls whose result the log does not show.
+    fn touches_dir(&self, c: &Call<'_>) -> bool {
+        // (fd argument positions, (dirfd, path) argument positions)
+        let (fds, paths): (&[usize], &[(Option<usize>, usize)]) = match c.name() {
+            b"write" | b"writev" | b"pwrite64" | b"pwritev" | b"pwritev2" | b"ftruncate"
+            | b"fallocate" | b"vmsplice" => (&[0], &[]),
+            b"copy_file_range" | b"splice" => (&[2], &[]),
+            b"sendfile" | b"sendfile64" => (&[0], &[]),
+            b"rename" | b"link" => (&[], &[(None, 0), (None, 1)]),
+            b"renameat" | b"renameat2" | b"linkat" => (&[], &[(Some(0), 1), (Some(2), 3)]),
+            b"unlink" | b"rmdir" | b"truncate" | b"mkdir" => (&[], &[(None, 0)]),
+            b"unlinkat" | b"mkdirat" => (&[], &[(Some(0), 1)]),
+            b"symlink" => (&[], &[(None, 1)]),
+            b"symlinkat" => (&[], &[(Some(1), 2)]),
+            _ => return false,
+        };
+        let args = c.args();
+        let fd_inside = |i: &usize| {
+            args.get(*i)
+                .and_then(|a| strace::parse_int(a))
+                .is_some_and(|fd| {
                     matches!(
-                        self.resolve(c.pid, strace::AT_FDCWD, &d.bytes, false),
+                        self.ofd(c.pid, fd).map(|o| &o.target),
+                        Some(Target::Inode(_))
+                    )
+                })
+        };
+        let path_inside = |(dirfd, p): &(Option<usize>, usize)| {
+            let dirfd = match dirfd {
+                Some(i) => match args.get(*i).and_then(|a| strace::parse_int(a)) {
+                    Some(fd) => fd,
+                    None => return false,
+                },
+                None => strace::AT_FDCWD,
+            };
+            args.get(*p)
+                .and_then(|a| strace::decode_string(a))
+                .is_some_and(|d| {
+                    matches!(
+                        self.resolve(c.pid, dirfd, &d.bytes, false),
                         Ok(Resolved::In { .. })
                     )
                 })
-                .unwrap_or(false)
-                || matches!(strace::parse_int(a), Some(fd) if matches!(self.ofd(c.pid, fd).map(|o| &o.target), Some(Target::Inode(_))))
-        });
-        if touches {
-            return Err(ReplayError {
-                line: c.line,
-                syscall: Some(c.name_str().to_string()),
-                message: "never completed (its process ended or the log was cut), so what it changed is unknown".into(),
-            });
-        }
-        Ok(())
+        };
+        fds.iter().any(fd_inside) || paths.iter().any(path_inside)
     }
 
     // ---- dispatch --------------------------------------------------------
@@ -1051,7 +1069,11 @@ impl Model {
             return Ok(());
         }
         if ret == Ret::Unknown && !matches!(name, b"execve" | b"execveat") {
-            // Left without a result (the process ended inside it).
+            // Left without a result (the process ended inside it): harmless
+            // unless it may have changed the directory under test.
+            if self.touches_dir(c) {
+                return Err("returned no result (its process ended inside it), so what it changed in the directory under test is unknown".into());
+            }
             return Ok(());
         }
         let args = c.args();
@@ -1633,10 +1655,13 @@ impl Model {
                         ));
                     }
                 }
-                if fl.trunc && fl.writable && self.inodes[i as usize].kind == InodeKind::File {
-                    if self.inodes[i as usize].size > 0 {
-                        self.truncate(c, i, 0, path)?;
-                    }
+                // Linux truncates on O_TRUNC whatever the access mode: a
+                // successful O_RDONLY|O_TRUNC open empties the file too.
+                if fl.trunc
+                    && self.inodes[i as usize].kind == InodeKind::File
+                    && self.inodes[i as usize].size > 0
+                {
+                    self.truncate(c, i, 0, path)?;
                 }
                 i
             }
@@ -2085,6 +2110,59 @@ mod tests {
             })
             .collect();
         assert_eq!(offs, [0, 2, 0, 1]);
+    }
+
+    #[test]
+    fn o_trunc_empties_the_file_even_when_opened_read_only() {
+        let mut tree = Tree::default();
+        tree.nodes.push(Node::File(b"old bytes".to_vec()));
+        tree.entries.push(crate::tree::Entry {
+            dir: ROOT_INO,
+            name: "f".into(),
+            ino: 1,
+        });
+        let log = format!(
+            "1 openat(AT_FDCWD, \"{}\", O_RDONLY|O_TRUNC) = 3\n",
+            hex("f")
+        );
+        let r = replay(log.as_bytes(), &tree, DIR.as_bytes()).unwrap();
+        assert_eq!(labels(&r), ["truncate"]);
+        assert_eq!(r.ops[0].kind, OpKind::Truncate { ino: 1, size: 0 });
+    }
+
+    #[test]
+    fn an_unfinished_call_is_refused_only_when_it_touches_the_directory() {
+        // A write to stdout (fd 1) cut short: harmless.
+        run(&[
+            format!("1 write(1, \"{}\", 2 <unfinished ...>", hex("ab")),
+            "1 +++ killed by SIGKILL +++".into(),
+        ])
+        .unwrap();
+        // A data string that happens to name a file, and a count that happens
+        // to equal an open fd, do not count.
+        run(&[
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3",
+                hex("f")
+            ),
+            format!("1 write(1, \"{}\", 3 <unfinished ...>", hex("f")),
+        ])
+        .unwrap();
+        let e = run(&[
+            format!(
+                "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3",
+                hex("f")
+            ),
+            format!("1 write(3, \"{}\", 2) = ?", hex("ab")),
+        ])
+        .unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = run(&[
+            "1 sync() = 0".into(),
+            format!("1 unlink(\"{}\" <unfinished ...>", hex("x")),
+        ])
+        .unwrap_err();
+        assert!(e.message.contains("never completed"), "{e}");
     }
 
     #[test]

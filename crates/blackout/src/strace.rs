@@ -77,7 +77,9 @@ pub struct Exit {
     pub pid: u32,
     /// Line of the `+++ ... +++` record.
     pub line: u32,
-    /// The exit code, or `None` when killed by a signal.
+    /// The exit code, or `None` when killed by a signal (or when a thread's
+    /// id ended because its execve took over the leader's id: no signal
+    /// either).
     pub code: Option<i32>,
     /// The signal name when killed by a signal.
     pub signal: Option<String>,
@@ -599,6 +601,30 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
         let (pid, body) = split_pid(line);
         let body = skip_timestamp(body);
         if let Some(exit) = body.strip_prefix(b"+++ ") {
+            if let Some(from) = parse_superseded(exit) {
+                // Thread `from` called execve while it was not the thread
+                // group leader: it takes over the leader's id `pid`, so its
+                // unfinished execve resumes under `pid`, and its own id ends.
+                if let Some(p) = pending.remove(&pid) {
+                    events.push(Event::Unfinished(Call {
+                        pid,
+                        line: p.line,
+                        end_line: line_no,
+                        text: p.text,
+                        name_len: p.name_len,
+                    }));
+                }
+                if let Some(p) = pending.remove(&from) {
+                    pending.insert(pid, p);
+                }
+                events.push(Event::Exit(Exit {
+                    pid: from,
+                    line: line_no,
+                    code: None,
+                    signal: None,
+                }));
+                continue;
+            }
             let exit = parse_exit(pid, line_no, exit)
                 .ok_or_else(|| err(format!("unrecognised exit record `{}`", show(body))))?;
             if let Some(p) = pending.remove(&pid) {
@@ -787,6 +813,15 @@ fn skip_timestamp(body: &[u8]) -> &[u8] {
     }
 }
 
+/// The thread in `superseded by execve in pid N +++`, the record strace
+/// writes for a thread group leader when another of its threads calls execve.
+fn parse_superseded(s: &[u8]) -> Option<u32> {
+    let n = s
+        .strip_prefix(b"superseded by execve in pid ")?
+        .strip_suffix(b" +++")?;
+    std::str::from_utf8(n).ok()?.trim().parse().ok()
+}
+
 fn parse_exit(pid: u32, line: u32, s: &[u8]) -> Option<Exit> {
     let s = s.strip_suffix(b" +++")?;
     if let Some(code) = s.strip_prefix(b"exited with ") {
@@ -915,6 +950,42 @@ mod tests {
         assert_eq!(
             exits,
             vec![(7, None, Some("SIGKILL".into())), (8, Some(3), None)]
+        );
+    }
+
+    #[test]
+    fn an_execve_in_a_thread_resumes_under_the_leaders_id() {
+        let log = "1  read(3, <unfinished ...>\n\
+                   2  execve(\"\\x61\", [], 0x0 /* 0 vars */ <unfinished ...>\n\
+                   1  <... read resumed> <unfinished ...>) = ?\n\
+                   1  +++ superseded by execve in pid 2 +++\n\
+                   1  <... execve resumed>) = 0\n\
+                   1  +++ exited with 0 +++\n";
+        let parsed = parse_log(log.as_bytes()).unwrap();
+        let got: Vec<String> = parsed
+            .events
+            .iter()
+            .map(|e| match e {
+                Event::Call(c) => format!(
+                    "{} {} {}-{} {:?}",
+                    c.pid,
+                    c.name_str(),
+                    c.line,
+                    c.end_line,
+                    c.ret()
+                ),
+                Event::Exit(x) => format!("{} exit {} {:?} {:?}", x.pid, x.line, x.code, x.signal),
+                Event::Unfinished(c) => format!("{} unfinished {}", c.pid, c.name_str()),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "1 read 1-3 Unknown",
+                "2 exit 4 None None",
+                "1 execve 2-5 Ok(0, None)",
+                "1 exit 6 Some(0) None",
+            ]
         );
     }
 

@@ -521,9 +521,16 @@ impl Trace {
                 }
                 s
             }
-            OpKind::Fsync { ino, implied, .. } | OpKind::Fdatasync { ino, implied, .. } => {
+            OpKind::Fsync { ino, implied, .. } => {
                 if *implied {
                     format!("ino={ino} (O_SYNC write)")
+                } else {
+                    format!("ino={ino}")
+                }
+            }
+            OpKind::Fdatasync { ino, implied, .. } => {
+                if *implied {
+                    format!("ino={ino} (O_DSYNC write)")
                 } else {
                     format!("ino={ino}")
                 }

@@ -40,7 +40,11 @@ fn replay_checked(log: &[u8]) {
             let _ = t.op_log_text();
         }
         Err(e) => {
-            assert!(e.line >= 1 && e.line <= lines + 1, "line {} of {lines}", e.line);
+            assert!(
+                e.line >= 1 && e.line <= lines + 1,
+                "line {} of {lines}",
+                e.line
+            );
             assert!(!e.message.is_empty());
             assert!(!e.to_string().contains('\n'), "one-line error: {e}");
         }
@@ -49,11 +53,45 @@ fn replay_checked(log: &[u8]) {
 
 fn interesting_name() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec![
-        "open", "openat", "creat", "write", "pwrite64", "writev", "pwritev2", "rename",
-        "renameat2", "unlink", "unlinkat", "link", "linkat", "symlink", "mkdir", "fsync",
-        "fdatasync", "sync", "close", "dup2", "fcntl", "lseek", "clone", "clone3", "execve",
-        "chdir", "fchdir", "mmap", "copy_file_range", "sendfile", "splice", "pipe2",
-        "truncate", "ftruncate", "fallocate", "close_range", "read", "tee", "vmsplice",
+        "open",
+        "openat",
+        "creat",
+        "write",
+        "pwrite64",
+        "writev",
+        "pwritev2",
+        "rename",
+        "renameat2",
+        "unlink",
+        "unlinkat",
+        "link",
+        "linkat",
+        "symlink",
+        "mkdir",
+        "fsync",
+        "fdatasync",
+        "sync",
+        "close",
+        "dup2",
+        "fcntl",
+        "lseek",
+        "clone",
+        "clone3",
+        "execve",
+        "chdir",
+        "fchdir",
+        "mmap",
+        "copy_file_range",
+        "sendfile",
+        "splice",
+        "pipe2",
+        "truncate",
+        "ftruncate",
+        "fallocate",
+        "close_range",
+        "read",
+        "tee",
+        "vmsplice",
     ])
 }
 
