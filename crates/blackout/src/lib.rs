@@ -1,6 +1,7 @@
 //! blackout's engine.
 #![deny(missing_docs)]
 
+pub mod contents;
 pub mod explore;
 pub mod ops;
 pub mod record;

@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
+use crate::contents;
 use crate::ops::{DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
 use crate::strace::{self, Call, Event, Ret};
 use crate::tree::{Node, Tree};
@@ -764,31 +765,18 @@ impl Model {
                 )
             })?;
         let node = &mut self.inodes[ino as usize];
-        if node.data.len() < end as usize {
-            node.data.resize(end as usize, 0);
-        }
-        node.data[off as usize..end as usize].copy_from_slice(bytes);
-        node.size = node.size.max(end);
+        debug_assert!(end <= MODEL_FILE_BYTES_MAX);
+        contents::write(&mut node.data, &mut node.size, off, bytes);
         Ok(())
     }
 
     fn model_truncate(&mut self, ino: Ino, size: u64) {
         let node = &mut self.inodes[ino as usize];
-        if (node.data.len() as u64) > size {
-            node.data.truncate(size as usize);
-        }
-        node.size = size;
+        contents::truncate(&mut node.data, &mut node.size, size);
     }
 
     fn file_bytes(&self, ino: Ino, off: u64, len: u64) -> Vec<u8> {
-        let node = &self.inodes[ino as usize];
-        let mut out = vec![0u8; len as usize];
-        let have = node.data.len() as u64;
-        if off < have {
-            let end = (off + len).min(have);
-            out[..(end - off) as usize].copy_from_slice(&node.data[off as usize..end as usize]);
-        }
-        out
+        contents::read(&self.inodes[ino as usize].data, off, len)
     }
 
     /// A write of `bytes` through fd `fd`. `at` is an explicit offset
@@ -1742,16 +1730,8 @@ impl Model {
                 "grows a file past {MODEL_FILE_BYTES_MAX} bytes, the largest blackout models"
             ));
         }
-        if zero {
-            let node = &mut self.inodes[ino as usize];
-            let stop = (end as usize).min(node.data.len());
-            if (off as usize) < stop {
-                node.data[off as usize..stop].fill(0);
-            }
-        }
-        if !keep_size && end > size {
-            self.inodes[ino as usize].size = end;
-        }
+        let node = &mut self.inodes[ino as usize];
+        contents::fallocate(&mut node.data, &mut node.size, off, len, zero, keep_size);
         self.push(
             c,
             OpKind::Fallocate {

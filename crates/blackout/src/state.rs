@@ -13,6 +13,7 @@ use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use crate::contents;
 use crate::explore::{Part, StateDesc, Tear};
 use crate::ops::{Ino, InodeKind, OpKind, ROOT_INO};
 use crate::trace::Trace;
@@ -101,16 +102,14 @@ impl FsState {
                     keep_size,
                 } => {
                     let node = &mut fs.inodes[*ino as usize];
-                    let end = off.saturating_add(*len);
-                    if *zero {
-                        let stop = (end as usize).min(node.data.len());
-                        if (*off as usize) < stop {
-                            node.data[*off as usize..stop].fill(0);
-                        }
-                    }
-                    if !keep_size && end > node.size {
-                        node.size = end;
-                    }
+                    contents::fallocate(
+                        &mut node.data,
+                        &mut node.size,
+                        *off,
+                        *len,
+                        *zero,
+                        *keep_size,
+                    );
                 }
                 OpKind::Link { dir, name, ino, .. } => {
                     fs.inodes[*dir as usize]
@@ -172,12 +171,7 @@ impl FsState {
 
     fn write(&mut self, ino: Ino, off: u64, bytes: &[u8]) {
         let node = &mut self.inodes[ino as usize];
-        let end = off as usize + bytes.len();
-        if node.data.len() < end {
-            node.data.resize(end, 0);
-        }
-        node.data[off as usize..end].copy_from_slice(bytes);
-        node.size = node.size.max(end as u64);
+        contents::write(&mut node.data, &mut node.size, off, bytes);
     }
 
     fn write_torn(&mut self, ino: Ino, off: u64, bytes: &[u8], tear: Tear, sector: u64) {
@@ -201,10 +195,7 @@ impl FsState {
 
     fn truncate(&mut self, ino: Ino, size: u64) {
         let node = &mut self.inodes[ino as usize];
-        if node.data.len() as u64 > size {
-            node.data.truncate(size as usize);
-        }
-        node.size = size;
+        contents::truncate(&mut node.data, &mut node.size, size);
     }
 
     fn unlink(&mut self, dir: Ino, name: &[u8], ino: Ino) {

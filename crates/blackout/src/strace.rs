@@ -566,6 +566,19 @@ struct Pending<'a> {
     name_len: usize,
 }
 
+impl<'a> Pending<'a> {
+    /// The call as left unfinished when its thread ended at `end_line`.
+    fn into_unfinished(self, pid: u32, end_line: u32) -> Event<'a> {
+        Event::Unfinished(Call {
+            pid,
+            line: self.line,
+            end_line,
+            text: self.text,
+            name_len: self.name_len,
+        })
+    }
+}
+
 /// Parses a whole log. Fails on the first line that is not strace output.
 ///
 /// ```
@@ -606,13 +619,7 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
                 // group leader: it takes over the leader's id `pid`, so its
                 // unfinished execve resumes under `pid`, and its own id ends.
                 if let Some(p) = pending.remove(&pid) {
-                    events.push(Event::Unfinished(Call {
-                        pid,
-                        line: p.line,
-                        end_line: line_no,
-                        text: p.text,
-                        name_len: p.name_len,
-                    }));
+                    events.push(p.into_unfinished(pid, line_no));
                 }
                 if let Some(p) = pending.remove(&from) {
                     pending.insert(pid, p);
@@ -628,13 +635,7 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
             let exit = parse_exit(pid, line_no, exit)
                 .ok_or_else(|| err(format!("unrecognised exit record `{}`", show(body))))?;
             if let Some(p) = pending.remove(&pid) {
-                events.push(Event::Unfinished(Call {
-                    pid,
-                    line: p.line,
-                    end_line: line_no,
-                    text: p.text,
-                    name_len: p.name_len,
-                }));
+                events.push(p.into_unfinished(pid, line_no));
             }
             events.push(Event::Exit(exit));
             continue;
@@ -744,13 +745,7 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
     let mut left: Vec<_> = pending.into_iter().collect();
     left.sort_by_key(|(_, p)| p.line);
     for (pid, p) in left {
-        events.push(Event::Unfinished(Call {
-            pid,
-            line: p.line,
-            end_line: line_no,
-            text: p.text,
-            name_len: p.name_len,
-        }));
+        events.push(p.into_unfinished(pid, line_no));
     }
     Ok(Log { events, stats })
 }
