@@ -373,25 +373,7 @@ fn posix_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::{DataRef, Name};
-
-    fn op(kind: OpKind) -> Op {
-        Op {
-            kind,
-            syscall: "x".into(),
-            pid: 1,
-            line: 1,
-            path: Name::default(),
-        }
-    }
-
-    fn write(ino: u32) -> Op {
-        op(OpKind::Write {
-            ino,
-            off: 0,
-            data: DataRef { start: 0, len: 1 },
-        })
-    }
+    use crate::ops::test_ops::{op, write};
 
     fn collect(ops: &[Op], cfg: &ExploreConfig) -> (Vec<StateDesc>, Coverage) {
         let mut v = Vec::new();

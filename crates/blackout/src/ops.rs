@@ -321,106 +321,76 @@ impl SyncedBy {
 /// sync call started are covered. Syncs and outputs count as covered.
 pub fn synced_by(ops: &[Op]) -> Vec<SyncedBy> {
     use std::collections::HashMap;
-    // Pending halves: (op index, is source half).
-    let mut by_data: HashMap<Ino, Vec<usize>> = HashMap::new();
-    let mut by_dir: HashMap<Ino, Vec<(usize, bool)>> = HashMap::new();
+    // Pending halves by the inode whose sync covers them: (op index, is the
+    // source half). A data op's halves wait on its file, an entry op's on its
+    // directory, a rename's on its source and destination directories.
+    let mut pending: HashMap<Ino, Vec<(usize, bool)>> = HashMap::new();
     let mut out = vec![SyncedBy::default(); ops.len()];
-    let set = |out: &mut Vec<SyncedBy>, i: usize, source: bool, s: usize| {
-        let slot = if source {
-            &mut out[i].source
-        } else {
-            &mut out[i].main
-        };
-        slot.get_or_insert(s);
+    // Marks the halves in `list` that completed before `barrier` as covered
+    // by sync `s`, and drops them.
+    let cover = |list: &mut Vec<(usize, bool)>, barrier: usize, s: usize, out: &mut [SyncedBy]| {
+        list.retain(|&(j, source)| {
+            if j >= barrier {
+                return true;
+            }
+            let slot = if source {
+                &mut out[j].source
+            } else {
+                &mut out[j].main
+            };
+            slot.get_or_insert(s);
+            false
+        });
+    };
+    let itself = |i: usize| SyncedBy {
+        main: Some(i),
+        source: Some(i),
     };
     for (i, op) in ops.iter().enumerate() {
         match &op.kind {
-            OpKind::Write { ino, .. }
-            | OpKind::Truncate { ino, .. }
-            | OpKind::Fallocate { ino, .. } => {
-                by_data.entry(*ino).or_default().push(i);
-            }
-            OpKind::Link { dir, .. } | OpKind::Unlink { dir, .. } => {
-                let list = by_dir.entry(*dir).or_default();
-                list.push((i, false));
-                list.push((i, true));
+            OpKind::Write { ino: at, .. }
+            | OpKind::Truncate { ino: at, .. }
+            | OpKind::Fallocate { ino: at, .. }
+            | OpKind::Link { dir: at, .. }
+            | OpKind::Unlink { dir: at, .. } => {
+                pending
+                    .entry(*at)
+                    .or_default()
+                    .extend([(i, false), (i, true)]);
             }
             OpKind::Rename {
                 from_dir, to_dir, ..
             } => {
-                by_dir.entry(*to_dir).or_default().push((i, false));
-                by_dir.entry(*from_dir).or_default().push((i, true));
+                pending.entry(*to_dir).or_default().push((i, false));
+                pending.entry(*from_dir).or_default().push((i, true));
             }
             OpKind::Fsync { ino, barrier, .. } | OpKind::Fdatasync { ino, barrier, .. } => {
-                if let Some(list) = by_data.get_mut(ino) {
-                    list.retain(|&j| {
-                        if j < *barrier {
-                            out[j].main.get_or_insert(i);
-                            out[j].source.get_or_insert(i);
-                            false
-                        } else {
-                            true
-                        }
-                    });
+                if let Some(list) = pending.get_mut(ino) {
+                    cover(list, *barrier, i, &mut out);
                 }
-                if let Some(list) = by_dir.get_mut(ino) {
-                    list.retain(|&(j, source)| {
-                        if j < *barrier {
-                            set(&mut out, j, source, i);
-                            false
-                        } else {
-                            true
-                        }
-                    });
-                }
-                out[i] = SyncedBy {
-                    main: Some(i),
-                    source: Some(i),
-                };
+                out[i] = itself(i);
             }
             OpKind::Sync { barrier } => {
-                for list in by_data.values_mut() {
-                    list.retain(|&j| {
-                        if j < *barrier {
-                            out[j].main.get_or_insert(i);
-                            out[j].source.get_or_insert(i);
-                            false
-                        } else {
-                            true
-                        }
-                    });
+                for list in pending.values_mut() {
+                    cover(list, *barrier, i, &mut out);
                 }
-                for list in by_dir.values_mut() {
-                    list.retain(|&(j, source)| {
-                        if j < *barrier {
-                            set(&mut out, j, source, i);
-                            false
-                        } else {
-                            true
-                        }
-                    });
-                }
-                out[i] = SyncedBy {
-                    main: Some(i),
-                    source: Some(i),
-                };
+                out[i] = itself(i);
             }
             OpKind::SyncFileRange { .. } | OpKind::FailedSync { .. } | OpKind::Output { .. } => {
-                out[i] = SyncedBy {
-                    main: Some(i),
-                    source: Some(i),
-                };
+                out[i] = itself(i);
             }
         }
     }
     out
 }
 
+/// Builders for unit tests of the modules that consume ops.
 #[cfg(test)]
-mod tests {
+pub(crate) mod test_ops {
     use super::*;
 
-    fn op(kind: OpKind) -> Op {
+    /// An op of `kind` with placeholder provenance.
+    pub(crate) fn op(kind: OpKind) -> Op {
         Op {
             kind,
             syscall: "x".into(),
@@ -430,13 +400,20 @@ mod tests {
         }
     }
 
-    fn write(ino: Ino) -> Op {
+    /// A one-byte write at offset 0 of `ino`.
+    pub(crate) fn write(ino: Ino) -> Op {
         op(OpKind::Write {
             ino,
             off: 0,
-            data: DataRef::default(),
+            data: DataRef { start: 0, len: 1 },
         })
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_ops::{op, write};
+    use super::*;
 
     fn fsync(ino: Ino, barrier: usize) -> Op {
         op(OpKind::Fsync {

@@ -233,26 +233,16 @@ impl Trace {
                 Err(invalid(format!("inode {i} does not exist")))
             }
         };
-        let dir_ok = |i: Ino| -> Result<(), TraceError> {
+        let kind_ok = |i: Ino, kind: InodeKind, use_: &str| -> Result<(), TraceError> {
             ino_ok(i)?;
-            if self.inodes[i as usize] == InodeKind::Dir {
+            if self.inodes[i as usize] == kind {
                 Ok(())
             } else {
-                Err(invalid(format!(
-                    "inode {i} is used as a directory but is not one"
-                )))
+                Err(invalid(format!("inode {i} is {use_} but is not one")))
             }
         };
-        let file_ok = |i: Ino| -> Result<(), TraceError> {
-            ino_ok(i)?;
-            if self.inodes[i as usize] == InodeKind::File {
-                Ok(())
-            } else {
-                Err(invalid(format!(
-                    "inode {i} is written but is not a regular file"
-                )))
-            }
-        };
+        let dir_ok = |i: Ino| kind_ok(i, InodeKind::Dir, "used as a directory");
+        let file_ok = |i: Ino| kind_ok(i, InodeKind::File, "written as a regular file");
         let data_ok = |r: DataRef| -> Result<(), TraceError> {
             match r.start.checked_add(r.len) {
                 Some(end) if end <= self.data.len() as u64 => Ok(()),
