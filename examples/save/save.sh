@@ -1,9 +1,38 @@
 #!/bin/sh
-# Saves a document the careful way: write a temporary file, fsync it, rename
-# it over the document, fsync the directory, then say "saved".
+# Saves a document (doc.txt, "version 2") and then prints "saved".
+#
+#   save.sh [full|no-dir-fsync|no-fsync|in-place]
+#
+# full (the default) is the careful recipe: write a temporary file, fsync it,
+# rename it over the document, fsync the directory. The other modes each drop
+# one step, the way real programs do:
+#   no-dir-fsync  never fsyncs the directory, so the rename may be lost
+#   no-fsync      fsyncs nothing, so the renamed file may be empty
+#   in-place      truncates the document and writes it where it is
 set -e
-printf 'version 2\n' > doc.txt.tmp
-sync doc.txt.tmp
-mv doc.txt.tmp doc.txt
-sync .
+mode=${1:-full}
+case "$mode" in
+full)
+    printf 'version 2\n' > doc.txt.tmp
+    sync doc.txt.tmp
+    mv doc.txt.tmp doc.txt
+    sync .
+    ;;
+no-dir-fsync)
+    printf 'version 2\n' > doc.txt.tmp
+    sync doc.txt.tmp
+    mv doc.txt.tmp doc.txt
+    ;;
+no-fsync)
+    printf 'version 2\n' > doc.txt.tmp
+    mv doc.txt.tmp doc.txt
+    ;;
+in-place)
+    printf 'version 2\n' > doc.txt
+    ;;
+*)
+    echo "usage: save.sh [full|no-dir-fsync|no-fsync|in-place]" >&2
+    exit 2
+    ;;
+esac
 echo saved

@@ -13,9 +13,14 @@ use std::sync::{Arc, LazyLock};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use blackout::check::{Checker, Outputs};
+use blackout::explore::{ExploreConfig, Model, StateDesc};
 use blackout::ops::escape_controls;
 use blackout::record::{record, RecordConfig};
 use blackout::replay::replay;
+use blackout::report::{coverage_text, render, shell_quote, ReportContext};
+use blackout::run::{check_trace, explore, write_state, RunConfig, RunError};
+use blackout::state::SECTOR_BYTES_DEFAULT;
 use blackout::trace::{Trace, TraceMeta};
 use blackout::tree::Tree;
 
@@ -24,8 +29,8 @@ static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(Atomic
 
 /// blackout: crash-consistency testing for storage code.
 ///
-/// Records every file-system operation a program makes, and (in later
-/// stages) builds every disk state a power failure could leave.
+/// Records every file-system operation a program makes, builds every disk
+/// state a power failure could leave, and runs your checker on each.
 #[derive(Parser)]
 #[command(name = "blackout", version, about, long_about = None)]
 struct Cli {
@@ -35,10 +40,159 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Record a workload, explore its crash states, check each, give a verdict.
+    Run(RunArgs),
     /// Run a workload under strace in a fresh directory and write a trace.
     Record(RecordArgs),
     /// Print the op log of a trace, or of a raw strace log.
     Ops(OpsArgs),
+    /// List the distinct crash states of a trace.
+    States(StatesArgs),
+    /// Write one crash state of a trace into a directory.
+    State(StateArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The checker: a shell command run in each crash state's directory
+    /// (`{dir}` is replaced by its path). Exit 0 accepts the state.
+    #[arg(long, value_name = "CMD")]
+    checker: String,
+    /// Re-explore this trace instead of recording.
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "command"])]
+    trace: Option<PathBuf>,
+    /// Also write the trace here (needed to reproduce a state later).
+    #[arg(short = 'o', long = "output", value_name = "TRACE")]
+    output: Option<PathBuf>,
+    /// Copy this tree into the directory under test first (durable).
+    #[arg(long, value_name = "DIR")]
+    init: Option<PathBuf>,
+    /// Run this shell command in the directory under test first, unrecorded
+    /// (durable).
+    #[arg(long, value_name = "CMD")]
+    setup: Option<String>,
+    /// Keep the raw strace log here.
+    #[arg(long, value_name = "LOG")]
+    keep_log: Option<PathBuf>,
+    /// Do not use strace's --seccomp-bpf filtering.
+    #[arg(long)]
+    no_seccomp: bool,
+    #[command(flatten)]
+    explore: ExploreArgs,
+    /// Checkers run at once (default: the number of CPUs).
+    #[arg(short = 'j', long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Seconds one checker run may take; then it is killed with its process
+    /// group and the state counts as an error.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    timeout: f64,
+    /// The checker tests consistency alone: run even if nothing was promised,
+    /// and skip the pre-check.
+    #[arg(long)]
+    consistency_only: bool,
+    /// Print the whole result as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The workload and its arguments (with --trace: none).
+    #[arg(
+        last = true,
+        value_name = "WORKLOAD",
+        required_unless_present = "trace"
+    )]
+    command: Vec<OsString>,
+}
+
+/// How crash states are enumerated.
+#[derive(Args, Clone)]
+struct ExploreArgs {
+    /// The persistence model: process, ordered, posix, or all.
+    #[arg(long, value_name = "MODEL", default_value = "all", value_parser = ["process", "ordered", "posix", "all"])]
+    model: String,
+    /// Under posix, enumerate every subset of the pending ops at a crash
+    /// point when there are at most this many.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=20))]
+    exhaustive_limit: u64,
+    /// Beyond the limit: random subsets sampled per crash point, besides the
+    /// structured families.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    budget: usize,
+    /// Seed of the sample.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+    /// Sector size, in bytes, at which writes tear.
+    #[arg(long, value_name = "BYTES", default_value_t = SECTOR_BYTES_DEFAULT, value_parser = clap::value_parser!(u64).range(1..))]
+    sector: u64,
+    /// Only lines of output starting with this are promises.
+    #[arg(long, value_name = "PREFIX")]
+    ack_prefix: Option<String>,
+}
+
+impl ExploreArgs {
+    fn models(&self) -> Vec<Model> {
+        match self.model.as_str() {
+            "process" => vec![Model::Process],
+            "ordered" => vec![Model::Ordered],
+            "posix" => vec![Model::Posix],
+            _ => vec![Model::Process, Model::Ordered, Model::Posix],
+        }
+    }
+
+    fn config(&self) -> ExploreConfig {
+        ExploreConfig {
+            model: Model::Posix,
+            exhaustive_limit: self.exhaustive_limit as usize,
+            sample_per_crash_point: self.budget,
+            seed: self.seed,
+        }
+    }
+
+    /// The flags `blackout state` needs to rebuild the same states.
+    fn state_flags(&self) -> String {
+        let mut s = String::new();
+        if let Some(p) = &self.ack_prefix {
+            s.push_str(&format!(" --ack-prefix {}", shell_quote(p)));
+        }
+        if self.sector != SECTOR_BYTES_DEFAULT {
+            s.push_str(&format!(" --sector {}", self.sector));
+        }
+        s
+    }
+}
+
+#[derive(Args)]
+struct StatesArgs {
+    /// A trace written by `blackout record` or `blackout run -o`.
+    #[arg(value_name = "TRACE")]
+    trace: PathBuf,
+    #[command(flatten)]
+    explore: ExploreArgs,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct StateArgs {
+    /// The trace.
+    #[arg(value_name = "TRACE")]
+    trace: PathBuf,
+    /// The state's id, as `blackout run` or `blackout states` prints it
+    /// (`c9.lost6`).
+    #[arg(value_name = "ID")]
+    id: String,
+    /// Where to write the state (created; must not exist or be empty). Its
+    /// promises go to OUTDIR.acks and what was printed to OUTDIR.output.
+    #[arg(value_name = "OUTDIR")]
+    out: PathBuf,
+    /// Only lines of output starting with this are promises.
+    #[arg(long, value_name = "PREFIX")]
+    ack_prefix: Option<String>,
+    /// Sector size at which writes tear.
+    #[arg(long, value_name = "BYTES", default_value_t = SECTOR_BYTES_DEFAULT, value_parser = clap::value_parser!(u64).range(1..))]
+    sector: u64,
+    /// The checker, to print the command that checks the state by hand.
+    #[arg(long, value_name = "CMD")]
+    checker: Option<String>,
 }
 
 #[derive(Args)]
@@ -123,36 +277,42 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn run(cli: Cli) -> Result<u8> {
     match cli.command {
+        Cmd::Run(a) => cmd_run(a),
         Cmd::Record(a) => cmd_record(a),
         Cmd::Ops(a) => cmd_ops(a),
+        Cmd::States(a) => cmd_states(a),
+        Cmd::State(a) => cmd_state(a),
     }
 }
 
-fn cmd_record(a: RecordArgs) -> Result<u8> {
-    let mut cfg = RecordConfig::new(a.command);
-    cfg.init = a.init;
-    cfg.setup = a.setup;
-    cfg.keep_log = a.keep_log;
-    cfg.seccomp = !a.no_seccomp;
-    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+/// Records a workload into a trace, saved at `output` if given.
+fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) -> Result<Trace> {
     // Fail on a bad output path before running anything.
-    std::fs::write(&a.output, b"")
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    if let Some(out) = output {
+        std::fs::write(out, b"").with_context(|| format!("cannot write {}", out.display()))?;
+    }
     let result = record(&cfg);
+    let remove = || {
+        if let Some(out) = output {
+            let _ = std::fs::remove_file(out);
+        }
+    };
     if INTERRUPTED.load(Ordering::SeqCst) {
-        let _ = std::fs::remove_file(&a.output);
+        remove();
         return Err(anyhow!("interrupted"));
     }
     let rec = match result {
         Ok(r) => r,
         Err(e) => {
-            let _ = std::fs::remove_file(&a.output);
+            remove();
             return Err(e.into());
         }
     };
-    rec.trace
-        .save(&a.output)
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    if let Some(out) = output {
+        rec.trace
+            .save(out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
     let t = &rec.trace;
     let outputs = t
         .ops
@@ -160,17 +320,227 @@ fn cmd_record(a: RecordArgs) -> Result<u8> {
         .filter(|o| matches!(o.kind, blackout::ops::OpKind::Output { .. }))
         .count();
     eprintln!(
-        "recorded {} ops ({} outputs) from {} system calls into {}; workload {}",
+        "recorded {} ops ({} outputs) from {} system calls{}; workload {}",
         t.ops.len(),
         outputs,
         t.stats.calls,
-        a.output.display(),
+        output
+            .map(|o| format!(" into {}", o.display()))
+            .unwrap_or_default(),
         match (&t.exit.code, &t.exit.signal) {
             (Some(0), _) => "exited 0".to_string(),
             (Some(c), _) => format!("exited {c} (non-zero)"),
             (None, Some(s)) => format!("killed by {s}"),
             _ => "ended".to_string(),
         }
+    );
+    Ok(rec.trace)
+}
+
+fn record_config(
+    command: Vec<OsString>,
+    init: Option<PathBuf>,
+    setup: Option<String>,
+    keep_log: Option<PathBuf>,
+    no_seccomp: bool,
+) -> RecordConfig {
+    let mut cfg = RecordConfig::new(command);
+    cfg.init = init;
+    cfg.setup = setup;
+    cfg.keep_log = keep_log;
+    cfg.seccomp = !no_seccomp;
+    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    cfg
+}
+
+fn cmd_record(a: RecordArgs) -> Result<u8> {
+    let cfg = record_config(a.command, a.init, a.setup, a.keep_log, a.no_seccomp);
+    record_trace(cfg, Some(&a.output))?;
+    Ok(0)
+}
+
+fn load_trace(path: &std::path::Path) -> Result<Trace> {
+    Trace::load(path).with_context(|| format!("{}", path.display()))
+}
+
+fn cmd_run(a: RunArgs) -> Result<u8> {
+    if !(a.timeout > 0.0 && a.timeout.is_finite()) {
+        return Err(anyhow!("--timeout must be a positive number of seconds"));
+    }
+    let (trace, trace_path) = match &a.trace {
+        Some(path) => (load_trace(path)?, Some(path.clone())),
+        None => {
+            let cfg = record_config(
+                a.command.clone(),
+                a.init.clone(),
+                a.setup.clone(),
+                a.keep_log.clone(),
+                a.no_seccomp,
+            );
+            (record_trace(cfg, a.output.as_deref())?, a.output.clone())
+        }
+    };
+    if let Some(code) = trace.exit.code.filter(|&c| c != 0) {
+        eprintln!("warning: the workload exited {code}; checking what it did anyway");
+    }
+    let mut cfg = RunConfig::new(a.checker.clone());
+    cfg.models = a.explore.models();
+    cfg.checker = Checker {
+        command: a.checker.clone(),
+        timeout: std::time::Duration::from_secs_f64(a.timeout),
+    };
+    if let Some(j) = a.jobs {
+        cfg.jobs = j.max(1);
+    }
+    cfg.explore = a.explore.config();
+    cfg.sector = a.explore.sector;
+    cfg.ack_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
+    cfg.consistency_only = a.consistency_only;
+    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("checking {pos}/{len} states {wide_bar} {eta}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let progress_bar = bar.clone();
+    cfg.progress = Some(Box::new(move |done, total| {
+        progress_bar.set_length(total as u64);
+        progress_bar.set_position(done as u64);
+    }));
+    let result = check_trace(&trace, &cfg);
+    bar.finish_and_clear();
+    let report = match result {
+        Ok(r) => r,
+        Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
+        Err(e) => return Err(e).context("checking crash states"),
+    };
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let v = serde_json::json!({
+            "verdict": report.verdict.name(),
+            "exit_code": report.verdict.exit_code(),
+            "trace": trace_path.as_ref().map(|p| p.display().to_string()),
+            "command": trace.command,
+            "ops": trace.ops.len(),
+            "checker": a.checker,
+            "result": report,
+        });
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+    } else {
+        let shown = trace_path.as_ref().map(|p| p.display().to_string());
+        let ctx = ReportContext {
+            trace_path: shown.as_deref(),
+            checker: &a.checker,
+            state_flags: &a.explore.state_flags(),
+        };
+        let text = render(
+            &trace,
+            &report,
+            &ctx,
+            a.explore.exhaustive_limit as usize,
+            a.explore.budget,
+        );
+        out.write_all(text.as_bytes())?;
+    }
+    out.flush()?;
+    Ok(report.verdict.exit_code())
+}
+
+fn cmd_states(a: StatesArgs) -> Result<u8> {
+    let trace = load_trace(&a.trace)?;
+    let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
+    let outputs = Outputs::new(&trace, prefix);
+    let explored = explore(
+        &trace,
+        &outputs,
+        &a.explore.models(),
+        &a.explore.config(),
+        a.explore.sector,
+    );
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let models: Vec<serde_json::Value> = explored
+            .models
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "model": m.model,
+                    "states": m.states,
+                    "distinct": m.reach.len(),
+                    "ids": m.reach.iter().map(|(_, d)| d.id()).collect::<Vec<_>>(),
+                    "coverage": m.coverage,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &serde_json::json!({ "models": models }))?;
+        writeln!(out)?;
+    } else {
+        for m in &explored.models {
+            writeln!(
+                out,
+                "# {}: {} states, {} distinct by content; {}",
+                m.model.name(),
+                m.states,
+                m.reach.len(),
+                coverage_text(
+                    m.model,
+                    &m.coverage,
+                    a.explore.exhaustive_limit as usize,
+                    a.explore.budget
+                )
+            )?;
+            for (_, d) in &m.reach {
+                writeln!(out, "{}", d.id())?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+fn cmd_state(a: StateArgs) -> Result<u8> {
+    let trace = load_trace(&a.trace)?;
+    let desc = StateDesc::parse(&a.id).ok_or_else(|| {
+        anyhow!(
+            "`{}` is not a state id (expected e.g. c9, c9.lost6, c9.lost3+6s, c9.torn4h)",
+            a.id
+        )
+    })?;
+    desc.validate(&trace.ops)
+        .map_err(|e| anyhow!("state {}: {e}", a.id))?;
+    let (acks, output) = write_state(
+        &trace,
+        &desc,
+        a.ack_prefix.as_ref().map(|p| p.as_bytes()),
+        a.sector,
+        &a.out,
+    )
+    .with_context(|| format!("cannot write state into {}", a.out.display()))?;
+    let dir = std::fs::canonicalize(&a.out)?;
+    let acks = std::fs::canonicalize(acks)?;
+    let output = std::fs::canonicalize(output)?;
+    let q = |p: &std::path::Path| shell_quote(&p.display().to_string());
+    println!("wrote state {} into {}", desc.id(), dir.display());
+    println!(
+        "promises in {}, output in {}",
+        acks.display(),
+        output.display()
+    );
+    let checker = a
+        .checker
+        .as_deref()
+        .map(|c| c.replace("{dir}", &dir.display().to_string()))
+        .map(|c| shell_quote(&c))
+        .unwrap_or_else(|| "'CHECKER'".into());
+    println!(
+        "check it by hand:\n  cd {} && BLACKOUT_STATE={} BLACKOUT_ACKED=\"$(cat {})\" BLACKOUT_ACKS_FILE={} BLACKOUT_OUTPUT_FILE={} sh -c {checker}",
+        q(&dir),
+        desc.id(),
+        q(&acks),
+        q(&acks),
+        q(&output),
     );
     Ok(0)
 }

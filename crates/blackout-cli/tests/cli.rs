@@ -1,73 +1,14 @@
 //! End-to-end tests: live programs recorded under real strace, through the
 //! `blackout` command a user types.
 
+mod common;
+
 use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
+use common::Scratch;
 use serde_json::Value;
-
-/// A test's own scratch: a TMPDIR for blackout (must be empty at the end) and
-/// a place for traces.
-struct Scratch {
-    root: tempfile::TempDir,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        let root = tempfile::tempdir().unwrap();
-        fs::create_dir(root.path().join("tmp")).unwrap();
-        Scratch { root }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.root.path().join(name)
-    }
-
-    fn blackout(&self) -> Command {
-        let mut c = Command::cargo_bin("blackout").unwrap();
-        c.env("TMPDIR", self.path("tmp"));
-        c
-    }
-
-    /// Asserts blackout left nothing in its temp dir.
-    fn assert_clean(&self) {
-        let left: Vec<_> = fs::read_dir(self.path("tmp")).unwrap().collect();
-        assert!(left.is_empty(), "temp dirs left behind: {left:?}");
-    }
-
-    /// Records a workload and returns the op log as JSON.
-    fn record(&self, extra: &[&str], workload: &[&str]) -> Value {
-        let trace = self.path("run.trace");
-        let out = self
-            .blackout()
-            .arg("record")
-            .arg("-o")
-            .arg(&trace)
-            .args(extra)
-            .arg("--")
-            .args(workload)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "record failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        self.assert_clean();
-        let out = self
-            .blackout()
-            .arg("ops")
-            .arg("--json")
-            .arg(&trace)
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0));
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
 
 fn ops(v: &Value) -> &Vec<Value> {
     v["ops"].as_array().unwrap()

@@ -20,10 +20,13 @@
 
 use std::collections::BTreeSet;
 
+use serde::Serialize;
+
 use crate::ops::{synced_by, Op, OpKind};
 
 /// A persistence model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Model {
     /// The process dies; the OS keeps everything it was given.
     Process,
@@ -46,7 +49,8 @@ impl Model {
 
 /// Which part of an op a pending unit is. A rename between two directories is
 /// two halves, each covered by its own directory's sync.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Part {
     /// The whole op.
     Whole,
@@ -57,7 +61,7 @@ pub enum Part {
 }
 
 /// One op, or one half of a rename, that a crash may lose.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Unit {
     /// The op's index.
     pub op: usize,
@@ -66,7 +70,8 @@ pub struct Unit {
 }
 
 /// How a kept write is torn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Tear {
     /// Only the first half (cut at a sector boundary) reached the disk.
     Half,
@@ -166,6 +171,49 @@ impl StateDesc {
     }
 }
 
+impl StateDesc {
+    /// Checks that the state makes sense for `ops`: the crash point exists,
+    /// every lost unit is a change made before the crash (a rename half only
+    /// of a rename between two directories), and the torn op is a write made
+    /// before the crash. Whether a model allows it is not checked.
+    pub fn validate(&self, ops: &[Op]) -> Result<(), String> {
+        if self.crash > ops.len() {
+            return Err(format!(
+                "crash point c{} is past the last op (the trace has {} ops)",
+                self.crash,
+                ops.len()
+            ));
+        }
+        for u in &self.lost {
+            if u.op >= self.crash {
+                return Err(format!(
+                    "op {} was not issued before crash point c{}",
+                    u.op, self.crash
+                ));
+            }
+            let cross = matches!(&ops[u.op].kind, OpKind::Rename { from_dir, to_dir, .. } if from_dir != to_dir);
+            if !ops[u.op].kind.is_durable_change() {
+                return Err(format!("op {} changes nothing a crash can lose", u.op));
+            }
+            if (u.part != Part::Whole) != cross {
+                return Err(format!(
+                    "op {}: halves (s, d) exist only for renames between two directories, and such a rename is lost by halves",
+                    u.op
+                ));
+            }
+        }
+        if let Some((op, _)) = self.torn {
+            if op >= self.crash || !matches!(ops[op].kind, OpKind::Write { .. }) {
+                return Err(format!(
+                    "op {op} is not a write issued before crash point c{}",
+                    self.crash
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Enumeration settings.
 #[derive(Debug, Clone)]
 pub struct ExploreConfig {
@@ -192,7 +240,7 @@ impl Default for ExploreConfig {
 }
 
 /// What an enumeration did not cover.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Coverage {
     /// Crash points enumerated.
     pub crash_points: usize,

@@ -10,10 +10,10 @@ use std::fs;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
+use crate::proc::{wait_group, Waited};
 use crate::replay::{replay, ReplayError};
 use crate::strace::TRACED_SYSCALLS;
 use crate::trace::{Trace, TraceMeta, WorkloadExit};
@@ -261,25 +261,11 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     let mut child = strace
         .spawn()
         .map_err(|e| RecordError::NoStrace(format!("{}: {e}", cfg.strace.display())))?;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if cfg
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::SeqCst))
-        {
-            // strace and the workload run in their own process group: end
-            // all of it (strace blocks fatal signals while it writes a log).
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(child.id() as i32),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-            let _ = child.wait();
-            return Err(RecordError::Interrupted);
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    // strace and the workload run in their own process group: a cancel ends
+    // all of it (strace blocks fatal signals while it writes a log).
+    let status = match wait_group(&mut child, None, cfg.cancel.as_deref())? {
+        Waited::Exited(status) => status,
+        Waited::Cancelled | Waited::TimedOut => return Err(RecordError::Interrupted),
     };
     let stdout = fs::read(&stdout_path)?;
     let stderr = fs::read(&stderr_path)?;

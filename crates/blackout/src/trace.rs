@@ -47,7 +47,7 @@ pub struct InitialFile {
 }
 
 /// A recording: what ran, what the directory held before, and every op.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Trace {
     /// Version of blackout that wrote the trace.
     pub tool_version: String,

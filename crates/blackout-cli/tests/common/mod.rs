@@ -1,0 +1,70 @@
+//! Helpers shared by the end-to-end test files.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+/// A test's own scratch: a TMPDIR for blackout (must be empty at the end) and
+/// a place for traces.
+pub struct Scratch {
+    pub root: tempfile::TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir(root.path().join("tmp")).unwrap();
+        Scratch { root }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.path().join(name)
+    }
+
+    pub fn blackout(&self) -> Command {
+        let mut c = Command::cargo_bin("blackout").unwrap();
+        c.env("TMPDIR", self.path("tmp"));
+        c
+    }
+
+    /// Asserts blackout left nothing in its temp dir.
+    pub fn assert_clean(&self) {
+        let left: Vec<_> = fs::read_dir(self.path("tmp")).unwrap().collect();
+        assert!(left.is_empty(), "temp dirs left behind: {left:?}");
+    }
+
+    /// Records a workload and returns the op log as JSON.
+    pub fn record(&self, extra: &[&str], workload: &[&str]) -> Value {
+        let trace = self.path("run.trace");
+        let out = self
+            .blackout()
+            .arg("record")
+            .arg("-o")
+            .arg(&trace)
+            .args(extra)
+            .arg("--")
+            .args(workload)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "record failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.assert_clean();
+        let out = self
+            .blackout()
+            .arg("ops")
+            .arg("--json")
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}

@@ -1,0 +1,506 @@
+//! End-to-end tests of `blackout run`, `states` and `state`: real workloads
+//! under real strace, real checkers in real crash-state directories.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::Scratch;
+use serde_json::Value;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/save")
+        .canonicalize()
+        .unwrap()
+}
+
+fn save_checker() -> String {
+    format!("sh {}", examples().join("check.sh").display())
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `blackout run ARGS --json` and returns (exit code, result, output).
+fn run_json(s: &Scratch, args: &[&str]) -> (i32, Value, Output) {
+    let out = s
+        .blackout()
+        .arg("run")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            text(&out.stdout),
+            text(&out.stderr)
+        )
+    });
+    s.assert_clean();
+    (out.status.code().unwrap(), v, out)
+}
+
+/// Records the save example in `mode` into a trace, checking all models.
+fn run_save(s: &Scratch, mode: &str) -> (i32, Value, PathBuf) {
+    let trace = s.path(&format!("{mode}.trace"));
+    let script = examples().join("save.sh");
+    let checker = save_checker();
+    let (code, v, _) = run_json(
+        s,
+        &[
+            "-o",
+            trace.to_str().unwrap(),
+            "--setup",
+            "echo 'version 1' > doc.txt",
+            "--checker",
+            &checker,
+            "--",
+            script.to_str().unwrap(),
+            mode,
+        ],
+    );
+    (code, v, trace)
+}
+
+fn model<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["result"]["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == name)
+        .unwrap_or_else(|| panic!("no model {name} in {v}"))
+}
+
+fn verdict<'a>(v: &'a Value, name: &str) -> &'a str {
+    model(v, name)["verdict"].as_str().unwrap()
+}
+
+fn failing<'a>(v: &'a Value, name: &str) -> &'a Vec<Value> {
+    model(v, name)["failing"].as_array().unwrap()
+}
+
+/// The op indexes a checked state lost.
+fn lost(state: &Value) -> Vec<u64> {
+    state["lost"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["op"].as_u64().unwrap())
+        .collect()
+}
+
+/// Index of the first op with this label in a trace's op log.
+fn op_index(s: &Scratch, trace: &Path, label: &str) -> u64 {
+    let out = s
+        .blackout()
+        .args(["ops", "--json"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["label"] == label)
+        .unwrap_or_else(|| panic!("no {label} op"))["index"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn save_in_place_fails_even_under_process() {
+    let s = Scratch::new();
+    let (code, v, _) = run_save(&s, "in-place");
+    assert_eq!(code, 1);
+    assert_eq!(v["verdict"], "FAIL");
+    for m in ["process", "ordered", "posix"] {
+        assert_eq!(verdict(&v, m), "FAIL", "{m}");
+    }
+    // Under process nothing is lost: the crash lands between the truncate
+    // and the write.
+    let simplest = &failing(&v, "process")[0];
+    assert!(lost(simplest).is_empty());
+    assert_eq!(simplest["reason"], "doc.txt is empty");
+}
+
+#[test]
+fn save_without_fsync_fails_only_under_posix_with_an_empty_renamed_file() {
+    let s = Scratch::new();
+    let (code, v, trace) = run_save(&s, "no-fsync");
+    assert_eq!(code, 1);
+    assert_eq!(verdict(&v, "process"), "PASS");
+    assert_eq!(verdict(&v, "posix"), "FAIL");
+    // Among the failures: the rename kept, the write lost — an empty file
+    // under the document's name.
+    let write = op_index(&s, &trace, "write");
+    let rename = op_index(&s, &trace, "rename");
+    let empty = failing(&v, "posix").iter().find(|f| {
+        let l = lost(f);
+        l.contains(&write) && !l.contains(&rename) && f["reason"] == "doc.txt is empty"
+    });
+    assert!(empty.is_some(), "no empty renamed file among {v}");
+    // The process model alone passes: exit 0.
+    let (code, v, _) = run_json(
+        &s,
+        &[
+            "--trace",
+            trace.to_str().unwrap(),
+            "--model",
+            "process",
+            "--checker",
+            &save_checker(),
+        ],
+    );
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")));
+}
+
+#[test]
+fn save_without_directory_fsync_loses_the_rename_after_saved() {
+    let s = Scratch::new();
+    let (code, v, trace) = run_save(&s, "no-dir-fsync");
+    assert_eq!(code, 1);
+    assert_eq!(verdict(&v, "process"), "PASS");
+    assert_eq!(verdict(&v, "ordered"), "PASS");
+    assert_eq!(verdict(&v, "posix"), "FAIL");
+    let rename = op_index(&s, &trace, "rename");
+    let simplest = &failing(&v, "posix")[0];
+    assert_eq!(lost(simplest), vec![rename]);
+    assert_eq!(simplest["acked"], serde_json::json!(["saved"]));
+    assert_eq!(
+        simplest["reason"],
+        "\"saved\" was printed, but doc.txt is still version 1"
+    );
+    // The text report names the lost rename and gives a reproduce line.
+    let out = s
+        .blackout()
+        .args(["run", "--model", "posix", "--trace"])
+        .arg(&trace)
+        .args(["--checker", &save_checker()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("lost:      op 3: rename doc.txt.tmp -> doc.txt (renameat"),
+        "{report}"
+    );
+    assert!(report.contains("reproduce: blackout state"), "{report}");
+    assert!(report.contains("verdict: FAIL"), "{report}");
+    s.assert_clean();
+}
+
+#[test]
+fn save_with_the_full_recipe_passes_every_model() {
+    let s = Scratch::new();
+    let (code, v, _) = run_save(&s, "full");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["verdict"], "PASS");
+    for m in ["process", "ordered", "posix"] {
+        assert_eq!(verdict(&v, m), "PASS", "{m}");
+        assert!(model(&v, m)["distinct"].as_u64().unwrap() > 1);
+    }
+    // The pre-check ran and rejected the pre-workload state.
+    assert_eq!(v["result"]["precheck"]["outcome"], "fail");
+}
+
+/// A new file written and fsynced, then "saved"; its directory fsynced only
+/// when `dir_fsync`.
+fn new_file(dir_fsync: bool) -> (i32, Value) {
+    let s = Scratch::new();
+    let script = format!(
+        "printf 'hello\\n' > new.txt; sync new.txt; {} echo saved",
+        if dir_fsync { "sync .;" } else { "" }
+    );
+    let checker = "if printf '%s\\n' \"$BLACKOUT_ACKED\" | grep -qx saved; then \
+                   [ \"$(cat new.txt 2>/dev/null)\" = hello ] || { echo 'new.txt lost after saved' >&2; exit 1; }; fi";
+    let (code, v, _) = run_json(
+        &s,
+        &[
+            "--model",
+            "posix",
+            "--checker",
+            checker,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    (code, v)
+}
+
+#[test]
+fn a_created_file_fsynced_without_its_directory_fails_under_posix() {
+    let (code, v) = new_file(false);
+    assert_eq!(code, 1, "{v}");
+    let simplest = &failing(&v, "posix")[0];
+    assert_eq!(simplest["reason"], "new.txt lost after saved");
+    assert_eq!(lost(simplest), vec![0], "the create is op 0 and is lost");
+    let (code, v) = new_file(true);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(verdict(&v, "posix"), "PASS");
+}
+
+#[test]
+fn a_workload_that_promises_nothing_is_inconclusive() {
+    let s = Scratch::new();
+    let (code, v, _) = run_json(&s, &["--checker", "true", "--", "sh", "-c", "echo x > f"]);
+    assert_eq!(code, 2);
+    assert_eq!(v["verdict"], "INCONCLUSIVE");
+    assert!(v["result"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("nothing was promised"));
+    // Unless the checker tests consistency alone: then it runs, and the
+    // torn write (zeros) is what a consistency check catches.
+    let checker = "[ ! -s f ] || [ \"$(cat f)\" = x ] || { echo 'f is garbage' >&2; exit 1; }";
+    let workload = ["--", "sh", "-c", "echo x > f"];
+    let mut args = vec![
+        "--consistency-only",
+        "--model",
+        "process",
+        "--checker",
+        checker,
+    ];
+    args.extend(workload);
+    let (code, v, _) = run_json(&s, &args);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")), "{v}");
+    args[2] = "posix";
+    let (code, v, _) = run_json(&s, &args);
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("FAIL")), "{v}");
+    assert!(failing(&v, "posix")
+        .iter()
+        .any(|f| f["torn"][1] == "zeros" && f["reason"] == "f is garbage"));
+}
+
+#[test]
+fn a_checker_that_cannot_fail_is_inconclusive() {
+    let s = Scratch::new();
+    let (code, v, _) = run_json(
+        &s,
+        &[
+            "--checker",
+            "true",
+            "--",
+            "sh",
+            "-c",
+            "echo x > f; echo saved",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(v["verdict"], "INCONCLUSIVE");
+    assert!(v["result"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("the check cannot fail"));
+}
+
+#[test]
+fn a_checker_that_always_fails_is_a_broken_harness() {
+    let s = Scratch::new();
+    let (code, v, _) = run_json(
+        &s,
+        &[
+            "--checker",
+            "echo always >&2; exit 3",
+            "--",
+            "sh",
+            "-c",
+            "echo x > f; echo saved",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(v["verdict"], "HARNESS_BROKEN".replace('_', " "));
+    assert_eq!(v["result"]["all_applied"]["reason"], "always");
+    assert!(v["result"]["models"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_hanging_checker_is_killed_at_the_timeout_and_reported() {
+    let s = Scratch::new();
+    // Hangs only where the new file exists but is still empty; a grandchild
+    // would write a marker later if the group were not killed.
+    let marker = s.path("marker");
+    let checker = format!(
+        "if [ -e f ] && [ ! -s f ]; then (sleep 3; touch {}) & sleep 100; fi; \
+         [ -s f ] || ! grep -qx saved \"$BLACKOUT_ACKS_FILE\"",
+        marker.display()
+    );
+    let start = Instant::now();
+    let (code, v, out) = run_json(
+        &s,
+        &[
+            "--model",
+            "process",
+            "--timeout",
+            "1",
+            "--checker",
+            &checker,
+            "--",
+            "sh",
+            "-c",
+            "echo x > f; echo saved",
+        ],
+    );
+    assert!(start.elapsed() < Duration::from_secs(60));
+    assert_eq!(code, 2, "{}", text(&out.stderr));
+    assert_eq!(v["verdict"], "ERROR");
+    let errors = model(&v, "process")["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{v}");
+    assert_eq!(errors[0]["outcome"], "timed_out");
+    assert!(v["result"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("timed out"));
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!marker.exists(), "the checker's process group survived");
+}
+
+#[test]
+fn a_missing_checker_is_an_error_after_the_first_state() {
+    let s = Scratch::new();
+    let count = s.path("count");
+    let checker = format!("echo run >> {}; no-such-checker-anywhere", count.display());
+    let (code, v, _) = run_json(
+        &s,
+        &[
+            "--checker",
+            &checker,
+            "--",
+            "sh",
+            "-c",
+            "for i in 1 2 3 4 5 6; do echo $i > f$i; done; echo saved",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert_eq!(v["verdict"], "ERROR");
+    assert!(v["result"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("no-such-checker-anywhere: not found"));
+    assert_eq!(fs::read_to_string(&count).unwrap(), "run\n");
+}
+
+#[test]
+fn a_written_out_state_fails_the_same_way_by_hand() {
+    let s = Scratch::new();
+    let (_, v, trace) = run_save(&s, "no-dir-fsync");
+    let simplest = &failing(&v, "posix")[0];
+    let id = simplest["id"].as_str().unwrap();
+    let out_dir = s.path("state");
+    let out = s
+        .blackout()
+        .arg("state")
+        .arg(&trace)
+        .arg(id)
+        .arg(&out_dir)
+        .args(["--checker", &save_checker()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("check it by hand:"));
+    assert_eq!(
+        fs::read_to_string(out_dir.join("doc.txt")).unwrap(),
+        "version 1\n"
+    );
+    let acks = s.path("state.acks");
+    assert_eq!(fs::read_to_string(&acks).unwrap(), "saved\n");
+    // The checker by hand, as a user would run it.
+    let by_hand = Command::new("sh")
+        .arg("-c")
+        .arg(save_checker())
+        .current_dir(&out_dir)
+        .env(
+            "BLACKOUT_ACKED",
+            fs::read_to_string(&acks).unwrap().trim_end(),
+        )
+        .env("BLACKOUT_ACKS_FILE", &acks)
+        .env("BLACKOUT_STATE", id)
+        .output()
+        .unwrap();
+    assert_eq!(by_hand.status.code(), Some(1));
+    assert_eq!(
+        text(&by_hand.stderr).trim_end(),
+        simplest["reason"].as_str().unwrap()
+    );
+    // A state id that does not fit the trace is refused.
+    let out = s
+        .blackout()
+        .arg("state")
+        .arg(&trace)
+        .arg("c99.lost1")
+        .arg(s.path("other"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("error: state c99.lost1: crash point c99 is past"));
+}
+
+#[test]
+fn states_lists_the_distinct_states_of_a_model() {
+    let s = Scratch::new();
+    let (_, _, trace) = run_save(&s, "no-dir-fsync");
+    let out = s
+        .blackout()
+        .arg("states")
+        .arg(&trace)
+        .args(["--model", "posix"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let listing = text(&out.stdout);
+    let ids: Vec<&str> = listing.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(ids.contains(&"c0"));
+    assert!(ids.contains(&"c5.lost3"), "{listing}");
+    assert!(listing.starts_with("# posix: "));
+    assert!(listing.contains("covered: every subset"));
+    // Each listed id is distinct and parses back.
+    let mut sorted = ids.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), ids.len());
+}
+
+#[test]
+fn ctrl_c_while_checking_leaves_no_temp_dir() {
+    let s = Scratch::new();
+    let started = s.path("started");
+    let checker = format!("touch {}; sleep 30", started.display());
+    let mut child = s
+        .blackout()
+        .args([
+            "run",
+            "--checker",
+            &checker,
+            "--",
+            "sh",
+            "-c",
+            "echo x > f; echo saved",
+        ])
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !started.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "checking never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(start.elapsed() < Duration::from_secs(20));
+    s.assert_clean();
+}

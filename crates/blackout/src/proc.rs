@@ -1,0 +1,132 @@
+//! Waiting for a child that leads its own process group: without polling
+//! latency (a pidfd wakes the waiter the moment the child exits), with a
+//! deadline and a cancel flag, and always ending the whole group so nothing
+//! the child started outlives it in a directory blackout is about to remove.
+
+use std::io;
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rustix::event::{poll, PollFd, PollFlags};
+use rustix::process::{pidfd_open, Pid, PidfdFlags};
+
+/// How a wait ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waited {
+    /// The child exited (its group was then killed).
+    Exited(ExitStatus),
+    /// The deadline passed; the group was killed.
+    TimedOut,
+    /// The cancel flag was set; the group was killed.
+    Cancelled,
+}
+
+/// How often a waiter with a cancel flag looks at it. The child's exit wakes
+/// it at once; this only bounds how long a Ctrl-C takes to act.
+const CANCEL_SLICE: Duration = Duration::from_millis(100);
+
+/// Waits for `child`, which must have been spawned with
+/// `process_group(0)`. On exit, timeout or cancel the child's whole process
+/// group gets SIGKILL (before the child is reaped, so its group id cannot
+/// have been reused).
+pub fn wait_group(
+    child: &mut Child,
+    timeout: Option<Duration>,
+    cancel: Option<&AtomicBool>,
+) -> io::Result<Waited> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let raw = Pid::from_child(child);
+    let pidfd = pidfd_open(raw, PidfdFlags::empty()).map_err(io::Error::from)?;
+    let outcome = loop {
+        if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+            break Waited::Cancelled;
+        }
+        let mut slice = if cancel.is_some() {
+            CANCEL_SLICE
+        } else {
+            Duration::from_secs(3600)
+        };
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break Waited::TimedOut;
+            }
+            slice = slice.min(left);
+        }
+        let ts = rustix::event::Timespec {
+            tv_sec: slice.as_secs() as i64,
+            tv_nsec: slice.subsec_nanos().into(),
+        };
+        let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
+        match poll(&mut fds, Some(&ts)) {
+            Ok(0) => continue,
+            Ok(_) => {
+                // Exited (a zombie until reaped): end its group, then reap.
+                kill_group(child);
+                return Ok(Waited::Exited(child.wait()?));
+            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    kill_group(child);
+    child.wait()?;
+    Ok(outcome)
+}
+
+/// Sends SIGKILL to the process group the child leads (errors ignored: the
+/// group may already be empty).
+pub fn kill_group(child: &Child) {
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    fn spawn(script: &str) -> Child {
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    #[test]
+    fn reports_the_exit_status() {
+        let mut c = spawn("exit 3");
+        match wait_group(&mut c, Some(Duration::from_secs(30)), None).unwrap() {
+            Waited::Exited(s) => assert_eq!(s.code(), Some(3)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn kills_the_whole_group_at_the_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("late");
+        // A grandchild that would write a file after the deadline.
+        let mut c = spawn(&format!("(sleep 1; touch {}) & sleep 30", marker.display()));
+        let t = Instant::now();
+        let w = wait_group(&mut c, Some(Duration::from_millis(200)), None).unwrap();
+        assert_eq!(w, Waited::TimedOut);
+        assert!(t.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "the grandchild survived the group kill");
+    }
+
+    #[test]
+    fn cancel_stops_the_wait() {
+        let flag = AtomicBool::new(true);
+        let mut c = spawn("sleep 30");
+        let w = wait_group(&mut c, None, Some(&flag)).unwrap();
+        assert_eq!(w, Waited::Cancelled);
+    }
+}

@@ -1,0 +1,385 @@
+//! Report: a run's result as text for people, in the user's terms (the
+//! syscall, the path as the program named it, the log line).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use crate::check::Outcome;
+use crate::explore::{Coverage, Model, Part, Tear, Unit};
+use crate::ops::{escape_controls, Ino, InodeKind, OpKind, ROOT_INO};
+use crate::run::{Checked, ModelReport, RunReport};
+use crate::trace::Trace;
+
+/// The paths of directories, as they were when each op ran.
+struct DirPaths {
+    paths: HashMap<Ino, String>,
+}
+
+impl DirPaths {
+    /// Directory paths just before op `upto`.
+    fn at(trace: &Trace, upto: usize) -> DirPaths {
+        let mut paths = HashMap::from([(ROOT_INO, String::new())]);
+        let join = |paths: &HashMap<Ino, String>, dir: Ino, name: &str| match paths.get(&dir) {
+            Some(p) if p.is_empty() => name.to_string(),
+            Some(p) => format!("{p}/{name}"),
+            None => format!("?/{name}"),
+        };
+        for e in &trace.initial_entries {
+            if trace.kind(e.ino) == InodeKind::Dir {
+                let p = join(&paths, e.dir, &e.name.display());
+                paths.entry(e.ino).or_insert(p);
+            }
+        }
+        for op in &trace.ops[..upto.min(trace.ops.len())] {
+            match &op.kind {
+                OpKind::Link { dir, name, ino, .. } if trace.kind(*ino) == InodeKind::Dir => {
+                    let p = join(&paths, *dir, &name.display());
+                    paths.entry(*ino).or_insert(p);
+                }
+                OpKind::Rename {
+                    to_dir,
+                    to_name,
+                    ino,
+                    ..
+                } if trace.kind(*ino) == InodeKind::Dir => {
+                    let p = join(&paths, *to_dir, &to_name.display());
+                    paths.insert(*ino, p);
+                }
+                _ => {}
+            }
+        }
+        DirPaths { paths }
+    }
+
+    fn dir(&self, dir: Ino) -> String {
+        match self.paths.get(&dir) {
+            Some(p) if p.is_empty() => ".".into(),
+            Some(p) => p.clone(),
+            None => format!("(directory inode {dir})"),
+        }
+    }
+
+    fn entry(&self, dir: Ino, name: &str) -> String {
+        match self.paths.get(&dir) {
+            Some(p) if p.is_empty() => name.to_string(),
+            Some(p) => format!("{p}/{name}"),
+            None => format!("(directory inode {dir})/{name}"),
+        }
+    }
+}
+
+/// An op (or one half of a rename) in the user's terms:
+/// `op 6: rename doc.txt.tmp -> doc.txt (rename, log line 25)`.
+pub fn describe_unit(trace: &Trace, unit: Unit) -> String {
+    let op = &trace.ops[unit.op];
+    let paths = DirPaths::at(trace, unit.op);
+    let path = escape_controls(&op.path.display());
+    let what = match &op.kind {
+        OpKind::Write { off, data, .. } => {
+            format!("write of {} bytes at offset {off} to {path}", data.len)
+        }
+        OpKind::Truncate { size, .. } => format!("truncate of {path} to {size} bytes"),
+        OpKind::Fallocate { off, len, .. } => {
+            format!("fallocate of {path}, {len} bytes at offset {off}")
+        }
+        OpKind::Link { .. } | OpKind::Unlink { .. } => {
+            format!("{} {path}", op.kind.label(|i| trace.kind(i)))
+        }
+        OpKind::Rename {
+            from_dir,
+            from_name,
+            to_dir,
+            to_name,
+            ..
+        } => {
+            let from = escape_controls(&paths.entry(*from_dir, &from_name.display()));
+            let to = escape_controls(&paths.entry(*to_dir, &to_name.display()));
+            let label = op.kind.label(|i| trace.kind(i));
+            match unit.part {
+                Part::Whole => format!("{label} {from} -> {to}"),
+                Part::Source => format!(
+                    "the removal of {from} from {} (half of {label} {from} -> {to})",
+                    escape_controls(&paths.dir(*from_dir))
+                ),
+                Part::Dest => format!(
+                    "the new entry {to} in {} (half of {label} {from} -> {to})",
+                    escape_controls(&paths.dir(*to_dir))
+                ),
+            }
+        }
+        OpKind::Output { data } => {
+            let text = trace.bytes(*data).escape_ascii().to_string();
+            let short: String = text.chars().take(40).collect();
+            let more = if text.chars().count() > 40 { "..." } else { "" };
+            format!("output \"{short}{more}\" to standard output")
+        }
+        other => format!("{} {path}", other.label(|i| trace.kind(i))),
+    };
+    format!(
+        "op {}: {what} ({}, log line {})",
+        unit.op, op.syscall, op.line
+    )
+}
+
+/// Quotes a string for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// What the text report needs besides the result.
+pub struct ReportContext<'a> {
+    /// The trace file, if there is one (for the `reproduce:` line).
+    pub trace_path: Option<&'a str>,
+    /// The checker command.
+    pub checker: &'a str,
+    /// Extra flags `blackout state` needs to rebuild the same state
+    /// (`--ack-prefix`, `--sector`), already quoted.
+    pub state_flags: &'a str,
+}
+
+fn quoted_list(lines: &[String], max: usize) -> String {
+    let mut shown: Vec<String> = lines
+        .iter()
+        .take(max)
+        .map(|l| format!("\"{}\"", escape_controls(l)))
+        .collect();
+    if lines.len() > max {
+        shown.push(format!("and {} more", lines.len() - max));
+    }
+    shown.join(", ")
+}
+
+fn crash_text(c: &Checked) -> String {
+    let mut parts = vec![if c.crash == 0 {
+        "crash before the first op".to_string()
+    } else {
+        format!("crash after op {}", c.crash - 1)
+    }];
+    if !c.lost.is_empty() {
+        parts.push(format!(
+            "{} lost",
+            if c.lost.len() == 1 {
+                "1 op".to_string()
+            } else {
+                format!("{} ops", c.lost.len())
+            }
+        ));
+    }
+    if let Some((op, tear)) = c.torn {
+        parts.push(format!(
+            "op {op} torn ({})",
+            match tear {
+                Tear::Half => "only its first half written",
+                Tear::ShortSector => "its last sector missing",
+                Tear::Zeros => "written as zeros",
+            }
+        ));
+    }
+    parts.join(", ")
+}
+
+/// The coverage statement every run prints.
+pub fn coverage_text(model: Model, cov: &Coverage, cfg_limit: usize, sample: usize) -> String {
+    match model {
+        Model::Process | Model::Ordered => format!(
+            "covered: every state the model allows at all {} crash points",
+            cov.crash_points
+        ),
+        Model::Posix if cov.partial_crash_points.is_empty() => format!(
+            "covered: every subset of pending ops at all {} crash points (none had more than {cfg_limit} pending)",
+            cov.crash_points
+        ),
+        Model::Posix => {
+            let pts = &cov.partial_crash_points;
+            let shown: Vec<String> = pts.iter().take(8).map(|p| format!("c{p}")).collect();
+            let more = if pts.len() > 8 {
+                format!(" and {} more", pts.len() - 8)
+            } else {
+                String::new()
+            };
+            let missed = if cov.subsets_not_covered == u128::MAX {
+                "more than 2^127".to_string()
+            } else {
+                cov.subsets_not_covered.to_string()
+            };
+            format!(
+                "not covered: {} of {} crash points had more than {cfg_limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {sample} sampled subsets per crash point)",
+                pts.len(),
+                cov.crash_points,
+                shown.join(", ")
+            )
+        }
+    }
+}
+
+/// The run's result as text.
+pub fn render(
+    trace: &Trace,
+    report: &RunReport,
+    ctx: &ReportContext<'_>,
+    limit: usize,
+    sample: usize,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "workload: {} ops; {} promise{}{}",
+        trace.ops.len(),
+        report.promises.len(),
+        if report.promises.len() == 1 { "" } else { "s" },
+        if report.promises.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", quoted_list(&report.promises, 3))
+        }
+    );
+    if let Some(pre) = &report.precheck {
+        let line = match &pre.outcome {
+            Outcome::Fail { .. } => format!(
+                "the checker rejects the state before the workload, as it must ({})",
+                pre.outcome.describe()
+            ),
+            other => format!(
+                "the checker on the state before the workload: {}",
+                other.describe()
+            ),
+        };
+        let _ = writeln!(out, "pre-check: {line}");
+    }
+    if let Some(all) = &report.all_applied {
+        let _ = writeln!(
+            out,
+            "nothing lost ({}): the checker {}",
+            all.id,
+            all.outcome.describe()
+        );
+    }
+    for m in &report.models {
+        render_model(&mut out, trace, m, ctx, limit, sample);
+    }
+    let _ = writeln!(
+        out,
+        "verdict: {} — {}",
+        report.verdict.name(),
+        escape_controls(&report.reason)
+    );
+    out
+}
+
+fn render_model(
+    out: &mut String,
+    trace: &Trace,
+    m: &ModelReport,
+    ctx: &ReportContext<'_>,
+    limit: usize,
+    sample: usize,
+) {
+    let _ = writeln!(
+        out,
+        "{:<8} {:<5} {} states, {} distinct by content; {}",
+        m.model.name(),
+        m.verdict.name(),
+        m.states,
+        m.distinct,
+        match (m.failing.len(), m.errors.len()) {
+            (0, 0) => "all accepted".to_string(),
+            (f, 0) => format!("{f} rejected"),
+            (f, e) => format!("{f} rejected, {e} could not be checked"),
+        }
+    );
+    if let Some(c) = m.failing.first() {
+        let _ = writeln!(
+            out,
+            "  simplest failing state: {} ({})",
+            c.id,
+            crash_text(c)
+        );
+        if c.crash > 0 {
+            let last = Unit {
+                op: c.crash - 1,
+                part: Part::Whole,
+            };
+            let _ = writeln!(out, "    last op:   {}", describe_unit(trace, last));
+        }
+        for u in &c.lost {
+            let _ = writeln!(out, "    lost:      {}", describe_unit(trace, *u));
+        }
+        if let Some((op, _)) = c.torn {
+            let _ = writeln!(
+                out,
+                "    torn:      {}",
+                describe_unit(
+                    trace,
+                    Unit {
+                        op,
+                        part: Part::Whole
+                    }
+                )
+            );
+        }
+        let _ = writeln!(
+            out,
+            "    promised:  {}",
+            if c.acked.is_empty() {
+                "nothing yet".to_string()
+            } else {
+                quoted_list(&c.acked, 5)
+            }
+        );
+        let _ = writeln!(out, "    checker:   {}", c.outcome.describe());
+        let _ = writeln!(out, "    reproduce: {}", reproduce(ctx, &c.id));
+        if m.failing.len() > 1 {
+            let others: Vec<&str> = m.failing[1..]
+                .iter()
+                .take(5)
+                .map(|c| c.id.as_str())
+                .collect();
+            let more = m.failing.len() - 1 - others.len();
+            let _ = writeln!(
+                out,
+                "  other failing states: {}{}",
+                others.join(", "),
+                if more > 0 {
+                    format!(" and {more} more (--json lists all)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    for c in m.errors.iter().take(5) {
+        let _ = writeln!(
+            out,
+            "  error state {}: the checker {}",
+            c.id,
+            c.outcome.describe()
+        );
+    }
+    if m.errors.len() > 5 {
+        let _ = writeln!(out, "  and {} more error states", m.errors.len() - 5);
+    }
+    let _ = writeln!(
+        out,
+        "  {}",
+        coverage_text(m.model, &m.coverage, limit, sample)
+    );
+}
+
+/// The `reproduce:` line for a state.
+pub fn reproduce(ctx: &ReportContext<'_>, id: &str) -> String {
+    let tail = format!(
+        "{id} state-{id}{} --checker {}",
+        ctx.state_flags,
+        shell_quote(ctx.checker)
+    );
+    match ctx.trace_path {
+        Some(t) => format!("blackout state {} {tail}", shell_quote(t)),
+        None => format!("record with -o run.trace, then: blackout state run.trace {tail}"),
+    }
+}

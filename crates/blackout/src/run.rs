@@ -1,0 +1,737 @@
+//! A run: from a trace and a checker to a verdict.
+//!
+//! 1. Promises: nothing promised is INCONCLUSIVE (unless the checker tests
+//!    consistency alone).
+//! 2. Pre-check: the checker must reject the state before the workload wrote
+//!    anything, with every promise handed to it; if it accepts, the check
+//!    cannot fail (INCONCLUSIVE).
+//! 3. All applied: the checker must accept the state where nothing was lost;
+//!    if it rejects it, the harness is broken.
+//! 4. Explore each model, build every state and deduplicate by content (the
+//!    visible tree plus what was printed before the crash).
+//! 5. Check each distinct state once, in parallel, and per model report the
+//!    failing states simplest first.
+//!
+//! A checker that cannot be run (the shell says 126/127) stops the run at
+//! the first state with ERROR; a checker that times out makes that state an
+//! error state, listed as such.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::check::{remove_tree, run_checker, Checker, Outcome, Outputs, StateFiles, StateInput};
+use crate::explore::{enumerate, Coverage, ExploreConfig, Model, StateDesc, Tear, Unit};
+use crate::state::FsState;
+use crate::trace::Trace;
+
+/// How to run.
+pub struct RunConfig {
+    /// The models to explore, in order.
+    pub models: Vec<Model>,
+    /// The checker.
+    pub checker: Checker,
+    /// Checkers run at once.
+    pub jobs: usize,
+    /// Enumeration settings (the model field is set per model).
+    pub explore: ExploreConfig,
+    /// Sector size for torn writes.
+    pub sector: u64,
+    /// Only lines starting with this are promises.
+    pub ack_prefix: Option<Vec<u8>>,
+    /// The checker tests consistency alone: no promise is needed and the
+    /// pre-check is skipped.
+    pub consistency_only: bool,
+    /// Where to make the scratch directory (default: the system temp dir).
+    pub scratch_parent: Option<PathBuf>,
+    /// Set from outside (Ctrl-C) to stop: running checkers are killed, the
+    /// scratch directory removed, and the run returns
+    /// [`RunError::Interrupted`].
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Called after each checked state with (checked, total).
+    pub progress: Option<Box<dyn Fn(usize, usize) + Send + Sync>>,
+}
+
+impl RunConfig {
+    /// A config with defaults: posix, one job per CPU, 60 s timeout.
+    pub fn new(checker: String) -> RunConfig {
+        RunConfig {
+            models: vec![Model::Posix],
+            checker: Checker {
+                command: checker,
+                timeout: Duration::from_secs(60),
+            },
+            jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            explore: ExploreConfig::default(),
+            sector: crate::state::SECTOR_BYTES_DEFAULT,
+            ack_prefix: None,
+            consistency_only: false,
+            scratch_parent: None,
+            cancel: None,
+            progress: None,
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::SeqCst))
+    }
+}
+
+/// Why a run could not finish (the checker's own failures are verdicts, not
+/// errors).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The cancel flag was set.
+    #[error("interrupted")]
+    Interrupted,
+    /// Writing states or running the checker failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// The verdict of a run or of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Verdict {
+    /// Every checked state was accepted.
+    Pass,
+    /// A state violates the checker.
+    Fail,
+    /// Nothing was promised, or the check cannot fail.
+    Inconclusive,
+    /// The checker rejects the state where nothing was lost.
+    HarnessBroken,
+    /// The checker could not be run, or states could not be checked.
+    Error,
+}
+
+impl Verdict {
+    /// The verdict as printed: `PASS`, `HARNESS BROKEN`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+            Verdict::HarnessBroken => "HARNESS BROKEN",
+            Verdict::Error => "ERROR",
+        }
+    }
+
+    /// The exit code: 0 pass, 1 fail, 2 otherwise.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Fail => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// One checked state, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checked {
+    /// The state's id.
+    pub id: String,
+    /// Ops issued before the crash.
+    pub crash: usize,
+    /// Pending ops (or rename halves) lost.
+    pub lost: Vec<Unit>,
+    /// The write torn, and how.
+    pub torn: Option<(usize, Tear)>,
+    /// The promises made before the crash.
+    pub acked: Vec<String>,
+    /// What the checker said.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// What one model found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    /// The model.
+    pub model: Model,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// States enumerated.
+    pub states: usize,
+    /// Distinct by content (the states checked).
+    pub distinct: usize,
+    /// Rejected states, simplest first (each distinct state once, under its
+    /// simplest id in this model).
+    pub failing: Vec<Checked>,
+    /// States whose check did not finish (timeouts), simplest first.
+    pub errors: Vec<Checked>,
+    /// What the enumeration did not cover.
+    pub coverage: Coverage,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The overall verdict.
+    pub verdict: Verdict,
+    /// Why, in one sentence.
+    pub reason: String,
+    /// Every promise the workload made.
+    pub promises: Vec<String>,
+    /// The checker on the pre-workload state (must reject it).
+    pub precheck: Option<Checked>,
+    /// The checker on the state with every op applied (must accept it).
+    pub all_applied: Option<Checked>,
+    /// Per model.
+    pub models: Vec<ModelReport>,
+    /// Distinct states checked over all models.
+    pub checked: usize,
+    /// Seconds spent enumerating, building and hashing states.
+    pub explore_seconds: f64,
+    /// Seconds spent writing states out and running the checker.
+    pub check_seconds: f64,
+}
+
+impl RunReport {
+    fn early(verdict: Verdict, reason: String, promises: Vec<String>) -> RunReport {
+        RunReport {
+            verdict,
+            reason,
+            promises,
+            precheck: None,
+            all_applied: None,
+            models: Vec::new(),
+            checked: 0,
+            explore_seconds: 0.0,
+            check_seconds: 0.0,
+        }
+    }
+}
+
+/// Orders states simplest first: fewest lost or torn, then the earliest
+/// crash, then a lost op before a torn one, then by id.
+pub fn simplicity(d: &StateDesc) -> (usize, usize, bool, &StateDesc) {
+    (d.damage(), d.crash, d.torn.is_some(), d)
+}
+
+fn simpler(a: &StateDesc, b: &StateDesc) -> bool {
+    simplicity(a) < simplicity(b)
+}
+
+/// One distinct state: the simplest description that reaches it.
+#[derive(Debug, Clone)]
+pub struct Distinct {
+    /// The simplest description over all models.
+    pub desc: StateDesc,
+    /// The content key: hash of the visible tree, bytes printed before.
+    pub key: StateKey,
+}
+
+/// What makes two states the same for a checker: the hash of the visible
+/// tree and how many bytes were printed before the crash.
+pub type StateKey = ([u8; 32], usize);
+
+/// The states of one model.
+#[derive(Debug, Clone)]
+pub struct ModelStates {
+    /// The model.
+    pub model: Model,
+    /// States enumerated.
+    pub states: usize,
+    /// For each distinct state this model reaches: its index in
+    /// [`Explored::distinct`] and the simplest description in this model.
+    pub reach: Vec<(usize, StateDesc)>,
+    /// What was not covered.
+    pub coverage: Coverage,
+}
+
+/// Every distinct state of a trace under some models.
+#[derive(Debug, Clone)]
+pub struct Explored {
+    /// Distinct states, in order of first appearance.
+    pub distinct: Vec<Distinct>,
+    /// Per model.
+    pub models: Vec<ModelStates>,
+}
+
+/// Enumerates the states of each model, builds each, and deduplicates them by
+/// content: the visible tree plus the bytes printed before the crash.
+pub fn explore(
+    trace: &Trace,
+    outputs: &Outputs,
+    models: &[Model],
+    cfg: &ExploreConfig,
+    sector: u64,
+) -> Explored {
+    let mut index: HashMap<StateKey, usize> = HashMap::new();
+    let mut distinct: Vec<Distinct> = Vec::new();
+    let mut per_model = Vec::new();
+    for &model in models {
+        let mut reach: HashMap<usize, StateDesc> = HashMap::new();
+        let mut order: Vec<usize> = Vec::new();
+        let mut states = 0usize;
+        let coverage = enumerate(
+            &trace.ops,
+            &ExploreConfig {
+                model,
+                ..cfg.clone()
+            },
+            |desc| {
+                states += 1;
+                let fs = FsState::build(trace, &desc, sector);
+                let key = (
+                    *fs.content_hash().as_bytes(),
+                    outputs.printed_len(desc.crash),
+                );
+                let next = distinct.len();
+                let i = *index.entry(key).or_insert(next);
+                if i == next {
+                    distinct.push(Distinct {
+                        desc: desc.clone(),
+                        key,
+                    });
+                } else if simpler(&desc, &distinct[i].desc) {
+                    distinct[i].desc = desc.clone();
+                }
+                match reach.get_mut(&i) {
+                    Some(d) => {
+                        if simpler(&desc, d) {
+                            *d = desc;
+                        }
+                    }
+                    None => {
+                        order.push(i);
+                        reach.insert(i, desc);
+                    }
+                }
+            },
+        );
+        let reach = order
+            .into_iter()
+            .map(|i| {
+                let d = reach.remove(&i).unwrap_or_else(|| distinct[i].desc.clone());
+                (i, d)
+            })
+            .collect();
+        per_model.push(ModelStates {
+            model,
+            states,
+            reach,
+            coverage,
+        });
+    }
+    Explored {
+        distinct,
+        models: per_model,
+    }
+}
+
+/// The shared state of one run's checking.
+struct Scratch<'a> {
+    trace: &'a Trace,
+    outputs: &'a Outputs,
+    cfg: &'a RunConfig,
+    dir: PathBuf,
+    counter: AtomicUsize,
+}
+
+impl Scratch<'_> {
+    /// Writes a state out, runs the checker on it, removes it. `None` when
+    /// cancelled.
+    fn check(
+        &self,
+        id: &str,
+        fs: &FsState,
+        crash: usize,
+        all_promises: bool,
+    ) -> io::Result<Option<Outcome>> {
+        let acked = if all_promises {
+            crate::check::join_lines(&self.outputs.all_acked())
+        } else {
+            self.outputs.acked_text(crash)
+        };
+        let output = if all_promises {
+            self.outputs.output_at(usize::MAX)
+        } else {
+            self.outputs.output_at(crash)
+        };
+        let n = self.counter.fetch_add(1, Ordering::SeqCst);
+        let files = StateFiles::write(
+            &self.dir.join(n.to_string()),
+            &StateInput {
+                fs,
+                acked: &acked,
+                output,
+            },
+        )?;
+        let outcome = run_checker(
+            &self.cfg.checker,
+            &files,
+            id,
+            &acked,
+            self.cfg.cancel.as_deref(),
+        );
+        let removed = files.remove();
+        let outcome = outcome?;
+        removed?;
+        Ok(outcome)
+    }
+
+    fn checked(&self, desc: &StateDesc, outcome: Outcome) -> Checked {
+        Checked {
+            id: desc.id(),
+            crash: desc.crash,
+            lost: desc.lost.clone(),
+            torn: desc.torn,
+            acked: self.acked(desc.crash),
+            outcome,
+        }
+    }
+
+    fn acked(&self, crash: usize) -> Vec<String> {
+        self.outputs
+            .acked_at(crash)
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect()
+    }
+}
+
+/// Checks a trace: the whole pipeline after recording.
+pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError> {
+    let outputs = Outputs::new(trace, cfg.ack_prefix.as_deref());
+    let promises: Vec<String> = outputs
+        .all_acked()
+        .iter()
+        .map(|l| String::from_utf8_lossy(l).into_owned())
+        .collect();
+    if promises.is_empty() && !cfg.consistency_only {
+        let reason = match &cfg.ack_prefix {
+            Some(p) => format!(
+                "nothing was promised: no line the workload printed starts with `{}` (or pass --consistency-only if the checker tests consistency alone)",
+                String::from_utf8_lossy(p)
+            ),
+            None => "nothing was promised: the workload printed no line to standard output (or pass --consistency-only if the checker tests consistency alone)".into(),
+        };
+        return Ok(RunReport::early(Verdict::Inconclusive, reason, promises));
+    }
+    let tmp = match &cfg.scratch_parent {
+        Some(p) => tempfile::Builder::new().prefix("blackout-").tempdir_in(p)?,
+        None => tempfile::Builder::new().prefix("blackout-").tempdir()?,
+    };
+    let scratch = Scratch {
+        trace,
+        outputs: &outputs,
+        cfg,
+        dir: tmp.path().to_path_buf(),
+        counter: AtomicUsize::new(0),
+    };
+    let result = run_in(&scratch, promises);
+    // The checker may have left read-only directories; remove_tree copes.
+    let dir = tmp.keep();
+    let removed = remove_tree(&dir);
+    let report = result?;
+    removed?;
+    Ok(report)
+}
+
+fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError> {
+    let (trace, cfg) = (s.trace, s.cfg);
+    let cancelled = |o: Option<Outcome>| o.ok_or(RunError::Interrupted);
+    let timeout_s = cfg.checker.timeout.as_secs_f64();
+
+    // The pre-check: the state before the workload, every promise handed.
+    let mut precheck = None;
+    if !cfg.consistency_only {
+        let pre = StateDesc {
+            crash: 0,
+            lost: Vec::new(),
+            torn: None,
+        };
+        let outcome = cancelled(s.check("pre-workload", &FsState::initial(trace), 0, true)?)?;
+        let mut c = s.checked(&pre, outcome.clone());
+        c.id = "pre-workload".into();
+        c.acked = promises.clone();
+        precheck = Some(c);
+        let bad = match outcome {
+            Outcome::Fail { .. } => None,
+            Outcome::Pass => Some((
+                Verdict::Inconclusive,
+                format!(
+                    "the check cannot fail: the checker accepts the state before the workload ran, with all {} promise(s) handed to it",
+                    promises.len()
+                ),
+            )),
+            Outcome::CannotRun { reason } => Some((
+                Verdict::Error,
+                format!("the checker could not be run: {reason}"),
+            )),
+            Outcome::TimedOut { .. } => Some((
+                Verdict::Error,
+                format!(
+                    "the checker did not finish within {timeout_s} s on the state before the workload; killed"
+                ),
+            )),
+        };
+        if let Some((verdict, reason)) = bad {
+            let mut r = RunReport::early(verdict, reason, promises);
+            r.precheck = precheck;
+            return Ok(r);
+        }
+    }
+
+    // Nothing lost: every op applied, every promise made.
+    let full = StateDesc {
+        crash: trace.ops.len(),
+        lost: Vec::new(),
+        torn: None,
+    };
+    let full_fs = FsState::build(trace, &full, cfg.sector);
+    let full_key = (
+        *full_fs.content_hash().as_bytes(),
+        s.outputs.printed_len(full.crash),
+    );
+    let outcome = cancelled(s.check(&full.id(), &full_fs, full.crash, false)?)?;
+    let all_applied = Some(s.checked(&full, outcome.clone()));
+    let bad = match &outcome {
+        Outcome::Pass => None,
+        Outcome::Fail { .. } => Some((
+            Verdict::HarnessBroken,
+            format!(
+                "the checker rejects the state where nothing was lost (every op applied): {}; the checker, not the program, is wrong",
+                outcome.describe()
+            ),
+        )),
+        Outcome::CannotRun { reason } => Some((
+            Verdict::Error,
+            format!("the checker could not be run: {reason}"),
+        )),
+        Outcome::TimedOut { .. } => Some((
+            Verdict::Error,
+            format!(
+                "the checker did not finish within {timeout_s} s on the state where nothing was lost; killed"
+            ),
+        )),
+    };
+    if let Some((verdict, reason)) = bad {
+        let mut r = RunReport::early(verdict, reason, promises);
+        r.precheck = precheck;
+        r.all_applied = all_applied;
+        return Ok(r);
+    }
+
+    let t0 = Instant::now();
+    let explored = explore(trace, s.outputs, &cfg.models, &cfg.explore, cfg.sector);
+    let explore_seconds = t0.elapsed().as_secs_f64();
+
+    // Check every distinct state once, except the one already checked.
+    let t1 = Instant::now();
+    let mut results: Vec<Option<Outcome>> = vec![None; explored.distinct.len()];
+    let mut todo = Vec::new();
+    for (i, d) in explored.distinct.iter().enumerate() {
+        if d.key == full_key {
+            results[i] = Some(outcome.clone());
+        } else {
+            todo.push(i);
+        }
+    }
+    let (checked_results, stop) = check_parallel(s, &explored.distinct, &todo)?;
+    for (i, o) in checked_results {
+        results[i] = Some(o);
+    }
+    let check_seconds = t1.elapsed().as_secs_f64();
+    if let Some((id, reason)) = stop {
+        let mut r = RunReport::early(
+            Verdict::Error,
+            format!("the checker could not be run on state {id}: {reason}"),
+            promises,
+        );
+        r.precheck = precheck;
+        r.all_applied = all_applied;
+        return Ok(r);
+    }
+
+    let mut models = Vec::new();
+    for m in &explored.models {
+        let mut failing = Vec::new();
+        let mut errors = Vec::new();
+        for (i, desc) in &m.reach {
+            match &results[*i] {
+                Some(o @ Outcome::Fail { .. }) => failing.push(s.checked(desc, o.clone())),
+                Some(o @ Outcome::TimedOut { .. }) => errors.push(s.checked(desc, o.clone())),
+                _ => {}
+            }
+        }
+        let key = |c: &Checked| {
+            let d = StateDesc {
+                crash: c.crash,
+                lost: c.lost.clone(),
+                torn: c.torn,
+            };
+            (d.damage(), d.crash, d.torn.is_some(), d)
+        };
+        failing.sort_by_cached_key(key);
+        errors.sort_by_cached_key(key);
+        let verdict = if !failing.is_empty() {
+            Verdict::Fail
+        } else if !errors.is_empty() {
+            Verdict::Error
+        } else {
+            Verdict::Pass
+        };
+        models.push(ModelReport {
+            model: m.model,
+            verdict,
+            states: m.states,
+            distinct: m.reach.len(),
+            failing,
+            errors,
+            coverage: m.coverage.clone(),
+        });
+    }
+    let verdict = if models.iter().any(|m| m.verdict == Verdict::Fail) {
+        Verdict::Fail
+    } else if models.iter().any(|m| m.verdict == Verdict::Error) {
+        Verdict::Error
+    } else {
+        Verdict::Pass
+    };
+    let names = |v: Verdict| {
+        models
+            .iter()
+            .filter(|m| m.verdict == v)
+            .map(|m| m.model.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let reason = match verdict {
+        Verdict::Fail => format!(
+            "a crash state violates the checker under {}",
+            names(Verdict::Fail)
+        ),
+        Verdict::Error => format!(
+            "some states could not be checked (the checker timed out) under {}",
+            names(Verdict::Error)
+        ),
+        _ => "every crash state was accepted".into(),
+    };
+    Ok(RunReport {
+        verdict,
+        reason,
+        promises,
+        precheck,
+        all_applied,
+        models,
+        checked: explored.distinct.len(),
+        explore_seconds,
+        check_seconds,
+    })
+}
+
+/// Results of checking in parallel, and the state (and reason) where the
+/// checker could not be run, if it could not.
+type Parallel = (Vec<(usize, Outcome)>, Option<(String, String)>);
+
+fn check_parallel(
+    s: &Scratch<'_>,
+    distinct: &[Distinct],
+    todo: &[usize],
+) -> Result<Parallel, RunError> {
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Mutex<Vec<(usize, Outcome)>> = Mutex::new(Vec::with_capacity(todo.len()));
+    let cannot_run: Mutex<Option<(String, String)>> = Mutex::new(None);
+    let failure: Mutex<Option<RunError>> = Mutex::new(None);
+    let jobs = s.cfg.jobs.max(1).min(todo.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::SeqCst) || s.cfg.cancelled() {
+                    return;
+                }
+                let j = next.fetch_add(1, Ordering::SeqCst);
+                let Some(&i) = todo.get(j) else { return };
+                let desc = &distinct[i].desc;
+                let fs = FsState::build(s.trace, desc, s.cfg.sector);
+                match s.check(&desc.id(), &fs, desc.crash, false) {
+                    Ok(Some(Outcome::CannotRun { reason })) => {
+                        stop.store(true, Ordering::SeqCst);
+                        let mut c = cannot_run.lock().unwrap_or_else(|e| e.into_inner());
+                        c.get_or_insert((desc.id(), reason));
+                    }
+                    Ok(Some(o)) => {
+                        results
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((i, o));
+                        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        if let Some(p) = &s.cfg.progress {
+                            p(n, todo.len());
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        stop.store(true, Ordering::SeqCst);
+                        failure
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .get_or_insert(RunError::Io(e));
+                    }
+                }
+            });
+        }
+    });
+    if s.cfg.cancelled() {
+        return Err(RunError::Interrupted);
+    }
+    if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(e);
+    }
+    Ok((
+        results.into_inner().unwrap_or_else(|e| e.into_inner()),
+        cannot_run.into_inner().unwrap_or_else(|e| e.into_inner()),
+    ))
+}
+
+/// Writes one state of a trace into `out` (created; it must not exist or
+/// be empty), with its promises in `OUT.acks` and what was printed in
+/// `OUT.output` beside it. Returns those two paths.
+pub fn write_state(
+    trace: &Trace,
+    desc: &StateDesc,
+    ack_prefix: Option<&[u8]>,
+    sector: u64,
+    out: &Path,
+) -> io::Result<(PathBuf, PathBuf)> {
+    let outputs = Outputs::new(trace, ack_prefix);
+    match std::fs::create_dir(out) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if std::fs::read_dir(out)?.next().is_some() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not empty", out.display()),
+                ));
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    FsState::build(trace, desc, sector).write_out(out)?;
+    let side = |ext: &str| {
+        let mut name = out
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_else(|| "state".into());
+        name.push(ext);
+        out.with_file_name(name)
+    };
+    let acks = side(".acks");
+    let output = side(".output");
+    std::fs::write(&acks, outputs.acked_text(desc.crash))?;
+    std::fs::write(&output, outputs.output_at(desc.crash))?;
+    Ok((acks, output))
+}
