@@ -317,7 +317,8 @@ fn a_checker_that_always_fails_is_a_broken_harness() {
         ],
     );
     assert_eq!(code, 2);
-    assert_eq!(v["verdict"], "HARNESS_BROKEN".replace('_', " "));
+    assert_eq!(v["verdict"], "HARNESS BROKEN");
+    assert_eq!(v["result"]["verdict"], "HARNESS BROKEN");
     assert_eq!(v["result"]["all_applied"]["reason"], "always");
     assert!(v["result"]["models"].as_array().unwrap().is_empty());
 }

@@ -18,7 +18,7 @@
 //! run is cancelled.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read, Seek};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -192,37 +192,70 @@ pub struct StateInput<'a> {
     pub output: &'a [u8],
 }
 
-/// The files of one checked state: `root/fs` (the state, the checker's cwd),
-/// `root/acks`, `root/output`, and the checker's `root/stdout` and
-/// `root/stderr`.
-pub struct StateFiles {
+/// A checking worker's directory, reused from state to state: `root/fs`
+/// (the state, the checker's cwd, made afresh for each state), `root/acks`,
+/// `root/output`, and the checker's `root/stdout` and `root/stderr`
+/// (overwritten each time: creating and removing them per state costs more
+/// than the checker itself on a journaled file system).
+pub struct Slot {
     /// The directory holding them.
     pub root: PathBuf,
+    stdout: fs::File,
+    stderr: fs::File,
 }
 
-impl StateFiles {
+impl Slot {
+    /// Makes the worker's directory, which must not exist.
+    pub fn new(root: &Path) -> io::Result<Slot> {
+        fs::create_dir(root)?;
+        let open = |name: &str| {
+            fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(root.join(name))
+        };
+        Ok(Slot {
+            root: root.to_path_buf(),
+            stdout: open("stdout")?,
+            stderr: open("stderr")?,
+        })
+    }
+
+    /// Empties the checker's stdout or stderr file and returns a handle for
+    /// the next checker (sharing its offset, now 0).
+    fn fresh(file: &fs::File) -> io::Result<fs::File> {
+        file.set_len(0)?;
+        (&*file).seek(io::SeekFrom::Start(0))?;
+        file.try_clone()
+    }
+
+    /// What the last checker wrote to a file.
+    fn read_back(file: &fs::File) -> io::Result<Vec<u8>> {
+        let mut v = Vec::new();
+        (&*file).seek(io::SeekFrom::Start(0))?;
+        (&*file).read_to_end(&mut v)?;
+        Ok(v)
+    }
+
     /// The state directory.
     pub fn fs(&self) -> PathBuf {
         self.root.join("fs")
     }
 
-    /// Writes the state and its promises into `root`, which must not exist.
-    pub fn write(root: &Path, input: &StateInput<'_>) -> io::Result<StateFiles> {
-        fs::create_dir(root)?;
-        let files = StateFiles {
-            root: root.to_path_buf(),
-        };
-        fs::create_dir(files.fs())?;
-        input.fs.write_out(&files.fs())?;
-        fs::write(root.join("acks"), input.acked)?;
-        fs::write(root.join("output"), input.output)?;
-        Ok(files)
+    /// Writes a state and its promises.
+    pub fn write(&self, input: &StateInput<'_>) -> io::Result<()> {
+        fs::create_dir(self.fs())?;
+        input.fs.write_out(&self.fs())?;
+        fs::write(self.root.join("acks"), input.acked)?;
+        fs::write(self.root.join("output"), input.output)?;
+        Ok(())
     }
 
-    /// Removes the directory and everything in it (a checker may have left
-    /// anything there, including directories it made read-only).
-    pub fn remove(self) -> io::Result<()> {
-        remove_tree(&self.root)
+    /// Removes the state directory and everything in it (a checker may have
+    /// left anything there, including directories it made read-only).
+    pub fn clear(&self) -> io::Result<()> {
+        remove_tree(&self.fs())
     }
 }
 
@@ -251,17 +284,15 @@ fn make_writable(dir: &Path) {
     }
 }
 
-/// Runs the checker on a state already written out.
+/// Runs the checker on the state a slot holds.
 pub fn run_checker(
     checker: &Checker,
-    files: &StateFiles,
+    slot: &Slot,
     id: &str,
     acked: &[u8],
     cancel: Option<&AtomicBool>,
 ) -> io::Result<Option<Outcome>> {
-    let fs_dir = files.fs();
-    let stdout_path = files.root.join("stdout");
-    let stderr_path = files.root.join("stderr");
+    let fs_dir = slot.fs();
     let command = substitute(std::ffi::OsStr::new(&checker.command), &fs_dir);
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
@@ -271,12 +302,12 @@ pub fn run_checker(
             "BLACKOUT_ACKED",
             std::ffi::OsStr::from_bytes(acked.strip_suffix(b"\n").unwrap_or(acked)),
         )
-        .env("BLACKOUT_ACKS_FILE", files.root.join("acks"))
-        .env("BLACKOUT_OUTPUT_FILE", files.root.join("output"))
+        .env("BLACKOUT_ACKS_FILE", slot.root.join("acks"))
+        .env("BLACKOUT_OUTPUT_FILE", slot.root.join("output"))
         .env("BLACKOUT_STATE", id)
         .stdin(Stdio::null())
-        .stdout(fs::File::create(&stdout_path)?)
-        .stderr(fs::File::create(&stderr_path)?)
+        .stdout(Slot::fresh(&slot.stdout)?)
+        .stderr(Slot::fresh(&slot.stderr)?)
         .process_group(0);
     let mut child = cmd.spawn()?;
     let outcome = match wait_group(&mut child, Some(checker.timeout), cancel)? {
@@ -286,8 +317,8 @@ pub fn run_checker(
         },
         Waited::Exited(status) if status.success() => Outcome::Pass,
         Waited::Exited(status) => {
-            let reason = last_line(&fs::read(&stderr_path)?)
-                .or_else(|| last_line(&fs::read(&stdout_path).unwrap_or_default()))
+            let reason = last_line(&Slot::read_back(&slot.stderr)?)
+                .or_else(|| last_line(&Slot::read_back(&slot.stdout).unwrap_or_default()))
                 .unwrap_or_default();
             match (status.code(), status.signal()) {
                 (Some(c @ (126 | 127)), _) => Outcome::CannotRun {

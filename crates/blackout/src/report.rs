@@ -192,7 +192,7 @@ pub fn coverage_text(model: Model, cov: &Coverage, cfg_limit: usize, sample: usi
             cov.crash_points
         ),
         Model::Posix if cov.partial_crash_points.is_empty() => format!(
-            "covered: every subset of pending ops at all {} crash points (none had more than {cfg_limit} pending)",
+            "covered: every subset of pending ops at all {} crash points (none had more than {cfg_limit} pending); each pending write also torn three ways with everything else kept (tears are not combined with losses)",
             cov.crash_points
         ),
         Model::Posix => {
@@ -209,7 +209,7 @@ pub fn coverage_text(model: Model, cov: &Coverage, cfg_limit: usize, sample: usi
                 cov.subsets_not_covered.to_string()
             };
             format!(
-                "not covered: {} of {} crash points had more than {cfg_limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {sample} sampled subsets per crash point)",
+                "not covered: {} of {} crash points had more than {cfg_limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {sample} sampled subsets per crash point); each pending write also torn three ways with everything else kept (tears are not combined with losses)",
                 pts.len(),
                 cov.crash_points,
                 shown.join(", ")

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::check::{remove_tree, run_checker, Checker, Outcome, Outputs, StateFiles, StateInput};
+use crate::check::{remove_tree, run_checker, Checker, Outcome, Outputs, Slot, StateInput};
 use crate::explore::{enumerate, Coverage, ExploreConfig, Model, StateDesc, Tear, Unit};
 use crate::state::FsState;
 use crate::trace::Trace;
@@ -47,7 +47,8 @@ pub struct RunConfig {
     /// The checker tests consistency alone: no promise is needed and the
     /// pre-check is skipped.
     pub consistency_only: bool,
-    /// Where to make the scratch directory (default: the system temp dir).
+    /// Where to make the scratch directory (default:
+    /// [`default_scratch_parent`]).
     pub scratch_parent: Option<PathBuf>,
     /// Set from outside (Ctrl-C) to stop: running checkers are killed, the
     /// scratch directory removed, and the run returns
@@ -97,8 +98,7 @@ pub enum RunError {
 }
 
 /// The verdict of a run or of one model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {
     /// Every checked state was accepted.
     Pass,
@@ -131,6 +131,12 @@ impl Verdict {
             Verdict::Fail => 1,
             _ => 2,
         }
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -335,14 +341,19 @@ struct Scratch<'a> {
     outputs: &'a Outputs,
     cfg: &'a RunConfig,
     dir: PathBuf,
-    counter: AtomicUsize,
 }
 
 impl Scratch<'_> {
-    /// Writes a state out, runs the checker on it, removes it. `None` when
-    /// cancelled.
+    /// Worker `n`'s slot.
+    fn slot(&self, n: usize) -> io::Result<Slot> {
+        Slot::new(&self.dir.join(format!("w{n}")))
+    }
+
+    /// Writes a state into a worker's slot, runs the checker on it, removes
+    /// it. `None` when cancelled.
     fn check(
         &self,
+        slot: &Slot,
         id: &str,
         fs: &FsState,
         crash: usize,
@@ -358,25 +369,21 @@ impl Scratch<'_> {
         } else {
             self.outputs.output_at(crash)
         };
-        let n = self.counter.fetch_add(1, Ordering::SeqCst);
-        let files = StateFiles::write(
-            &self.dir.join(n.to_string()),
-            &StateInput {
-                fs,
-                acked: &acked,
-                output,
-            },
-        )?;
+        slot.write(&StateInput {
+            fs,
+            acked: &acked,
+            output,
+        })?;
         let outcome = run_checker(
             &self.cfg.checker,
-            &files,
+            slot,
             id,
             &acked,
             self.cfg.cancel.as_deref(),
         );
-        let removed = files.remove();
+        let cleared = slot.clear();
         let outcome = outcome?;
-        removed?;
+        cleared?;
         Ok(outcome)
     }
 
@@ -400,6 +407,27 @@ impl Scratch<'_> {
     }
 }
 
+/// Where crash states are written for checking when not told: `$TMPDIR` if
+/// set, else `/dev/shm` (memory: writing and removing thousands of small
+/// states there costs a fraction of what it costs on a journaled disk file
+/// system), else the system temp dir.
+pub fn default_scratch_parent() -> PathBuf {
+    if std::env::var_os("TMPDIR").is_some_and(|t| !t.is_empty()) {
+        return std::env::temp_dir();
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = rustix::fs::access(
+        shm,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_ok();
+    if shm.is_dir() && writable {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// Checks a trace: the whole pipeline after recording.
 pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError> {
     let outputs = Outputs::new(trace, cfg.ack_prefix.as_deref());
@@ -418,16 +446,18 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
         };
         return Ok(RunReport::early(Verdict::Inconclusive, reason, promises));
     }
-    let tmp = match &cfg.scratch_parent {
-        Some(p) => tempfile::Builder::new().prefix("blackout-").tempdir_in(p)?,
-        None => tempfile::Builder::new().prefix("blackout-").tempdir()?,
-    };
+    let parent = cfg
+        .scratch_parent
+        .clone()
+        .unwrap_or_else(default_scratch_parent);
+    let tmp = tempfile::Builder::new()
+        .prefix("blackout-")
+        .tempdir_in(parent)?;
     let scratch = Scratch {
         trace,
         outputs: &outputs,
         cfg,
         dir: tmp.path().to_path_buf(),
-        counter: AtomicUsize::new(0),
     };
     let result = run_in(&scratch, promises);
     // The checker may have left read-only directories; remove_tree copes.
@@ -441,6 +471,8 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
 fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError> {
     let (trace, cfg) = (s.trace, s.cfg);
     let cancelled = |o: Option<Outcome>| o.ok_or(RunError::Interrupted);
+    // The pre-checks use worker 0's slot, before the workers start.
+    let slot0 = s.slot(0)?;
     let timeout_s = cfg.checker.timeout.as_secs_f64();
 
     // The pre-check: the state before the workload, every promise handed.
@@ -451,7 +483,8 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
             lost: Vec::new(),
             torn: None,
         };
-        let outcome = cancelled(s.check("pre-workload", &FsState::initial(trace), 0, true)?)?;
+        let outcome =
+            cancelled(s.check(&slot0, "pre-workload", &FsState::initial(trace), 0, true)?)?;
         let mut c = s.checked(&pre, outcome.clone());
         c.id = "pre-workload".into();
         c.acked = promises.clone();
@@ -494,7 +527,7 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
         *full_fs.content_hash().as_bytes(),
         s.outputs.printed_len(full.crash),
     );
-    let outcome = cancelled(s.check(&full.id(), &full_fs, full.crash, false)?)?;
+    let outcome = cancelled(s.check(&slot0, &full.id(), &full_fs, full.crash, false)?)?;
     let all_applied = Some(s.checked(&full, outcome.clone()));
     let bad = match &outcome {
         Outcome::Pass => None,
@@ -538,6 +571,7 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
             todo.push(i);
         }
     }
+    drop(slot0);
     let (checked_results, stop) = check_parallel(s, &explored.distinct, &todo)?;
     for (i, o) in checked_results {
         results[i] = Some(o);
@@ -648,38 +682,53 @@ fn check_parallel(
     let failure: Mutex<Option<RunError>> = Mutex::new(None);
     let jobs = s.cfg.jobs.max(1).min(todo.len().max(1));
     std::thread::scope(|scope| {
-        for _ in 0..jobs {
-            scope.spawn(|| loop {
-                if stop.load(Ordering::SeqCst) || s.cfg.cancelled() {
-                    return;
-                }
-                let j = next.fetch_add(1, Ordering::SeqCst);
-                let Some(&i) = todo.get(j) else { return };
-                let desc = &distinct[i].desc;
-                let fs = FsState::build(s.trace, desc, s.cfg.sector);
-                match s.check(&desc.id(), &fs, desc.crash, false) {
-                    Ok(Some(Outcome::CannotRun { reason })) => {
-                        stop.store(true, Ordering::SeqCst);
-                        let mut c = cannot_run.lock().unwrap_or_else(|e| e.into_inner());
-                        c.get_or_insert((desc.id(), reason));
-                    }
-                    Ok(Some(o)) => {
-                        results
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push((i, o));
-                        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                        if let Some(p) = &s.cfg.progress {
-                            p(n, todo.len());
-                        }
-                    }
-                    Ok(None) => return,
+        for w in 0..jobs {
+            let (next, done, stop, results, cannot_run, failure) =
+                (&next, &done, &stop, &results, &cannot_run, &failure);
+            scope.spawn(move || {
+                let slot = match s.slot(w + 1) {
+                    Ok(slot) => slot,
                     Err(e) => {
                         stop.store(true, Ordering::SeqCst);
                         failure
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
                             .get_or_insert(RunError::Io(e));
+                        return;
+                    }
+                };
+                loop {
+                    if stop.load(Ordering::SeqCst) || s.cfg.cancelled() {
+                        return;
+                    }
+                    let j = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(&i) = todo.get(j) else { return };
+                    let desc = &distinct[i].desc;
+                    let fs = FsState::build(s.trace, desc, s.cfg.sector);
+                    match s.check(&slot, &desc.id(), &fs, desc.crash, false) {
+                        Ok(Some(Outcome::CannotRun { reason })) => {
+                            stop.store(true, Ordering::SeqCst);
+                            let mut c = cannot_run.lock().unwrap_or_else(|e| e.into_inner());
+                            c.get_or_insert((desc.id(), reason));
+                        }
+                        Ok(Some(o)) => {
+                            results
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((i, o));
+                            let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                            if let Some(p) = &s.cfg.progress {
+                                p(n, todo.len());
+                            }
+                        }
+                        Ok(None) => return,
+                        Err(e) => {
+                            stop.store(true, Ordering::SeqCst);
+                            failure
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(RunError::Io(e));
+                        }
                     }
                 }
             });
@@ -734,4 +783,100 @@ pub fn write_state(
     std::fs::write(&acks, outputs.acked_text(desc.crash))?;
     std::fs::write(&output, outputs.output_at(desc.crash))?;
     Ok((acks, output))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explore::Part;
+    use crate::trace::TraceMeta;
+    use crate::tree::Tree;
+
+    fn trace(log: &str) -> Trace {
+        let tree = Tree::default();
+        let r = crate::replay::replay(log.as_bytes(), &tree, b"/d").unwrap();
+        Trace::new(&tree, r, TraceMeta::default())
+    }
+
+    fn lost(ops: &[usize]) -> Vec<Unit> {
+        ops.iter()
+            .map(|&op| Unit {
+                op,
+                part: Part::Whole,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn simplest_is_fewest_lost_then_earliest_then_lost_before_torn() {
+        let d = |crash, l: &[usize], torn: Option<(usize, Tear)>| StateDesc {
+            crash,
+            lost: lost(l),
+            torn,
+        };
+        let mut v = [
+            d(5, &[1, 2], None),
+            d(4, &[], Some((3, Tear::Half))),
+            d(6, &[1], None),
+            d(4, &[2], None),
+        ];
+        v.sort_by(|a, b| simplicity(a).cmp(&simplicity(b)));
+        let ids: Vec<String> = v.iter().map(StateDesc::id).collect();
+        assert_eq!(ids, ["c4.lost2", "c4.torn3h", "c6.lost1", "c5.lost1+2"]);
+    }
+
+    #[test]
+    fn states_are_deduplicated_by_content_and_printed_bytes() {
+        // The same bytes written twice at one offset: losing either write
+        // leaves the same file, so those states are one. The output line makes
+        // the states after it differ from those before.
+        let t = trace(
+            "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 pwrite64(3, \"\\x78\", 1, 0) = 1\n\
+             1 pwrite64(3, \"\\x78\", 1, 0) = 1\n\
+             1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n",
+        );
+        let outputs = Outputs::new(&t, None);
+        let e = explore(
+            &t,
+            &outputs,
+            &[Model::Posix],
+            &ExploreConfig::default(),
+            512,
+        );
+        let m = &e.models[0];
+        assert!(m.reach.len() < m.states);
+        // Every distinct state is reached under its simplest description:
+        // c3 (second write applied) holds what c2 holds, and losing either
+        // write at c4 is c4 itself.
+        let ids: Vec<String> = m.reach.iter().map(|(_, d)| d.id()).collect();
+        for absent in ["c3", "c4.lost1", "c4.lost2"] {
+            assert!(!ids.contains(&absent.to_string()), "{ids:?}");
+        }
+        // c2 and c4 hold the same file, but c4 has printed "ok".
+        assert!(ids.contains(&"c2".to_string()) && ids.contains(&"c4".to_string()));
+        // A key is unique per distinct state.
+        let mut keys: Vec<StateKey> = e.distinct.iter().map(|d| d.key).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), e.distinct.len());
+    }
+
+    #[test]
+    fn a_written_state_has_its_promises_beside_it() {
+        let t = trace(
+            "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 write(3, \"\\x78\", 1) = 1\n\
+             1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("s");
+        let desc = StateDesc::parse("c3.lost1").unwrap();
+        let (acks, output) = write_state(&t, &desc, None, 512, &out).unwrap();
+        assert_eq!(std::fs::read(out.join("a")).unwrap(), b"");
+        assert_eq!(std::fs::read(acks).unwrap(), b"ok\n");
+        assert_eq!(std::fs::read(output).unwrap(), b"ok\n");
+        // Not into a directory that holds something.
+        assert!(write_state(&t, &desc, None, 512, dir.path()).is_err());
+    }
 }
