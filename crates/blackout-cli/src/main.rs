@@ -64,19 +64,8 @@ struct RunArgs {
     /// Also write the trace here (needed to reproduce a state later).
     #[arg(short = 'o', long = "output", value_name = "TRACE")]
     output: Option<PathBuf>,
-    /// Copy this tree into the directory under test first (durable).
-    #[arg(long, value_name = "DIR")]
-    init: Option<PathBuf>,
-    /// Run this shell command in the directory under test first, unrecorded
-    /// (durable).
-    #[arg(long, value_name = "CMD")]
-    setup: Option<String>,
-    /// Keep the raw strace log here.
-    #[arg(long, value_name = "LOG")]
-    keep_log: Option<PathBuf>,
-    /// Do not use strace's --seccomp-bpf filtering.
-    #[arg(long)]
-    no_seccomp: bool,
+    #[command(flatten)]
+    recording: RecordingArgs,
     #[command(flatten)]
     explore: ExploreArgs,
     /// Checkers run at once (default: the number of CPUs).
@@ -195,11 +184,9 @@ struct StateArgs {
     checker: Option<String>,
 }
 
-#[derive(Args)]
-struct RecordArgs {
-    /// Where to write the trace.
-    #[arg(short = 'o', long = "output", value_name = "TRACE")]
-    output: PathBuf,
+/// How a workload is recorded (`record` and a live `run`).
+#[derive(Args, Clone)]
+struct RecordingArgs {
     /// Copy this tree into the directory under test first (durable).
     #[arg(long, value_name = "DIR")]
     init: Option<PathBuf>,
@@ -213,6 +200,27 @@ struct RecordArgs {
     /// Do not use strace's --seccomp-bpf filtering.
     #[arg(long)]
     no_seccomp: bool,
+}
+
+impl RecordingArgs {
+    fn config(self, command: Vec<OsString>) -> RecordConfig {
+        let mut cfg = RecordConfig::new(command);
+        cfg.init = self.init;
+        cfg.setup = self.setup;
+        cfg.keep_log = self.keep_log;
+        cfg.seccomp = !self.no_seccomp;
+        cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+        cfg
+    }
+}
+
+#[derive(Args)]
+struct RecordArgs {
+    /// Where to write the trace.
+    #[arg(short = 'o', long = "output", value_name = "TRACE")]
+    output: PathBuf,
+    #[command(flatten)]
+    recording: RecordingArgs,
     /// The workload and its arguments; `{dir}` is replaced by the directory
     /// under test, which is also its working directory.
     #[arg(last = true, required = true, value_name = "WORKLOAD")]
@@ -337,24 +345,8 @@ fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) -> Result<T
     Ok(rec.trace)
 }
 
-fn record_config(
-    command: Vec<OsString>,
-    init: Option<PathBuf>,
-    setup: Option<String>,
-    keep_log: Option<PathBuf>,
-    no_seccomp: bool,
-) -> RecordConfig {
-    let mut cfg = RecordConfig::new(command);
-    cfg.init = init;
-    cfg.setup = setup;
-    cfg.keep_log = keep_log;
-    cfg.seccomp = !no_seccomp;
-    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
-    cfg
-}
-
 fn cmd_record(a: RecordArgs) -> Result<u8> {
-    let cfg = record_config(a.command, a.init, a.setup, a.keep_log, a.no_seccomp);
+    let cfg = a.recording.config(a.command);
     record_trace(cfg, Some(&a.output))?;
     Ok(0)
 }
@@ -370,13 +362,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     let (trace, trace_path) = match &a.trace {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
-            let cfg = record_config(
-                a.command.clone(),
-                a.init.clone(),
-                a.setup.clone(),
-                a.keep_log.clone(),
-                a.no_seccomp,
-            );
+            let cfg = a.recording.clone().config(a.command.clone());
             (record_trace(cfg, a.output.as_deref())?, a.output.clone())
         }
     };

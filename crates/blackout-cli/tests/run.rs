@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::Scratch;
+use common::{interrupt_when, Scratch};
 use serde_json::Value;
 
 fn examples() -> PathBuf {
@@ -280,20 +280,26 @@ fn a_workload_that_promises_nothing_is_inconclusive() {
         .any(|f| f["torn"][1] == "zeros" && f["reason"] == "f is garbage"));
 }
 
-#[test]
-fn a_checker_that_cannot_fail_is_inconclusive() {
-    let s = Scratch::new();
+/// Runs a checker on a workload that writes a file and promises it.
+fn run_checker_on_a_save(s: &Scratch, checker: &str) -> (i32, Value) {
     let (code, v, _) = run_json(
-        &s,
+        s,
         &[
             "--checker",
-            "true",
+            checker,
             "--",
             "sh",
             "-c",
             "echo x > f; echo saved",
         ],
     );
+    (code, v)
+}
+
+#[test]
+fn a_checker_that_cannot_fail_is_inconclusive() {
+    let s = Scratch::new();
+    let (code, v) = run_checker_on_a_save(&s, "true");
     assert_eq!(code, 2);
     assert_eq!(v["verdict"], "INCONCLUSIVE");
     assert!(v["result"]["reason"]
@@ -305,17 +311,7 @@ fn a_checker_that_cannot_fail_is_inconclusive() {
 #[test]
 fn a_checker_that_always_fails_is_a_broken_harness() {
     let s = Scratch::new();
-    let (code, v, _) = run_json(
-        &s,
-        &[
-            "--checker",
-            "echo always >&2; exit 3",
-            "--",
-            "sh",
-            "-c",
-            "echo x > f; echo saved",
-        ],
-    );
+    let (code, v) = run_checker_on_a_save(&s, "echo always >&2; exit 3");
     assert_eq!(code, 2);
     assert_eq!(v["verdict"], "HARNESS BROKEN");
     assert_eq!(v["result"]["verdict"], "HARNESS BROKEN");
@@ -487,21 +483,5 @@ fn ctrl_c_while_checking_leaves_no_temp_dir() {
         ])
         .spawn()
         .unwrap();
-    let start = Instant::now();
-    while !started.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "checking never started"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    assert!(start.elapsed() < Duration::from_secs(20));
-    s.assert_clean();
+    interrupt_when(&s, &mut child, || started.exists());
 }

@@ -202,13 +202,19 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    fn early(verdict: Verdict, reason: String, promises: Vec<String>) -> RunReport {
+    /// A report of a run that stopped before exploring.
+    fn early(
+        (verdict, reason): (Verdict, String),
+        promises: Vec<String>,
+        precheck: Option<Checked>,
+        all_applied: Option<Checked>,
+    ) -> RunReport {
         RunReport {
             verdict,
             reason,
             promises,
-            precheck: None,
-            all_applied: None,
+            precheck,
+            all_applied,
             models: Vec::new(),
             checked: 0,
             explore_seconds: 0.0,
@@ -444,7 +450,12 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
             ),
             None => "nothing was promised: the workload printed no line to standard output (or pass --consistency-only if the checker tests consistency alone)".into(),
         };
-        return Ok(RunReport::early(Verdict::Inconclusive, reason, promises));
+        return Ok(RunReport::early(
+            (Verdict::Inconclusive, reason),
+            promises,
+            None,
+            None,
+        ));
     }
     let parent = cfg
         .scratch_parent
@@ -489,30 +500,21 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
         c.id = "pre-workload".into();
         c.acked = promises.clone();
         precheck = Some(c);
-        let bad = match outcome {
-            Outcome::Fail { .. } => None,
-            Outcome::Pass => Some((
+        let bad = expected(
+            &outcome,
+            false,
+            "the state before the workload",
+            timeout_s,
+            (
                 Verdict::Inconclusive,
                 format!(
                     "the check cannot fail: the checker accepts the state before the workload ran, with all {} promise(s) handed to it",
                     promises.len()
                 ),
-            )),
-            Outcome::CannotRun { reason } => Some((
-                Verdict::Error,
-                format!("the checker could not be run: {reason}"),
-            )),
-            Outcome::TimedOut { .. } => Some((
-                Verdict::Error,
-                format!(
-                    "the checker did not finish within {timeout_s} s on the state before the workload; killed"
-                ),
-            )),
-        };
-        if let Some((verdict, reason)) = bad {
-            let mut r = RunReport::early(verdict, reason, promises);
-            r.precheck = precheck;
-            return Ok(r);
+            ),
+        );
+        if let Some(stop) = bad {
+            return Ok(RunReport::early(stop, promises, precheck, None));
         }
     }
 
@@ -529,31 +531,21 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
     );
     let outcome = cancelled(s.check(&slot0, &full.id(), &full_fs, full.crash, false)?)?;
     let all_applied = Some(s.checked(&full, outcome.clone()));
-    let bad = match &outcome {
-        Outcome::Pass => None,
-        Outcome::Fail { .. } => Some((
+    let bad = expected(
+        &outcome,
+        true,
+        "the state where nothing was lost",
+        timeout_s,
+        (
             Verdict::HarnessBroken,
             format!(
                 "the checker rejects the state where nothing was lost (every op applied): {}; the checker, not the program, is wrong",
                 outcome.describe()
             ),
-        )),
-        Outcome::CannotRun { reason } => Some((
-            Verdict::Error,
-            format!("the checker could not be run: {reason}"),
-        )),
-        Outcome::TimedOut { .. } => Some((
-            Verdict::Error,
-            format!(
-                "the checker did not finish within {timeout_s} s on the state where nothing was lost; killed"
-            ),
-        )),
-    };
-    if let Some((verdict, reason)) = bad {
-        let mut r = RunReport::early(verdict, reason, promises);
-        r.precheck = precheck;
-        r.all_applied = all_applied;
-        return Ok(r);
+        ),
+    );
+    if let Some(stop) = bad {
+        return Ok(RunReport::early(stop, promises, precheck, all_applied));
     }
 
     let t0 = Instant::now();
@@ -578,14 +570,11 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
     }
     let check_seconds = t1.elapsed().as_secs_f64();
     if let Some((id, reason)) = stop {
-        let mut r = RunReport::early(
+        let stop = (
             Verdict::Error,
             format!("the checker could not be run on state {id}: {reason}"),
-            promises,
         );
-        r.precheck = precheck;
-        r.all_applied = all_applied;
-        return Ok(r);
+        return Ok(RunReport::early(stop, promises, precheck, all_applied));
     }
 
     let mut models = Vec::new();
@@ -663,6 +652,32 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
         explore_seconds,
         check_seconds,
     })
+}
+
+/// Judges a check the run depends on: `None` when the checker accepted
+/// (`want_pass`) or rejected (otherwise) as it must; else the verdict that
+/// stops the run: `wrong` when it answered the other way, ERROR when it could
+/// not run or did not finish on `state`.
+fn expected(
+    outcome: &Outcome,
+    want_pass: bool,
+    state: &str,
+    timeout_s: f64,
+    wrong: (Verdict, String),
+) -> Option<(Verdict, String)> {
+    match outcome {
+        Outcome::Pass if want_pass => None,
+        Outcome::Fail { .. } if !want_pass => None,
+        Outcome::Pass | Outcome::Fail { .. } => Some(wrong),
+        Outcome::CannotRun { reason } => Some((
+            Verdict::Error,
+            format!("the checker could not be run: {reason}"),
+        )),
+        Outcome::TimedOut { .. } => Some((
+            Verdict::Error,
+            format!("the checker did not finish within {timeout_s} s on {state}; killed"),
+        )),
+    }
 }
 
 /// Results of checking in parallel, and the state (and reason) where the

@@ -68,3 +68,27 @@ impl Scratch {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 }
+
+/// Waits (up to 30 s) until `ready` holds, then sends SIGINT to `child` as a
+/// Ctrl-C would, and asserts blackout exits 130 leaving no temp dir.
+pub fn interrupt_when(
+    s: &Scratch,
+    child: &mut std::process::Child,
+    mut ready: impl FnMut() -> bool,
+) {
+    use std::time::{Duration, Instant};
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < Duration::from_secs(30), "never got ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(start.elapsed() < Duration::from_secs(30), "slow to stop");
+    s.assert_clean();
+}
