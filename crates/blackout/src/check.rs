@@ -42,6 +42,8 @@ pub struct Outputs {
     /// `upto[k]`: bytes printed by ops `0..k`.
     upto: Vec<usize>,
     prefix: Option<Vec<u8>>,
+    /// For each promise, in order: the op that completed it, and the line.
+    promises: Vec<(usize, Vec<u8>)>,
 }
 
 impl Outputs {
@@ -57,11 +59,65 @@ impl Outputs {
             }
             upto.push(stream.len());
         }
-        Outputs {
+        let mut out = Outputs {
             stream,
             upto,
             prefix: ack_prefix.map(<[u8]>::to_vec),
+            promises: Vec::new(),
+        };
+        out.promises = out.locate_promises(trace);
+        out
+    }
+
+    /// Which op completed each promise: the one that printed its newline
+    /// (for an unterminated last line, the last output op).
+    fn locate_promises(&self, trace: &Trace) -> Vec<(usize, Vec<u8>)> {
+        let mut found = Vec::new();
+        let mut start = 0;
+        let mut last_output = None;
+        for (i, op) in trace.ops.iter().enumerate() {
+            if !matches!(op.kind, OpKind::Output { .. }) {
+                continue;
+            }
+            last_output = Some(i);
+            for nl in memchr::memchr_iter(b'\n', &self.stream[self.upto[i]..self.upto[i + 1]]) {
+                let end = self.upto[i] + nl;
+                let line = &self.stream[start..end];
+                if self.is_promise(line) {
+                    found.push((i, self.clean(line).to_vec()));
+                }
+                start = end + 1;
+            }
         }
+        if let Some(i) = last_output {
+            let line = &self.stream[start..];
+            if !line.is_empty() && self.is_promise(line) {
+                found.push((i, self.clean(line).to_vec()));
+            }
+        }
+        found
+    }
+
+    fn clean<'a>(&self, line: &'a [u8]) -> &'a [u8] {
+        line.strip_suffix(b"\r").unwrap_or(line)
+    }
+
+    fn is_promise(&self, line: &[u8]) -> bool {
+        let l = self.clean(line);
+        match &self.prefix {
+            Some(p) => l.starts_with(p),
+            None => !l.is_empty(),
+        }
+    }
+
+    /// The latest promise made before crash point `k`: the op that completed
+    /// it, and the line.
+    pub fn latest_promise_before(&self, k: usize) -> Option<(usize, &[u8])> {
+        self.acked_at(k)
+            .len()
+            .checked_sub(1)
+            .and_then(|j| self.promises.get(j))
+            .map(|(op, line)| (*op, line.as_slice()))
     }
 
     /// Bytes printed before crash point `k` (its length identifies the
@@ -89,11 +145,8 @@ impl Outputs {
         }
         lines
             .into_iter()
-            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-            .filter(|l| match &self.prefix {
-                Some(p) => l.starts_with(p),
-                None => !l.is_empty(),
-            })
+            .filter(|l| self.is_promise(l))
+            .map(|l| self.clean(l))
             .collect()
     }
 
@@ -259,6 +312,12 @@ impl Slot {
     }
 }
 
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let _ = remove_tree(&self.root);
+    }
+}
+
 /// Removes a tree, making directories writable first if removal fails (a
 /// checker may chmod what it was given). Never follows symlinks.
 pub fn remove_tree(root: &Path) -> io::Result<()> {
@@ -400,6 +459,10 @@ mod tests {
         // The workload ended: its unterminated last line counts.
         assert_eq!(o.all_acked(), vec![&b"start"[..], b"saved", b"tail"]);
         assert_eq!(o.output_at(1), b"start\nsav");
+        assert_eq!(o.latest_promise_before(1), Some((0, &b"start"[..])));
+        assert_eq!(o.latest_promise_before(2), Some((1, &b"saved"[..])));
+        assert_eq!(o.latest_promise_before(3), Some((2, &b"tail"[..])));
+        assert_eq!(o.latest_promise_before(0), None);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod contents;
+pub mod explain;
 pub mod explore;
 pub mod ops;
 pub mod proc;

@@ -7,17 +7,17 @@ use std::fmt::Write as _;
 use crate::check::Outcome;
 use crate::explore::{Coverage, Model, Part, Tear, Unit};
 use crate::ops::{escape_controls, Ino, InodeKind, OpKind, ROOT_INO};
-use crate::run::{Checked, ModelReport, RunReport};
+use crate::run::{CauseGroup, Checked, ModelReport, RunReport};
 use crate::trace::Trace;
 
 /// The paths of directories, as they were when each op ran.
-struct DirPaths {
+pub(crate) struct DirPaths {
     paths: HashMap<Ino, String>,
 }
 
 impl DirPaths {
     /// Directory paths just before op `upto`.
-    fn at(trace: &Trace, upto: usize) -> DirPaths {
+    pub(crate) fn at(trace: &Trace, upto: usize) -> DirPaths {
         let mut paths = HashMap::from([(ROOT_INO, String::new())]);
         let join = |paths: &HashMap<Ino, String>, dir: Ino, name: &str| match paths.get(&dir) {
             Some(p) if p.is_empty() => name.to_string(),
@@ -51,7 +51,7 @@ impl DirPaths {
         DirPaths { paths }
     }
 
-    fn dir(&self, dir: Ino) -> String {
+    pub(crate) fn dir(&self, dir: Ino) -> String {
         match self.paths.get(&dir) {
             Some(p) if p.is_empty() => ".".into(),
             Some(p) => p.clone(),
@@ -59,7 +59,7 @@ impl DirPaths {
         }
     }
 
-    fn entry(&self, dir: Ino, name: &str) -> String {
+    pub(crate) fn entry(&self, dir: Ino, name: &str) -> String {
         match self.paths.get(&dir) {
             Some(p) if p.is_empty() => name.to_string(),
             Some(p) => format!("{p}/{name}"),
@@ -71,6 +71,12 @@ impl DirPaths {
 /// An op (or one half of a rename) in the user's terms:
 /// `op 6: rename doc.txt.tmp -> doc.txt (rename, log line 25)`.
 pub fn describe_unit(trace: &Trace, unit: Unit) -> String {
+    describe_unit_numbered(trace, unit, unit.op)
+}
+
+/// As [`describe_unit`], showing the op as number `shown` (its number in the
+/// recorded trace when `trace` has an added sync).
+pub fn describe_unit_numbered(trace: &Trace, unit: Unit, shown: usize) -> String {
     let op = &trace.ops[unit.op];
     let paths = DirPaths::at(trace, unit.op);
     let path = escape_controls(&op.path.display());
@@ -115,10 +121,7 @@ pub fn describe_unit(trace: &Trace, unit: Unit) -> String {
         }
         other => format!("{} {path}", other.label(|i| trace.kind(i))),
     };
-    format!(
-        "op {}: {what} ({}, log line {})",
-        unit.op, op.syscall, op.line
-    )
+    format!("op {shown}: {what} ({}, log line {})", op.syscall, op.line)
 }
 
 /// Quotes a string for a POSIX shell.
@@ -293,65 +296,16 @@ fn render_model(
             (f, e) => format!("{f} rejected, {e} could not be checked"),
         }
     );
-    if let Some(c) = m.failing.first() {
+    let shown = m.causes.len().min(CAUSES_SHOWN);
+    for (n, g) in m.causes.iter().take(shown).enumerate() {
+        render_cause(out, trace, m, g, n, ctx);
+    }
+    if m.causes.len() > shown {
         let _ = writeln!(
             out,
-            "  simplest failing state: {} ({})",
-            c.id,
-            crash_text(c)
+            "  and {} more distinct causes (--json lists all)",
+            m.causes.len() - shown
         );
-        if c.crash > 0 {
-            let last = Unit {
-                op: c.crash - 1,
-                part: Part::Whole,
-            };
-            let _ = writeln!(out, "    last op:   {}", describe_unit(trace, last));
-        }
-        for u in &c.lost {
-            let _ = writeln!(out, "    lost:      {}", describe_unit(trace, *u));
-        }
-        if let Some((op, _)) = c.torn {
-            let _ = writeln!(
-                out,
-                "    torn:      {}",
-                describe_unit(
-                    trace,
-                    Unit {
-                        op,
-                        part: Part::Whole
-                    }
-                )
-            );
-        }
-        let _ = writeln!(
-            out,
-            "    promised:  {}",
-            if c.acked.is_empty() {
-                "nothing yet".to_string()
-            } else {
-                quoted_list(&c.acked, 5)
-            }
-        );
-        let _ = writeln!(out, "    checker:   {}", c.outcome.describe());
-        let _ = writeln!(out, "    reproduce: {}", reproduce(ctx, &c.id));
-        if m.failing.len() > 1 {
-            let others: Vec<&str> = m.failing[1..]
-                .iter()
-                .take(5)
-                .map(|c| c.id.as_str())
-                .collect();
-            let more = m.failing.len() - 1 - others.len();
-            let _ = writeln!(
-                out,
-                "  other failing states: {}{}",
-                others.join(", "),
-                if more > 0 {
-                    format!(" and {more} more (--json lists all)")
-                } else {
-                    String::new()
-                }
-            );
-        }
     }
     for c in m.errors.iter().take(5) {
         let _ = writeln!(
@@ -369,6 +323,108 @@ fn render_model(
         "  {}",
         coverage_text(m.model, &m.coverage, limit, sample)
     );
+}
+
+/// Distinct causes the text report shows per model.
+pub const CAUSES_SHOWN: usize = 10;
+
+fn render_cause(
+    out: &mut String,
+    trace: &Trace,
+    m: &ModelReport,
+    g: &CauseGroup,
+    n: usize,
+    ctx: &ReportContext<'_>,
+) {
+    let c = &g.simplest;
+    let _ = writeln!(
+        out,
+        "  cause {} of {}: {} failing state{}; simplest {} ({})",
+        n + 1,
+        m.causes.len(),
+        g.states,
+        if g.states == 1 { "" } else { "s" },
+        c.id,
+        crash_text(c)
+    );
+    let _ = writeln!(out, "    {}", g.cause.sentence);
+    for u in &c.lost {
+        let _ = writeln!(out, "    lost:      {}", describe_unit(trace, *u));
+    }
+    if let Some((op, _)) = c.torn {
+        let unit = Unit {
+            op,
+            part: Part::Whole,
+        };
+        let _ = writeln!(out, "    torn:      {}", describe_unit(trace, unit));
+    }
+    if c.lost.is_empty() && c.torn.is_none() && c.crash > 0 {
+        let unit = Unit {
+            op: c.crash - 1,
+            part: Part::Whole,
+        };
+        let _ = writeln!(out, "    last op:   {}", describe_unit(trace, unit));
+    }
+    let promise = match &g.latest_promise {
+        Some(p) => format!(
+            "\"{}\" (the latest of {} before the crash)",
+            escape_controls(p),
+            c.acked.len()
+        ),
+        None => "nothing yet".into(),
+    };
+    let _ = writeln!(out, "    promise:   {promise}");
+    let _ = writeln!(out, "    checker:   {}", c.outcome.describe());
+    if m.model != Model::Process && !c.lost.is_empty() && c.torn.is_none() {
+        let line = match g.process_passes {
+            Some(true) => "the same crash point passes with every op kept: the ops reached the file system and no further; what is missing is a sync, not a write",
+            Some(false) => "the same crash point fails even with every op kept",
+            None => "the same crash point with every op kept was not checked",
+        };
+        let _ = writeln!(out, "    process:   {line}");
+    }
+    let fix = match (&g.fix, &g.cause.fix) {
+        (Some(f), _) if f.passes => format!(
+            "adding {} makes all {} states pass under {}",
+            f.description,
+            f.states,
+            m.model.name()
+        ),
+        (Some(f), _) => format!(
+            "adding {} is not enough: {} of {} states still fail under {}{}",
+            f.description,
+            f.still_failing,
+            f.states,
+            m.model.name(),
+            match &f.simplest_failing {
+                Some((id, why)) => format!(
+                    "; the simplest ({id}, counting the added fsync as op {}): {why}",
+                    f.sync.after + 1
+                ),
+                None => String::new(),
+            }
+        ),
+        (None, Some(_)) => {
+            "not verified (the checker could not be run, or more than the first few causes)".into()
+        }
+        (None, None) => "no single sync fixes this (see the cause)".into(),
+    };
+    let _ = writeln!(out, "    fix:       {fix}");
+    let _ = writeln!(out, "    reproduce: {}", reproduce(ctx, &c.id));
+    if g.ids.len() > 1 {
+        let others: Vec<&str> = g.ids[1..].iter().take(5).map(String::as_str).collect();
+        let more = g.ids.len() - 1 - others.len();
+        let _ = writeln!(
+            out,
+            "    also:      {}{}",
+            others.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
 }
 
 /// The `reproduce:` line for a state.

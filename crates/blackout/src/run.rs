@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::check::{remove_tree, run_checker, Checker, Outcome, Outputs, Slot, StateInput};
+use crate::explain::{self, Cause, SyncFix};
 use crate::explore::{enumerate, Coverage, ExploreConfig, Model, StateDesc, Tear, Unit};
 use crate::state::FsState;
 use crate::trace::Trace;
@@ -158,6 +159,55 @@ pub struct Checked {
     pub outcome: Outcome,
 }
 
+impl Checked {
+    /// The state's description.
+    pub fn desc(&self) -> StateDesc {
+        StateDesc {
+            crash: self.crash,
+            lost: self.lost.clone(),
+            torn: self.torn,
+        }
+    }
+}
+
+/// Failing states with one cause: the same kind, the same blamed op.
+#[derive(Debug, Clone, Serialize)]
+pub struct CauseGroup {
+    /// The cause, as explained for the simplest state.
+    pub cause: Cause,
+    /// How many failing states have it.
+    pub states: usize,
+    /// Their ids, simplest first.
+    pub ids: Vec<String>,
+    /// The simplest of them.
+    pub simplest: Checked,
+    /// The latest promise made before its crash point.
+    pub latest_promise: Option<String>,
+    /// Whether the same crash point with nothing lost passes: every op
+    /// reached the file system and no further, so what is missing is a sync,
+    /// not a write. `None` when not known.
+    pub process_passes: Option<bool>,
+    /// The fix verified, if a sync can fix it.
+    pub fix: Option<FixCheck>,
+}
+
+/// The result of re-exploring with one added sync.
+#[derive(Debug, Clone, Serialize)]
+pub struct FixCheck {
+    /// The sync added.
+    pub sync: SyncFix,
+    /// `fsync(.) after op 3 (log line 224)`.
+    pub description: String,
+    /// Whether every state passes with it.
+    pub passes: bool,
+    /// Distinct states of the re-exploration.
+    pub states: usize,
+    /// How many of them still fail.
+    pub still_failing: usize,
+    /// The simplest still failing (its id with the added sync) and its cause.
+    pub simplest_failing: Option<(String, String)>,
+}
+
 /// What one model found.
 #[derive(Debug, Clone, Serialize)]
 pub struct ModelReport {
@@ -176,6 +226,9 @@ pub struct ModelReport {
     pub errors: Vec<Checked>,
     /// What the enumeration did not cover.
     pub coverage: Coverage,
+    /// The distinct causes of the failing states, in the order of their
+    /// simplest states.
+    pub causes: Vec<CauseGroup>,
 }
 
 /// The result of a run.
@@ -346,13 +399,36 @@ struct Scratch<'a> {
     trace: &'a Trace,
     outputs: &'a Outputs,
     cfg: &'a RunConfig,
-    dir: PathBuf,
+    dir: &'a Path,
+    /// Numbers the workers' slots over the whole run.
+    slots: &'a AtomicUsize,
 }
 
-impl Scratch<'_> {
-    /// Worker `n`'s slot.
-    fn slot(&self, n: usize) -> io::Result<Slot> {
+impl<'a> Scratch<'a> {
+    /// A new slot for a worker (removed when dropped).
+    fn slot(&self) -> io::Result<Slot> {
+        let n = self.slots.fetch_add(1, Ordering::SeqCst);
         Slot::new(&self.dir.join(format!("w{n}")))
+    }
+
+    /// The same scratch, for another trace (one with an added sync).
+    fn for_trace(&self, trace: &'a Trace, outputs: &'a Outputs) -> Scratch<'a> {
+        Scratch {
+            trace,
+            outputs,
+            cfg: self.cfg,
+            dir: self.dir,
+            slots: self.slots,
+        }
+    }
+
+    /// The content key of a state of this scratch's trace.
+    fn key(&self, desc: &StateDesc) -> StateKey {
+        let fs = FsState::build(self.trace, desc, self.cfg.sector);
+        (
+            *fs.content_hash().as_bytes(),
+            self.outputs.printed_len(desc.crash),
+        )
     }
 
     /// Writes a state into a worker's slot, runs the checker on it, removes
@@ -464,11 +540,13 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
     let tmp = tempfile::Builder::new()
         .prefix("blackout-")
         .tempdir_in(parent)?;
+    let slots = AtomicUsize::new(0);
     let scratch = Scratch {
         trace,
         outputs: &outputs,
         cfg,
-        dir: tmp.path().to_path_buf(),
+        dir: tmp.path(),
+        slots: &slots,
     };
     let result = run_in(&scratch, promises);
     // The checker may have left read-only directories; remove_tree copes.
@@ -482,8 +560,8 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
 fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError> {
     let (trace, cfg) = (s.trace, s.cfg);
     let cancelled = |o: Option<Outcome>| o.ok_or(RunError::Interrupted);
-    // The pre-checks use worker 0's slot, before the workers start.
-    let slot0 = s.slot(0)?;
+    // The pre-checks use a slot of their own, before the workers start.
+    let slot0 = s.slot()?;
     let timeout_s = cfg.checker.timeout.as_secs_f64();
 
     // The pre-check: the state before the workload, every promise handed.
@@ -548,72 +626,26 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
         return Ok(RunReport::early(stop, promises, precheck, all_applied));
     }
 
+    drop(slot0);
+    let mut cache: Cache = HashMap::from([(full_key, outcome.clone())]);
     let t0 = Instant::now();
     let explored = explore(trace, s.outputs, &cfg.models, &cfg.explore, cfg.sector);
     let explore_seconds = t0.elapsed().as_secs_f64();
-
-    // Check every distinct state once, except the one already checked.
     let t1 = Instant::now();
-    let mut results: Vec<Option<Outcome>> = vec![None; explored.distinct.len()];
-    let mut todo = Vec::new();
-    for (i, d) in explored.distinct.iter().enumerate() {
-        if d.key == full_key {
-            results[i] = Some(outcome.clone());
-        } else {
-            todo.push(i);
+    let results = match check_distinct(s, &explored, &mut cache)? {
+        Ok(r) => r,
+        Err((id, reason)) => {
+            let stop = (
+                Verdict::Error,
+                format!("the checker could not be run on state {id}: {reason}"),
+            );
+            return Ok(RunReport::early(stop, promises, precheck, all_applied));
         }
-    }
-    drop(slot0);
-    let (checked_results, stop) = check_parallel(s, &explored.distinct, &todo)?;
-    for (i, o) in checked_results {
-        results[i] = Some(o);
-    }
+    };
     let check_seconds = t1.elapsed().as_secs_f64();
-    if let Some((id, reason)) = stop {
-        let stop = (
-            Verdict::Error,
-            format!("the checker could not be run on state {id}: {reason}"),
-        );
-        return Ok(RunReport::early(stop, promises, precheck, all_applied));
-    }
-
     let mut models = Vec::new();
     for m in &explored.models {
-        let mut failing = Vec::new();
-        let mut errors = Vec::new();
-        for (i, desc) in &m.reach {
-            match &results[*i] {
-                Some(o @ Outcome::Fail { .. }) => failing.push(s.checked(desc, o.clone())),
-                Some(o @ Outcome::TimedOut { .. }) => errors.push(s.checked(desc, o.clone())),
-                _ => {}
-            }
-        }
-        let key = |c: &Checked| {
-            let d = StateDesc {
-                crash: c.crash,
-                lost: c.lost.clone(),
-                torn: c.torn,
-            };
-            (d.damage(), d.crash, d.torn.is_some(), d)
-        };
-        failing.sort_by_cached_key(key);
-        errors.sort_by_cached_key(key);
-        let verdict = if !failing.is_empty() {
-            Verdict::Fail
-        } else if !errors.is_empty() {
-            Verdict::Error
-        } else {
-            Verdict::Pass
-        };
-        models.push(ModelReport {
-            model: m.model,
-            verdict,
-            states: m.states,
-            distinct: m.reach.len(),
-            failing,
-            errors,
-            coverage: m.coverage.clone(),
-        });
+        models.push(model_report(s, m, &results, &mut cache)?);
     }
     let verdict = if models.iter().any(|m| m.verdict == Verdict::Fail) {
         Verdict::Fail
@@ -652,6 +684,171 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
         explore_seconds,
         check_seconds,
     })
+}
+
+/// Outcomes by content key, shared by a run and its fix verifications.
+type Cache = HashMap<StateKey, Outcome>;
+
+/// Checks every distinct state of an exploration that the cache does not
+/// know, adding the results to it. Returns each distinct state's outcome, or
+/// the state where the checker could not be run and why.
+fn check_distinct(
+    s: &Scratch<'_>,
+    explored: &Explored,
+    cache: &mut Cache,
+) -> Result<Result<Vec<Outcome>, (String, String)>, RunError> {
+    let todo: Vec<usize> = (0..explored.distinct.len())
+        .filter(|&i| !cache.contains_key(&explored.distinct[i].key))
+        .collect();
+    let (checked, stop) = check_parallel(s, &explored.distinct, &todo)?;
+    if let Some(stop) = stop {
+        return Ok(Err(stop));
+    }
+    for (i, o) in checked {
+        cache.insert(explored.distinct[i].key, o);
+    }
+    Ok(Ok(explored
+        .distinct
+        .iter()
+        .map(|d| cache.get(&d.key).cloned().unwrap_or(Outcome::Pass))
+        .collect()))
+}
+
+/// Failing states and states that could not be checked, simplest first.
+fn sorted_results(
+    s: &Scratch<'_>,
+    m: &ModelStates,
+    results: &[Outcome],
+) -> (Vec<Checked>, Vec<Checked>) {
+    let mut failing = Vec::new();
+    let mut errors = Vec::new();
+    for (i, desc) in &m.reach {
+        match &results[*i] {
+            o @ Outcome::Fail { .. } => failing.push(s.checked(desc, o.clone())),
+            o @ Outcome::TimedOut { .. } => errors.push(s.checked(desc, o.clone())),
+            _ => {}
+        }
+    }
+    let key = |c: &Checked| {
+        let d = c.desc();
+        (d.damage(), d.crash, d.torn.is_some(), d)
+    };
+    failing.sort_by_cached_key(key);
+    errors.sort_by_cached_key(key);
+    (failing, errors)
+}
+
+/// Fix verifications per model at the most (each re-explores the trace).
+pub const FIX_VERIFICATIONS_MAX: usize = 8;
+
+/// One model's result: its verdict, failing states, and their causes grouped,
+/// each with its fix verified.
+fn model_report(
+    s: &Scratch<'_>,
+    m: &ModelStates,
+    results: &[Outcome],
+    cache: &mut Cache,
+) -> Result<ModelReport, RunError> {
+    let (failing, errors) = sorted_results(s, m, results);
+    let verdict = if !failing.is_empty() {
+        Verdict::Fail
+    } else if !errors.is_empty() {
+        Verdict::Error
+    } else {
+        Verdict::Pass
+    };
+    let cx = explain::Context::new(s.trace, s.outputs);
+    let mut groups: Vec<CauseGroup> = Vec::new();
+    for c in &failing {
+        let desc = c.desc();
+        let cause = explain::explain(&cx, &desc, &mut |d| {
+            cache.get(&s.key(d)).is_some_and(Outcome::is_fail)
+        });
+        match groups
+            .iter_mut()
+            .find(|g| g.cause.kind == cause.kind && g.cause.blamed == cause.blamed)
+        {
+            Some(g) => {
+                g.states += 1;
+                g.ids.push(c.id.clone());
+            }
+            None => {
+                let nothing_lost = StateDesc {
+                    crash: c.crash,
+                    lost: Vec::new(),
+                    torn: None,
+                };
+                let process_passes = if desc.damage() == 0 {
+                    Some(false)
+                } else {
+                    cache
+                        .get(&s.key(&nothing_lost))
+                        .map(|o| *o == Outcome::Pass)
+                };
+                groups.push(CauseGroup {
+                    latest_promise: s
+                        .outputs
+                        .latest_promise_before(c.crash)
+                        .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
+                    cause,
+                    states: 1,
+                    ids: vec![c.id.clone()],
+                    simplest: c.clone(),
+                    process_passes,
+                    fix: None,
+                });
+            }
+        }
+    }
+    for g in groups.iter_mut().take(FIX_VERIFICATIONS_MAX) {
+        if let Some(fix) = g.cause.fix.clone() {
+            g.fix = verify_fix(s, m.model, fix, cache)?;
+        }
+    }
+    Ok(ModelReport {
+        model: m.model,
+        verdict,
+        states: m.states,
+        distinct: m.reach.len(),
+        failing,
+        errors,
+        coverage: m.coverage.clone(),
+        causes: groups,
+    })
+}
+
+/// Re-explores the trace with one added sync under `model` and checks every
+/// state the cache does not know. `None` if the checker could not be run.
+fn verify_fix(
+    s: &Scratch<'_>,
+    model: Model,
+    fix: SyncFix,
+    cache: &mut Cache,
+) -> Result<Option<FixCheck>, RunError> {
+    let trace = explain::with_sync(s.trace, &fix);
+    let outputs = Outputs::new(&trace, s.cfg.ack_prefix.as_deref());
+    let s2 = s.for_trace(&trace, &outputs);
+    let explored = explore(&trace, &outputs, &[model], &s.cfg.explore, s.cfg.sector);
+    let Ok(results) = check_distinct(&s2, &explored, cache)? else {
+        return Ok(None);
+    };
+    let m = &explored.models[0];
+    let (failing, _) = sorted_results(&s2, m, &results);
+    let cx = explain::Context::with_added_sync(&trace, &outputs, &fix);
+    let still = failing.first().map(|c| {
+        let cause = explain::explain(&cx, &c.desc(), &mut |d| {
+            cache.get(&s2.key(d)).is_some_and(Outcome::is_fail)
+        });
+        (c.id.clone(), cause.sentence)
+    });
+    Ok(Some(FixCheck {
+        description: fix.describe(s.trace),
+        sync: fix,
+        passes: failing.is_empty(),
+        states: m.reach.len(),
+        still_failing: failing.len(),
+        simplest_failing: still,
+    }))
 }
 
 /// Judges a check the run depends on: `None` when the checker accepted
@@ -697,11 +894,11 @@ fn check_parallel(
     let failure: Mutex<Option<RunError>> = Mutex::new(None);
     let jobs = s.cfg.jobs.max(1).min(todo.len().max(1));
     std::thread::scope(|scope| {
-        for w in 0..jobs {
+        for _ in 0..jobs {
             let (next, done, stop, results, cannot_run, failure) =
                 (&next, &done, &stop, &results, &cannot_run, &failure);
             scope.spawn(move || {
-                let slot = match s.slot(w + 1) {
+                let slot = match s.slot() {
                     Ok(slot) => slot,
                     Err(e) => {
                         stop.store(true, Ordering::SeqCst);
