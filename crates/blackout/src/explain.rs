@@ -386,8 +386,8 @@ fn lost_cause(cx: &Context<'_>, k: usize, u: Unit, desc: &StateDesc) -> Cause {
                     Some(fix),
                 );
             }
-            for j in i + 1..k {
-                match &ops[j].kind {
+            for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
+                match &later.kind {
                     OpKind::SyncFileRange { ino } if *ino == f => {
                         return mk(
                             CauseKind::SyncFileRangeOnly,
@@ -524,8 +524,8 @@ fn entry_cause(
             Some(fix),
         );
     }
-    for j in i + 1..k {
-        if let OpKind::FailedSync { ino, errno } = &ops[j].kind {
+    for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
+        if let OpKind::FailedSync { ino, errno } = &later.kind {
             if *ino == dir {
                 return mk(
                     CauseKind::FailedSync,
@@ -558,10 +558,10 @@ pub fn with_sync(trace: &Trace, fix: &SyncFix) -> Trace {
         match &mut op.kind {
             OpKind::Fsync { barrier, .. }
             | OpKind::Fdatasync { barrier, .. }
-            | OpKind::Sync { barrier } => {
-                if *barrier >= at {
-                    *barrier += 1;
-                }
+            | OpKind::Sync { barrier }
+                if *barrier >= at =>
+            {
+                *barrier += 1;
             }
             _ => {}
         }
