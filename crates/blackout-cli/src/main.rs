@@ -59,7 +59,7 @@ struct RunArgs {
     #[arg(long, value_name = "CMD")]
     checker: String,
     /// Re-explore this trace instead of recording.
-    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "command"])]
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "command"])]
     trace: Option<PathBuf>,
     /// Also write the trace here (needed to reproduce a state later).
     #[arg(short = 'o', long = "output", value_name = "TRACE")]
@@ -200,6 +200,10 @@ struct RecordingArgs {
     /// Do not use strace's --seccomp-bpf filtering.
     #[arg(long)]
     no_seccomp: bool,
+    /// Record each call's stack (strace -k) and name the function and source
+    /// line (where debug info exists) that issued each op.
+    #[arg(long)]
+    stacks: bool,
 }
 
 impl RecordingArgs {
@@ -209,6 +213,7 @@ impl RecordingArgs {
         cfg.setup = self.setup;
         cfg.keep_log = self.keep_log;
         cfg.seccomp = !self.no_seccomp;
+        cfg.stacks = self.stacks;
         cfg.cancel = Some(Arc::clone(&INTERRUPTED));
         cfg
     }

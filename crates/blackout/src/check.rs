@@ -439,6 +439,8 @@ mod tests {
                 pid: 1,
                 line: 1,
                 path: "<stdout>".into(),
+                stack: Vec::new(),
+                origin: None,
             });
             data.extend_from_slice(p.as_bytes());
         }

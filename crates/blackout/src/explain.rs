@@ -579,6 +579,8 @@ pub fn with_sync(trace: &Trace, fix: &SyncFix) -> Trace {
             pid: base.pid,
             line: base.line,
             path: fix.path.as_str().into(),
+            stack: Vec::new(),
+            origin: None,
         },
     );
     t

@@ -11,6 +11,7 @@ pub mod record;
 pub mod replay;
 pub mod report;
 pub mod run;
+pub mod stacks;
 pub mod state;
 pub mod strace;
 pub mod trace;

@@ -249,6 +249,12 @@ pub struct Op {
     /// The path as the program named it (for ops through an fd, the path the
     /// fd was opened with).
     pub path: Name,
+    /// The call's stack, when recorded with `--stacks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<crate::stacks::Frame>,
+    /// Where in the program the call was made (resolved from `stack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::stacks::Origin>,
 }
 
 impl OpKind {
@@ -397,6 +403,8 @@ pub(crate) mod test_ops {
             pid: 1,
             line: 1,
             path: Name::default(),
+            stack: Vec::new(),
+            origin: None,
         }
     }
 

@@ -43,6 +43,9 @@ pub struct RecordConfig {
     /// Set from outside (a Ctrl-C handler) to stop the workload and return
     /// [`RecordError::Interrupted`]; the scratch directory is removed.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Record each call's stack (strace `-k`) and name the source line of
+    /// every op.
+    pub stacks: bool,
 }
 
 impl RecordConfig {
@@ -57,6 +60,7 @@ impl RecordConfig {
             scratch_parent: None,
             keep_log: None,
             cancel: None,
+            stacks: false,
         }
     }
 }
@@ -246,6 +250,9 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     if cfg.seccomp && version_at_least(&version, 5, 3) {
         strace.arg("--seccomp-bpf");
     }
+    if cfg.stacks {
+        strace.arg("-k");
+    }
     strace
         .arg("-e")
         .arg(format!("trace={TRACED_SYSCALLS}"))
@@ -299,7 +306,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         },
         err,
     })?;
-    let trace = Trace::new(
+    let mut trace = Trace::new(
         &tree,
         replayed,
         TraceMeta {
@@ -312,6 +319,9 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
             exit,
         },
     );
+    if cfg.stacks {
+        crate::stacks::resolve_trace(&mut trace);
+    }
     Ok(Recording {
         trace,
         stdout,

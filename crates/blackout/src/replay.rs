@@ -717,6 +717,12 @@ impl Model {
             pid: call.pid,
             line: call.line,
             path: Name(path.to_vec()),
+            stack: call
+                .stack
+                .iter()
+                .filter_map(|l| crate::stacks::parse_frame(l))
+                .collect(),
+            origin: None,
         });
         self.op_end_lines.push(self.current_end_line);
     }

@@ -121,7 +121,15 @@ pub fn describe_unit_numbered(trace: &Trace, unit: Unit, shown: usize) -> String
         }
         other => format!("{} {path}", other.label(|i| trace.kind(i))),
     };
-    format!("op {shown}: {what} ({}, log line {})", op.syscall, op.line)
+    let from = op
+        .origin
+        .as_ref()
+        .map(|o| format!(", from {}", escape_controls(&o.describe())))
+        .unwrap_or_default();
+    format!(
+        "op {shown}: {what} ({}, log line {}{from})",
+        op.syscall, op.line
+    )
 }
 
 /// Quotes a string for a POSIX shell.

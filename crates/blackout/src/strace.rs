@@ -68,6 +68,9 @@ pub struct Call<'a> {
     pub text: Cow<'a, [u8]>,
     /// Length of the name at the start of `text`.
     name_len: usize,
+    /// Stack frames strace printed after the call (`-k`), each without its
+    /// leading spaces (`> /prog(func+0x26) [0x117f]`).
+    pub stack: Vec<&'a [u8]>,
 }
 
 /// A process or thread ended.
@@ -575,6 +578,7 @@ impl<'a> Pending<'a> {
             end_line,
             text: self.text,
             name_len: self.name_len,
+            stack: Vec::new(),
         })
     }
 }
@@ -592,6 +596,8 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
     let mut pending: HashMap<u32, Pending<'_>> = HashMap::new();
     let mut line_no: u32 = 0;
     let mut rest = log;
+    // The event the previous line completed, if it was a call.
+    let mut last_call: Option<usize> = None;
     while !rest.is_empty() {
         line_no = line_no.checked_add(1).ok_or_else(|| ParseError {
             line: line_no,
@@ -611,6 +617,14 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
         if line.is_empty() {
             continue;
         }
+        // A stack frame (`-k`) belongs to the call on the line before it.
+        if line.starts_with(b"> ") {
+            if let Some(Event::Call(c)) = last_call.and_then(|i| events.get_mut(i)) {
+                c.stack.push(line);
+            }
+            continue;
+        }
+        last_call = None;
         let (pid, body) = split_pid(line);
         let body = skip_timestamp(body);
         if let Some(exit) = body.strip_prefix(b"+++ ") {
@@ -689,7 +703,9 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
                 end_line: line_no,
                 text: Cow::Owned(text),
                 name_len: p.name_len,
+                stack: Vec::new(),
             }));
+            last_call = Some(events.len() - 1);
             continue;
         }
         let name_len = body
@@ -740,7 +756,9 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
             end_line: line_no,
             text: Cow::Borrowed(body),
             name_len,
+            stack: Vec::new(),
         }));
+        last_call = Some(events.len() - 1);
     }
     let mut left: Vec<_> = pending.into_iter().collect();
     left.sort_by_key(|(_, p)| p.line);

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::ops::{synced_by, DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
+use crate::ops::{escape_controls, synced_by, DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
 use crate::replay::{ReplayStats, Replayed, MODEL_FILE_BYTES_MAX};
 use crate::tree::{Entry, Node, Tree};
 
@@ -419,6 +419,9 @@ impl Trace {
                 op.line,
                 op.path.display()
             );
+            if let Some(o) = &op.origin {
+                line.push_str(&format!("  [{}]", escape_controls(&o.describe())));
+            }
             if op.kind.is_durable_change() {
                 match (s.main, s.source) {
                     (None, None) => line.push_str("  (never synced)"),
