@@ -4,10 +4,9 @@
 mod common;
 
 use std::fs;
-use std::path::PathBuf;
 use std::process::Command;
 
-use common::{interrupt_when, Scratch};
+use common::{compile, interrupt_when, Scratch};
 use serde_json::Value;
 
 fn ops(v: &Value) -> &Vec<Value> {
@@ -149,20 +148,6 @@ print("done", flush=True)
         "{marks:?}"
     );
     assert_eq!(labels(&v).last().map(String::as_str), Some("output"));
-}
-
-fn compile(s: &Scratch, name: &str, src: &str) -> PathBuf {
-    let c = s.path(&format!("{name}.c"));
-    fs::write(&c, src).unwrap();
-    let bin = s.path(name);
-    let st = Command::new("cc")
-        .args(["-O0", "-g", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(&c)
-        .status()
-        .expect("a C compiler (cc)");
-    assert!(st.success());
-    bin
 }
 
 #[test]

@@ -5,46 +5,11 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{interrupt_when, Scratch};
+use common::{examples, interrupt_when, run_json, save_checker, text, Scratch};
 use serde_json::Value;
-
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/save")
-        .canonicalize()
-        .unwrap()
-}
-
-fn save_checker() -> String {
-    format!("sh {}", examples().join("check.sh").display())
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs `blackout run ARGS --json` and returns (exit code, result, output).
-fn run_json(s: &Scratch, args: &[&str]) -> (i32, Value, Output) {
-    let out = s
-        .blackout()
-        .arg("run")
-        .arg("--json")
-        .args(args)
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}",
-            text(&out.stdout),
-            text(&out.stderr)
-        )
-    });
-    s.assert_clean();
-    (out.status.code().unwrap(), v, out)
-}
 
 /// Records the save example in `mode` into a trace, checking all models.
 fn run_save(s: &Scratch, mode: &str) -> (i32, Value, PathBuf) {

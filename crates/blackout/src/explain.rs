@@ -403,7 +403,7 @@ fn lost_cause(cx: &Context<'_>, k: usize, u: Unit, desc: &StateDesc) -> Cause {
                         return mk(
                             CauseKind::FailedSync,
                             format!(
-                                "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded, up to {before}",
+                                "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
                                 cx.n(j),
                                 ops[j].line
                             ),
@@ -530,7 +530,7 @@ fn entry_cause(
                 return mk(
                     CauseKind::FailedSync,
                     format!(
-                        "the fsync of directory {d} after the {name} (op {ni}) failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded, up to {before}",
+                        "the fsync of directory {d} after the {name} (op {ni}) failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
                         cx.n(j),
                         ops[j].line
                     ),

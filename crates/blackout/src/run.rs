@@ -805,6 +805,7 @@ fn model_report(
             g.fix = verify_fix(s, m.model, fix, cache)?;
         }
     }
+    merge_torn_into_lost(&mut groups);
     Ok(ModelReport {
         model: m.model,
         verdict,
@@ -815,6 +816,35 @@ fn model_report(
         coverage: m.coverage.clone(),
         causes: groups,
     })
+}
+
+/// A torn write whose loss is also a cause, where the same verified sync
+/// fixes both, is one cause: the missing sync. Its states join that group.
+fn merge_torn_into_lost(groups: &mut Vec<CauseGroup>) {
+    let mut i = 0;
+    while i < groups.len() {
+        let g = &groups[i];
+        let same = (g.cause.kind == explain::CauseKind::TornWriteAccepted
+            && g.fix.as_ref().is_some_and(|f| f.passes))
+        .then(|| {
+            groups.iter().position(|h| {
+                h.cause.kind != explain::CauseKind::TornWriteAccepted
+                    && h.cause.blamed.op == g.cause.blamed.op
+                    && h.fix.as_ref().is_some_and(|f| f.passes)
+                    && h.cause.fix == g.cause.fix
+            })
+        })
+        .flatten();
+        match same {
+            Some(j) => {
+                let g = groups.remove(i);
+                let j = if j > i { j - 1 } else { j };
+                groups[j].states += g.states;
+                groups[j].ids.extend(g.ids);
+            }
+            None => i += 1,
+        }
+    }
 }
 
 /// Re-explores the trace with one added sync under `model` and checks every

@@ -34,7 +34,10 @@ pub fn parse_frame(line: &[u8]) -> Option<Frame> {
     let open = body.rfind(" [0x")?;
     let offset = u64::from_str_radix(body[open + 4..].strip_suffix(']')?, 16).ok()?;
     let head = &body[..open];
-    let (object, symbol) = match head.strip_suffix(')').and_then(|h| h.rfind('(').map(|p| (h, p))) {
+    let (object, symbol) = match head
+        .strip_suffix(')')
+        .and_then(|h| h.rfind('(').map(|p| (h, p)))
+    {
         Some((h, p)) => {
             let inner = &h[p + 1..];
             let sym = inner.rsplit_once('+').map_or(inner, |(s, _)| s);
@@ -76,9 +79,15 @@ impl Origin {
 
 /// Objects of the system (the C library, the loader): never the user's code.
 fn system_object(path: &str) -> bool {
-    ["/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/"]
-        .iter()
-        .any(|p| path.starts_with(p))
+    [
+        "/lib/",
+        "/lib64/",
+        "/usr/lib/",
+        "/usr/lib64/",
+        "/usr/libexec/",
+    ]
+    .iter()
+    .any(|p| path.starts_with(p))
         || path.contains("linux-vdso")
         || !path.starts_with('/')
 }
@@ -225,7 +234,8 @@ mod tests {
         assert_eq!(f.offset, 0x117f);
         let f = parse_frame(b"> /usr/lib/x86_64-linux-gnu/libc.so.6() [0xf8350]").unwrap();
         assert_eq!(f.symbol, None);
-        let f = parse_frame(b"> /opt/a (b)/prog(_ZN3foo3bar17h0123456789abcdefE+0x10) [0x20]").unwrap();
+        let f =
+            parse_frame(b"> /opt/a (b)/prog(_ZN3foo3bar17h0123456789abcdefE+0x10) [0x20]").unwrap();
         assert_eq!(f.object, "/opt/a (b)/prog");
         assert!(parse_frame(b"> garbage").is_none());
         assert!(parse_frame(b"write(1, ...) = 1").is_none());

@@ -2,8 +2,9 @@
 #![allow(dead_code)]
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::process::Output;
 
 use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
@@ -91,4 +92,55 @@ pub fn interrupt_when(
     assert_eq!(status.code(), Some(130));
     assert!(start.elapsed() < Duration::from_secs(30), "slow to stop");
     s.assert_clean();
+}
+
+/// Compiles a C program with debug info into the scratch.
+pub fn compile(s: &Scratch, name: &str, src: &str) -> PathBuf {
+    let c = s.path(&format!("{name}.c"));
+    fs::write(&c, src).unwrap();
+    let bin = s.path(name);
+    let st = Command::new("cc")
+        .args(["-O0", "-g", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&c)
+        .status()
+        .expect("a C compiler (cc)");
+    assert!(st.success());
+    bin
+}
+
+/// The bundled save example's directory.
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/save")
+        .canonicalize()
+        .unwrap()
+}
+
+pub fn save_checker() -> String {
+    format!("sh {}", examples().join("check.sh").display())
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `blackout run ARGS --json` and returns (exit code, result, output).
+pub fn run_json(s: &Scratch, args: &[&str]) -> (i32, Value, Output) {
+    let out = s
+        .blackout()
+        .arg("run")
+        .arg("--json")
+        .args(args)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            text(&out.stdout),
+            text(&out.stderr)
+        )
+    });
+    s.assert_clean();
+    (out.status.code().unwrap(), v, out)
 }

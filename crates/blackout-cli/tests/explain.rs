@@ -1,0 +1,402 @@
+//! End-to-end tests of failure explanations: one small real program per
+//! cause kind, each with exactly that bug; the verified fixes on the save
+//! example; source lines with `--stacks`; two independent bugs.
+
+mod common;
+
+use common::{compile, examples, run_json, save_checker, text, Scratch};
+use serde_json::Value;
+
+/// A checker: once `saved` was promised, `test` must hold (a shell test);
+/// otherwise the state is acceptable if `always` holds.
+fn checker(always: &str, after_saved: &str, why: &str) -> String {
+    format!(
+        "{always} || {{ echo 'inconsistent' >&2; exit 1; }}; \
+         if grep -qx saved \"$BLACKOUT_ACKS_FILE\"; then {after_saved} || {{ echo '{why}' >&2; exit 1; }}; fi"
+    )
+}
+
+/// Runs a workload under `model` and returns the JSON result.
+fn run(s: &Scratch, model: &str, setup: &str, checker: &str, workload: &[&str]) -> Value {
+    let mut args = vec!["--model", model, "--checker", checker];
+    if !setup.is_empty() {
+        args.extend(["--setup", setup]);
+    }
+    args.push("--");
+    args.extend(workload);
+    let (code, v, out) = run_json(s, &args);
+    assert_eq!(code, 1, "expected FAIL: {v}\n{}", text(&out.stderr));
+    v
+}
+
+fn causes(v: &Value) -> &Vec<Value> {
+    v["result"]["models"][0]["causes"].as_array().unwrap()
+}
+
+fn kinds(v: &Value) -> Vec<&str> {
+    causes(v)
+        .iter()
+        .map(|c| c["cause"]["kind"].as_str().unwrap())
+        .collect()
+}
+
+fn sentence(c: &Value) -> &str {
+    c["cause"]["sentence"].as_str().unwrap()
+}
+
+/// Runs a shell workload and asserts its only cause is `kind`; returns it.
+fn only_cause(v: &Value, kind: &str) -> Value {
+    assert_eq!(kinds(v), vec![kind], "{v:#}");
+    causes(v)[0].clone()
+}
+
+#[test]
+fn an_entry_change_without_a_directory_fsync() {
+    let s = Scratch::new();
+    let v = run(
+        &s,
+        "posix",
+        "",
+        &checker(
+            "true",
+            "[ \"$(cat new.txt 2>/dev/null)\" = hello ]",
+            "new.txt lost",
+        ),
+        &[
+            "sh",
+            "-c",
+            "printf 'hello\\n' > new.txt; sync new.txt; echo saved",
+        ],
+    );
+    let c = only_cause(&v, "entry_not_synced");
+    assert!(sentence(&c).starts_with("create of new.txt (op 0"), "{c}");
+    assert!(sentence(&c)
+        .contains("changed directory ., which is never fsynced before \"saved\" was printed"));
+    assert_eq!(c["process_passes"], true);
+    assert_eq!(c["fix"]["passes"], true, "{c}");
+    assert_eq!(c["fix"]["sync"]["dir"], true);
+}
+
+#[test]
+fn data_never_synced_before_the_promise() {
+    let s = Scratch::new();
+    let v = run(
+        &s,
+        "posix",
+        "printf 'a\\n' > log",
+        &checker("true", "grep -qx b log", "b lost"),
+        &["sh", "-c", "printf 'b\\n' >> log; echo saved"],
+    );
+    let c = only_cause(&v, "data_not_synced");
+    assert!(sentence(&c).contains("the write to log"), "{c}");
+    assert!(sentence(&c).contains("is never fsynced before \"saved\" was printed"));
+    assert_eq!(
+        c["fix"]["description"]
+            .as_str()
+            .unwrap()
+            .split(" after")
+            .next(),
+        Some("fsync(log)")
+    );
+    assert_eq!(c["fix"]["passes"], true);
+}
+
+#[test]
+fn a_promise_printed_before_its_sync_completed() {
+    let s = Scratch::new();
+    let v = run(
+        &s,
+        "posix",
+        "printf 'a\\n' > log",
+        &checker("true", "grep -qx b log", "b lost"),
+        &["sh", "-c", "printf 'b\\n' >> log; echo saved; sync log"],
+    );
+    let c = only_cause(&v, "promise_before_sync");
+    assert!(
+        sentence(&c).contains("print the promise only after the sync returns"),
+        "{c}"
+    );
+    assert_eq!(c["fix"]["passes"], true);
+}
+
+#[test]
+fn a_cross_directory_rename_with_one_directory_synced() {
+    let s = Scratch::new();
+    let v = run(
+        &s,
+        "posix",
+        "mkdir a b && echo x > a/f",
+        &checker("true", "[ -f b/f ] && [ ! -e a/f ]", "f in the wrong place"),
+        &["sh", "-c", "mv a/f b/f; sync b; echo saved"],
+    );
+    let c = only_cause(&v, "cross_directory_rename_half_synced");
+    assert!(sentence(&c).contains("b was fsynced"), "{c}");
+    assert!(sentence(&c).contains("but a is not"), "{c}");
+    assert_eq!(c["cause"]["blamed"]["part"], "source");
+    assert_eq!(c["fix"]["sync"]["path"], "a");
+    assert_eq!(c["fix"]["passes"], true);
+}
+
+#[test]
+fn a_torn_write_accepted_by_recovery() {
+    let s = Scratch::new();
+    // A 1024-byte record rewritten in place and fsynced: before the fsync a
+    // crash can tear it, and this "recovery" has no checksum to notice.
+    let all = "{ [ \"$(tr -d a < rec | wc -c)\" = 0 ] || [ \"$(tr -d b < rec | wc -c)\" = 0 ]; }";
+    let v = run(
+        &s,
+        "posix",
+        "head -c 1024 /dev/zero | tr '\\0' a > rec",
+        &checker(
+            all,
+            "[ \"$(tr -d b < rec | wc -c)\" = 0 ]",
+            "old record after saved",
+        ),
+        &[
+            "sh",
+            "-c",
+            "head -c 1024 /dev/zero | tr '\\0' b 1<> rec; sync rec; echo saved",
+        ],
+    );
+    let c = only_cause(&v, "torn_write_accepted");
+    assert!(
+        sentence(&c).contains("recovery must detect torn writes"),
+        "{c}"
+    );
+    // A sync right after the write cannot help: the tear happens before it.
+    assert_eq!(c["fix"]["passes"], false, "{c}");
+}
+
+#[test]
+fn reliance_on_sync_file_range() {
+    let s = Scratch::new();
+    let bin = compile(
+        &s,
+        "sfr",
+        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+         int main(void) {\n\
+           int fd = open(\"log\", O_WRONLY | O_APPEND);\n\
+           if (write(fd, \"b\\n\", 2) != 2) return 1;\n\
+           sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);\n\
+           puts(\"saved\");\n\
+           return 0;\n\
+         }\n",
+    );
+    let v = run(
+        &s,
+        "posix",
+        "printf 'a\\n' > log",
+        &checker("true", "grep -qx b log", "b lost"),
+        &[bin.to_str().unwrap()],
+    );
+    let c = only_cause(&v, "sync_file_range_only");
+    assert!(sentence(&c).contains("sync_file_range"), "{c}");
+    assert!(sentence(&c).contains("not a durability barrier"));
+    assert_eq!(c["fix"]["passes"], true);
+}
+
+#[test]
+fn reliance_on_an_fsync_that_failed() {
+    let s = Scratch::new();
+    // The program fsyncs the wrong descriptor (an O_PATH one: EBADF) and
+    // ignores the error.
+    let bin = compile(
+        &s,
+        "failed",
+        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+         int main(void) {\n\
+           int fd = open(\"log\", O_WRONLY | O_APPEND);\n\
+           if (write(fd, \"b\\n\", 2) != 2) return 1;\n\
+           int p = open(\"log\", O_PATH);\n\
+           fsync(p);\n\
+           puts(\"saved\");\n\
+           return 0;\n\
+         }\n",
+    );
+    let v = run(
+        &s,
+        "posix",
+        "printf 'a\\n' > log",
+        &checker("true", "grep -qx b log", "b lost"),
+        &[bin.to_str().unwrap()],
+    );
+    let c = only_cause(&v, "failed_sync");
+    assert!(sentence(&c).contains("failed (EBADF"), "{c}");
+    assert!(sentence(&c).contains("went on as if it had succeeded"));
+}
+
+#[test]
+fn an_update_that_is_not_atomic() {
+    let s = Scratch::new();
+    let script = examples().join("save.sh");
+    let v = run(
+        &s,
+        "process",
+        "echo 'version 1' > doc.txt",
+        &save_checker(),
+        &[script.to_str().unwrap(), "in-place"],
+    );
+    let c = only_cause(&v, "not_atomic");
+    assert!(sentence(&c).contains("the update is not atomic"), "{c}");
+    assert!(c["fix"].is_null());
+}
+
+/// The save example's text report under posix.
+fn save_report(s: &Scratch, mode: &str) -> String {
+    let script = examples().join("save.sh");
+    let out = s
+        .blackout()
+        .args([
+            "run",
+            "--model",
+            "posix",
+            "--setup",
+            "echo 'version 1' > doc.txt",
+        ])
+        .args(["--checker", &save_checker(), "--"])
+        .arg(&script)
+        .arg(mode)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    s.assert_clean();
+    text(&out.stdout)
+}
+
+#[test]
+fn save_without_directory_fsync_names_the_rename_and_verifies_the_fix() {
+    let s = Scratch::new();
+    let report = save_report(&s, "no-dir-fsync");
+    assert!(report.contains("cause 1 of 1:"), "{report}");
+    assert!(
+        report.contains("rename of doc.txt.tmp -> doc.txt (op 3, log line "),
+        "{report}"
+    );
+    assert!(
+        report.contains("changed directory ., which is never fsynced before \"saved\" was printed")
+    );
+    assert!(report.contains("promise:   \"saved\""));
+    assert!(report.contains("process:   the same crash point passes with every op kept"));
+    let fix = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("fix:"))
+        .unwrap();
+    assert!(
+        fix.contains("adding fsync(.) after op 3 (log line "),
+        "{fix}"
+    );
+    assert!(
+        fix.contains("makes all") && fix.contains("states pass under posix"),
+        "{fix}"
+    );
+}
+
+#[test]
+fn save_without_any_fsync_verifies_the_file_fsync_before_the_rename() {
+    let s = Scratch::new();
+    let report = save_report(&s, "no-fsync");
+    // Two causes: the data published unsynced, and the unsynced rename.
+    assert!(report.contains("cause 1 of 2:"), "{report}");
+    let first_fix = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("fix:"))
+        .unwrap();
+    assert!(
+        first_fix.contains("adding fsync(doc.txt.tmp) before op 2 (log line "),
+        "{first_fix}"
+    );
+    // Alone it is not enough: the rename can still be lost after "saved".
+    assert!(first_fix.contains("is not enough"), "{first_fix}");
+    assert!(
+        first_fix.contains("changed directory ., which is never fsynced"),
+        "{first_fix}"
+    );
+    assert!(report.contains("is not fsynced before the rename that publishes it as doc.txt"));
+}
+
+#[test]
+fn stacks_name_the_source_line_of_the_blamed_call() {
+    let s = Scratch::new();
+    let src = "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+               static int save(void) {\n\
+                 int fd = open(\"doc.txt.tmp\", O_WRONLY | O_CREAT | O_TRUNC, 0644);\n\
+                 if (fd < 0 || write(fd, \"version 2\\n\", 10) != 10 || fsync(fd) != 0) return -1;\n\
+                 close(fd);\n\
+                 return rename(\"doc.txt.tmp\", \"doc.txt\");\n\
+               }\n\
+               int main(void) {\n\
+                 if (save() != 0) return 1;\n\
+                 puts(\"saved\");\n\
+                 return 0;\n\
+               }\n";
+    let bin = compile(&s, "csave", src);
+    let rename_line = src.lines().position(|l| l.contains("rename(")).unwrap() + 1;
+    let out = s
+        .blackout()
+        .args([
+            "run",
+            "--stacks",
+            "--model",
+            "posix",
+            "--setup",
+            "echo 'version 1' > doc.txt",
+        ])
+        .args(["--checker", &save_checker(), "--"])
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    let lost = report.lines().find(|l| l.contains("lost:")).unwrap();
+    let expected = format!("from save at {}:{rename_line}", s.path("csave.c").display());
+    assert!(lost.contains(&expected), "{lost} lacks {expected}");
+    s.assert_clean();
+}
+
+#[test]
+fn two_independent_bugs_are_two_causes() {
+    let s = Scratch::new();
+    // Directory a: the file is fsynced, the directory never is.
+    // Directory b: the directory is fsynced, the file never is.
+    let script = "printf 'new\\n' > a/doc.tmp; sync a/doc.tmp; mv a/doc.tmp a/doc; \
+                  printf 'new\\n' > b/doc.tmp; mv b/doc.tmp b/doc; sync b; echo saved";
+    let ok = |d: &str| format!("[ \"$(cat {d}/doc)\" = old ] || [ \"$(cat {d}/doc)\" = new ]");
+    let new = "[ \"$(cat a/doc)\" = new ] && [ \"$(cat b/doc)\" = new ]";
+    let v = run(
+        &s,
+        "posix",
+        "mkdir a b && echo old > a/doc && echo old > b/doc",
+        &checker(
+            &format!("{{ {} && {}; }}", ok("a"), ok("b")),
+            new,
+            "old after saved",
+        ),
+        &["sh", "-c", script],
+    );
+    let mut k = kinds(&v);
+    k.sort();
+    assert_eq!(
+        k,
+        vec!["data_not_synced_before_rename", "entry_not_synced"],
+        "{v:#}"
+    );
+    let cs = causes(&v);
+    let entry = cs
+        .iter()
+        .find(|c| c["cause"]["kind"] == "entry_not_synced")
+        .unwrap();
+    assert!(
+        sentence(entry).contains("rename of a/doc.tmp -> a/doc"),
+        "{entry}"
+    );
+    assert!(sentence(entry).contains("changed directory a,"));
+    let data = cs
+        .iter()
+        .find(|c| c["cause"]["kind"] != "entry_not_synced")
+        .unwrap();
+    assert!(sentence(data).contains("b/doc.tmp"), "{data}");
+    // Each fix alone is not enough: the other bug remains.
+    for c in cs {
+        assert_eq!(c["fix"]["passes"], false, "{c}");
+    }
+}
