@@ -316,6 +316,14 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
 fn not_atomic(cx: &Context<'_>, k: usize) -> Cause {
     let last = k.saturating_sub(1);
     let shown = cx.n(last);
+    let what = match cx.ops().get(last) {
+        Some(op) if k > 0 => format!(
+            " ({} of {})",
+            op.kind.label(|x| cx.trace.kind(x)),
+            escape_controls(&op.path.display())
+        ),
+        _ => String::new(),
+    };
     let unit = Unit {
         op: last,
         part: Part::Whole,
@@ -329,7 +337,7 @@ fn not_atomic(cx: &Context<'_>, k: usize) -> Cause {
         kind: CauseKind::NotAtomic,
         blamed: unit,
         sentence: format!(
-            "a crash right after op {shown} fails with every op kept: the program itself passes through a state its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead)"
+            "a crash right after op {shown}{what} fails with every op kept: the program itself passes through a state its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead)"
         ),
         op,
         fix: None,

@@ -738,8 +738,9 @@ fn sorted_results(
     (failing, errors)
 }
 
-/// Fix verifications per model at the most (each re-explores the trace).
-pub const FIX_VERIFICATIONS_MAX: usize = 8;
+/// Distinct fixes verified per model at the most (each re-explores the
+/// trace; causes that share a fix share its verification).
+pub const FIX_VERIFICATIONS_MAX: usize = 16;
 
 /// One model's result: its verdict, failing states, and their causes grouped,
 /// each with its fix verified.
@@ -800,9 +801,17 @@ fn model_report(
             }
         }
     }
-    for g in groups.iter_mut().take(FIX_VERIFICATIONS_MAX) {
-        if let Some(fix) = g.cause.fix.clone() {
-            g.fix = verify_fix(s, m.model, fix, cache)?;
+    // Verify each distinct fix once, in the order of the causes.
+    let mut verified: Vec<(SyncFix, Option<FixCheck>)> = Vec::new();
+    for g in groups.iter_mut() {
+        let Some(fix) = g.cause.fix.clone() else {
+            continue;
+        };
+        if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fix) {
+            g.fix = done.clone();
+        } else if verified.len() < FIX_VERIFICATIONS_MAX {
+            g.fix = verify_fix(s, m.model, fix.clone(), cache)?;
+            verified.push((fix, g.fix.clone()));
         }
     }
     merge_torn_into_lost(&mut groups);
