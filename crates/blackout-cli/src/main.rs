@@ -17,7 +17,7 @@ use blackout::check::{Checker, Outputs};
 use blackout::explore::{ExploreConfig, Model, StateDesc};
 use blackout::ops::escape_controls;
 use blackout::record::{record, RecordConfig};
-use blackout::replay::replay;
+use blackout::replay::{replay_with, ReplayOptions};
 use blackout::report::{coverage_text, render, shell_quote, ReportContext};
 use blackout::run::{check_trace, explore, write_state, RunConfig, RunError};
 use blackout::state::SECTOR_BYTES_DEFAULT;
@@ -59,7 +59,7 @@ struct RunArgs {
     #[arg(long, value_name = "CMD")]
     checker: String,
     /// Re-explore this trace instead of recording.
-    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "command"])]
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "volatile", "command"])]
     trace: Option<PathBuf>,
     /// Also write the trace here (needed to reproduce a state later).
     #[arg(short = 'o', long = "output", value_name = "TRACE")]
@@ -79,6 +79,10 @@ struct RunArgs {
     /// and skip the pre-check.
     #[arg(long)]
     consistency_only: bool,
+    /// Distinct fixes verified per model (each re-explores the trace with
+    /// one added fsync); 0 verifies none.
+    #[arg(long, value_name = "N", default_value_t = blackout::run::FIX_VERIFICATIONS_MAX)]
+    verify_fixes: usize,
     /// Print the whole result as JSON.
     #[arg(long)]
     json: bool,
@@ -91,11 +95,37 @@ struct RunArgs {
     command: Vec<OsString>,
 }
 
+/// The models a `--model` value names, in the order process, ordered, posix.
+fn models_of(spec: &str) -> Result<Vec<Model>, String> {
+    let mut models = Vec::new();
+    for name in spec.split(',') {
+        match name.trim() {
+            "process" => models.push(Model::Process),
+            "ordered" => models.push(Model::Ordered),
+            "posix" => models.push(Model::Posix),
+            "all" => models.extend([Model::Process, Model::Ordered, Model::Posix]),
+            other => {
+                return Err(format!(
+                    "`{other}` is not a model (process, ordered, posix, all)"
+                ))
+            }
+        }
+    }
+    models.sort();
+    models.dedup();
+    Ok(models)
+}
+
+fn parse_models(spec: &str) -> Result<String, String> {
+    models_of(spec).map(|_| spec.to_string())
+}
+
 /// How crash states are enumerated.
 #[derive(Args, Clone)]
 struct ExploreArgs {
-    /// The persistence model: process, ordered, posix, or all.
-    #[arg(long, value_name = "MODEL", default_value = "all", value_parser = ["process", "ordered", "posix", "all"])]
+    /// The persistence models: process, ordered, posix, all, or a
+    /// comma-separated list (process,posix).
+    #[arg(long, value_name = "MODEL", default_value = "all", value_parser = parse_models)]
     model: String,
     /// Under posix, enumerate every subset of the pending ops at a crash
     /// point when there are at most this many.
@@ -118,12 +148,7 @@ struct ExploreArgs {
 
 impl ExploreArgs {
     fn models(&self) -> Vec<Model> {
-        match self.model.as_str() {
-            "process" => vec![Model::Process],
-            "ordered" => vec![Model::Ordered],
-            "posix" => vec![Model::Posix],
-            _ => vec![Model::Process, Model::Ordered, Model::Posix],
-        }
+        models_of(&self.model).unwrap_or_default()
     }
 
     fn config(&self) -> ExploreConfig {
@@ -204,6 +229,11 @@ struct RecordingArgs {
     /// line (where debug info exists) that issued each op.
     #[arg(long)]
     stacks: bool,
+    /// A file the program rebuilds on restart (a glob on its path in the
+    /// directory under test, e.g. SQLite's '*-shm'): shared writable mmaps of
+    /// it are allowed and what is written through memory is not modelled.
+    #[arg(long, value_name = "GLOB")]
+    volatile: Vec<String>,
 }
 
 impl RecordingArgs {
@@ -214,6 +244,7 @@ impl RecordingArgs {
         cfg.keep_log = self.keep_log;
         cfg.seccomp = !self.no_seccomp;
         cfg.stacks = self.stacks;
+        cfg.volatile = self.volatile;
         cfg.cancel = Some(Arc::clone(&INTERRUPTED));
         cfg
     }
@@ -250,6 +281,9 @@ struct OpsArgs {
     /// With --strace: what the directory held before the workload ran.
     #[arg(long, value_name = "DIR", requires = "strace")]
     init: Option<PathBuf>,
+    /// With --strace: a file the program rebuilds on restart (see `run`).
+    #[arg(long, value_name = "GLOB", requires = "strace")]
+    volatile: Vec<String>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -387,6 +421,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     cfg.sector = a.explore.sector;
     cfg.ack_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
     cfg.consistency_only = a.consistency_only;
+    cfg.fix_verifications = a.verify_fixes;
     cfg.cancel = Some(Arc::clone(&INTERRUPTED));
     let bar =
         indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
@@ -415,7 +450,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
             "command": trace.command,
             "ops": trace.ops.len(),
             "checker": a.checker,
-            "result": report,
+            "result": serde_json::to_value(&report)?,
         });
         serde_json::to_writer_pretty(&mut out, &v)?;
         writeln!(out)?;
@@ -553,13 +588,18 @@ fn cmd_ops(a: OpsArgs) -> Result<u8> {
                 None => Tree::default(),
             };
             let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();
-            let replayed = replay(&log, &tree, &dir_bytes)
+            let opts = ReplayOptions {
+                volatile: a.volatile.clone(),
+            };
+            opts.validate().map_err(|e| anyhow!(e))?;
+            let replayed = replay_with(&log, &tree, &dir_bytes, &opts)
                 .map_err(|e| anyhow!("{}:{e}", log_path.display()))?;
             Trace::new(
                 &tree,
                 replayed,
                 TraceMeta {
                     dir: dir_bytes,
+                    volatile: a.volatile.clone(),
                     ..TraceMeta::default()
                 },
             )

@@ -398,6 +398,38 @@ fn an_unmodelable_call_is_refused_with_its_line() {
         err.contains(": mmap: maps `db` shared and writable"),
         "{err}"
     );
+    assert!(err.contains("--volatile"), "{err}");
+    s.assert_clean();
+    // Named volatile (rebuilt on restart), the mapping is allowed.
+    let mut c = s.blackout();
+    c.args(["record", "-o"]).arg(s.path("t")).args([
+        "--volatile",
+        "d*",
+        "--",
+        "python3",
+        "-c",
+        prog,
+    ]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(0), "{err}");
+    let v: Value = serde_json::from_slice(
+        &s.blackout()
+            .args(["ops", "--json"])
+            .arg(s.path("t"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(labels(&v).first().map(String::as_str), Some("create"));
+    // A bad glob is a clear error before anything runs.
+    let mut c = s.blackout();
+    c.args(["record", "-o"])
+        .arg(s.path("t2"))
+        .args(["--volatile", "[", "--", "true"]);
+    let (code, err) = run(c);
+    assert_eq!(code, Some(2));
+    assert!(err.starts_with("error: --volatile `[`"), "{err}");
     s.assert_clean();
 }
 

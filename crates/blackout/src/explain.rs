@@ -36,6 +36,10 @@ pub enum CauseKind {
     DataNotSyncedBeforeRename,
     /// File data never synced before the promise.
     DataNotSynced,
+    /// A later write to the same file reached the disk while this one did
+    /// not: no sync orders them (a header or commit record written before
+    /// the data it describes is synced).
+    UnorderedWrites,
     /// The promise was printed before the sync that covers the op completed.
     PromiseBeforeSync,
     /// A rename between two directories, only one of which is synced.
@@ -164,7 +168,7 @@ impl<'a> Context<'a> {
             .iter()
             .rev()
             .find(|o| op_inode(&o.kind) == Some(ino))
-            .map(|o| escape_controls(&o.path.display()))
+            .map(|o| self.trace.show_path(&o.path))
             .unwrap_or_else(|| format!("(inode {ino})"))
     }
 
@@ -278,7 +282,7 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
         OpKind::Write { data, ino, .. } => (data.len, *ino),
         _ => (0, 0),
     };
-    let path = escape_controls(&cx.ops()[op].path.display());
+    let path = cx.trace.show_path(&cx.ops()[op].path);
     let data = format!(
         "the write of {len} bytes to {path} (op {}, log line {}), torn ({how}),",
         cx.n(op),
@@ -320,7 +324,7 @@ fn not_atomic(cx: &Context<'_>, k: usize) -> Cause {
         Some(op) if k > 0 => format!(
             " ({} of {})",
             op.kind.label(|x| cx.trace.kind(x)),
-            escape_controls(&op.path.display())
+            cx.trace.show_path(&op.path)
         ),
         _ => String::new(),
     };
@@ -425,9 +429,42 @@ fn lost_cause(cx: &Context<'_>, k: usize, u: Unit, desc: &StateDesc) -> Cause {
                 let (sentence, fix) = published_unsynced(cx, &data, j, fix);
                 return mk(CauseKind::DataNotSyncedBeforeRename, sentence, Some(fix));
             }
+            // A later write to the same file, kept, that nothing orders after
+            // this one.
+            let later = (i + 1..k).rev().find(|&j| {
+                matches!(&ops[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
+                    && !desc.lost.iter().any(|l| l.op == j)
+            });
+            if let Some(j) = later {
+                return mk(
+                    CauseKind::UnorderedWrites,
+                    format!(
+                        "{data} can be lost while the later write to {path} (op {}, log line {}) reaches the disk: no fsync between them orders them{}; fsync {path} before op {}",
+                        cx.n(j),
+                        ops[j].line,
+                        match cover {
+                            Some(s) => format!(" (the fsync that covers both, op {}, comes after)", cx.n(s)),
+                            None => String::new(),
+                        },
+                        cx.n(j)
+                    ),
+                    Some(SyncFix {
+                        after: j - 1,
+                        before: Some(j),
+                        ..fix
+                    }),
+                );
+            }
+            let when = match cover {
+                Some(s) if s >= k => format!(
+                    "is not fsynced before {before} (its fsync, op {}, comes after)",
+                    cx.n(s)
+                ),
+                _ => format!("is never fsynced before {before}"),
+            };
             mk(
                 CauseKind::DataNotSynced,
-                format!("{data} is never fsynced before {before}"),
+                format!("{data} {when}"),
                 Some(fix),
             )
         }
@@ -519,7 +556,7 @@ fn entry_cause(
                 escape_controls(&p.entry(*to_dir, &to_name.display()))
             )
         }
-        _ => format!("{label} of {}", escape_controls(&op.path.display())),
+        _ => format!("{label} of {}", cx.trace.show_path(&op.path)),
     };
     if let Some(s) = late_cover {
         return mk(

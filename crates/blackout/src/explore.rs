@@ -247,8 +247,14 @@ pub struct Coverage {
     /// Crash points whose subsets were not all enumerated.
     pub partial_crash_points: Vec<usize>,
     /// Subsets of pending units left out, summed over crash points
-    /// (saturating).
+    /// (saturating). In JSON a decimal string: it can exceed what a JSON
+    /// number holds exactly.
+    #[serde(serialize_with = "as_decimal")]
     pub subsets_not_covered: u128,
+}
+
+fn as_decimal<S: serde::Serializer>(n: &u128, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(n)
 }
 
 /// The pending units at crash point `k`.

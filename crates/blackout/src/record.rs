@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use crate::proc::{wait_group, Waited};
-use crate::replay::{replay, ReplayError};
+use crate::replay::{replay_with, ReplayError, ReplayOptions};
 use crate::strace::TRACED_SYSCALLS;
 use crate::trace::{Trace, TraceMeta, WorkloadExit};
 use crate::tree::{copy_tree, Tree};
@@ -46,6 +46,9 @@ pub struct RecordConfig {
     /// Record each call's stack (strace `-k`) and name the source line of
     /// every op.
     pub stacks: bool,
+    /// Files the program rebuilds on restart (globs; see
+    /// [`crate::replay::ReplayOptions`]).
+    pub volatile: Vec<String>,
 }
 
 impl RecordConfig {
@@ -61,6 +64,7 @@ impl RecordConfig {
             keep_log: None,
             cancel: None,
             stacks: false,
+            volatile: Vec::new(),
         }
     }
 }
@@ -194,6 +198,11 @@ fn resolve_program(program: &std::ffi::OsStr) -> Result<PathBuf, RecordError> {
 
 /// Runs the workload under strace and replays its log.
 pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
+    ReplayOptions {
+        volatile: cfg.volatile.clone(),
+    }
+    .validate()
+    .map_err(RecordError::Prepare)?;
     let version = strace_version(&cfg.strace)?;
     let program = cfg
         .command
@@ -299,13 +308,17 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         signal: None,
     };
     let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();
-    let replayed = replay(&log, &tree, &dir_bytes).map_err(|err| RecordError::Replay {
-        log: match &cfg.keep_log {
-            Some(p) => p.display().to_string(),
-            None => "strace log".into(),
-        },
-        err,
-    })?;
+    let opts = ReplayOptions {
+        volatile: cfg.volatile.clone(),
+    };
+    let replayed =
+        replay_with(&log, &tree, &dir_bytes, &opts).map_err(|err| RecordError::Replay {
+            log: match &cfg.keep_log {
+                Some(p) => p.display().to_string(),
+                None => "strace log".into(),
+            },
+            err,
+        })?;
     let mut trace = Trace::new(
         &tree,
         replayed,
@@ -317,6 +330,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
                 .collect(),
             dir: dir_bytes,
             exit,
+            volatile: cfg.volatile.clone(),
         },
     );
     if cfg.stacks {

@@ -15,6 +15,7 @@
 //! would make every later verdict wrong.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::os::unix::ffi::OsStrExt;
 
 use crate::contents;
 use crate::ops::{DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
@@ -96,8 +97,53 @@ pub struct Replayed {
 /// Replays a log against an initial tree. `dir` is the absolute path the
 /// directory under test had when the log was recorded.
 pub fn replay(log: &[u8], tree: &Tree, dir: &[u8]) -> Result<Replayed, ReplayError> {
+    replay_with(log, tree, dir, &ReplayOptions::default())
+}
+
+/// What replay may accept beyond the default.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOptions {
+    /// Files (globs on the path inside the directory under test or on the
+    /// file name, `*-shm`) the program treats as volatile and rebuilds on restart: a shared
+    /// writable mmap of them is allowed, and what is written through memory
+    /// is not modelled.
+    pub volatile: Vec<String>,
+}
+
+impl ReplayOptions {
+    /// Checks the volatile globs: an error names the first invalid one.
+    pub fn validate(&self) -> Result<(), String> {
+        for p in &self.volatile {
+            globset::Glob::new(p).map_err(|e| format!("--volatile `{p}`: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// [`replay`] with options. Fails with a message naming the pattern when a
+/// volatile glob is invalid.
+pub fn replay_with(
+    log: &[u8],
+    tree: &Tree,
+    dir: &[u8],
+    opts: &ReplayOptions,
+) -> Result<Replayed, ReplayError> {
+    let mut volatile = globset::GlobSetBuilder::new();
+    for p in &opts.volatile {
+        volatile.add(globset::Glob::new(p).map_err(|e| ReplayError {
+            line: 0,
+            syscall: None,
+            message: format!("--volatile `{p}`: {e}"),
+        })?);
+    }
+    let volatile = volatile.build().map_err(|e| ReplayError {
+        line: 0,
+        syscall: None,
+        message: format!("--volatile: {e}"),
+    })?;
     let parsed = strace::parse_log(log)?;
     let mut m = Model::new(tree, dir);
+    m.volatile = volatile;
     m.stats.lines = parsed.stats.lines;
     m.stats.calls = parsed.stats.calls;
     m.stats.skipped = parsed.stats.skipped;
@@ -207,6 +253,8 @@ struct CloneRecord {
 
 struct Model {
     dir: Vec<u8>,
+    /// Files whose shared writable mmaps are allowed (see [`ReplayOptions`]).
+    volatile: globset::GlobSet,
     inodes: Vec<Inode>,
     procs: HashMap<u32, Proc>,
     tables: Vec<BTreeMap<i64, FdEntry>>,
@@ -407,6 +455,7 @@ impl Model {
         }
         Model {
             dir,
+            volatile: globset::GlobSet::empty(),
             inodes,
             procs: HashMap::new(),
             tables: Vec::new(),
@@ -1494,9 +1543,20 @@ impl Model {
                     || strace::has_flag(flags, b"MAP_SHARED_VALIDATE");
                 if shared && strace::has_flag(prot, b"PROT_WRITE") {
                     if let Some(o) = self.ofd(pid, fd) {
-                        if matches!(o.target, Target::Inode(_)) && o.writable {
+                        // The glob may name the path inside the directory
+                        // (as opened, or made relative) or the file name.
+                        let name = o.name.as_slice();
+                        let rel = match self.inside(name) {
+                            Some(p) => p.strip_prefix(b"/").unwrap_or(p),
+                            None => name,
+                        };
+                        let base = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
+                        let is_volatile = [rel, base]
+                            .iter()
+                            .any(|p| self.volatile.is_match(std::ffi::OsStr::from_bytes(p)));
+                        if matches!(o.target, Target::Inode(_)) && o.writable && !is_volatile {
                             return Err(format!(
-                                "maps `{}` shared and writable: writes through memory are not in the log",
+                                "maps `{}` shared and writable: writes through memory are not in the log (if the program rebuilds this file on restart, name it with --volatile)",
                                 String::from_utf8_lossy(&o.name)
                             ));
                         }

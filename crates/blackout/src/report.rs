@@ -79,7 +79,7 @@ pub fn describe_unit(trace: &Trace, unit: Unit) -> String {
 pub fn describe_unit_numbered(trace: &Trace, unit: Unit, shown: usize) -> String {
     let op = &trace.ops[unit.op];
     let paths = DirPaths::at(trace, unit.op);
-    let path = escape_controls(&op.path.display());
+    let path = trace.show_path(&op.path);
     let what = match &op.kind {
         OpKind::Write { off, data, .. } => {
             format!("write of {} bytes at offset {off} to {path}", data.len)

@@ -57,6 +57,8 @@ pub struct RunConfig {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Called after each checked state with (checked, total).
     pub progress: Option<Box<dyn Fn(usize, usize) + Send + Sync>>,
+    /// Distinct fixes verified per model.
+    pub fix_verifications: usize,
 }
 
 impl RunConfig {
@@ -76,6 +78,7 @@ impl RunConfig {
             scratch_parent: None,
             cancel: None,
             progress: None,
+            fix_verifications: FIX_VERIFICATIONS_MAX,
         }
     }
 
@@ -809,7 +812,7 @@ fn model_report(
         };
         if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fix) {
             g.fix = done.clone();
-        } else if verified.len() < FIX_VERIFICATIONS_MAX {
+        } else if verified.len() < s.cfg.fix_verifications {
             g.fix = verify_fix(s, m.model, fix.clone(), cache)?;
             verified.push((fix, g.fix.clone()));
         }

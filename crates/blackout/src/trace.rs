@@ -59,6 +59,11 @@ pub struct Trace {
     pub dir: Name,
     /// How the workload ended.
     pub exit: WorkloadExit,
+    /// Files the program rebuilds on restart (`--volatile` globs): shared
+    /// writable mmaps of them were allowed, and writes through memory are not
+    /// in the ops.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volatile: Vec<String>,
     /// Kind of every inode (index = [`Ino`]); the first `initial_inodes` are
     /// the initial tree's.
     pub inodes: Vec<InodeKind>,
@@ -107,6 +112,8 @@ pub struct TraceMeta {
     pub dir: Vec<u8>,
     /// How the workload ended.
     pub exit: WorkloadExit,
+    /// Files the program rebuilds on restart (`--volatile` globs).
+    pub volatile: Vec<String>,
 }
 
 impl Trace {
@@ -133,6 +140,7 @@ impl Trace {
             command: meta.command,
             dir: Name(meta.dir),
             exit: meta.exit,
+            volatile: meta.volatile,
             inodes: replayed.inodes,
             initial_inodes: tree.nodes.len() as u32,
             symlinks: replayed.symlinks,
@@ -392,6 +400,20 @@ impl Trace {
         }
     }
 
+    /// A path as the program named it, shown relative to the directory
+    /// under test when it lies inside it, control characters escaped.
+    pub fn show_path(&self, path: &Name) -> String {
+        let dir = &self.dir.0;
+        let shown = match path.0.strip_prefix(dir.as_slice()) {
+            Some(rest) if !dir.is_empty() && rest.first() == Some(&b'/') => {
+                Name(rest[1..].to_vec()).display()
+            }
+            Some([]) if !dir.is_empty() => ".".to_string(),
+            _ => path.display(),
+        };
+        escape_controls(&shown)
+    }
+
     /// The op log as text: one line per op, with `(never synced)` marks.
     pub fn op_log_text(&self) -> String {
         let synced = synced_by(&self.ops);
@@ -417,7 +439,7 @@ impl Trace {
                 "{i:>5}  {label:<15} {detail:<44} {}@{}  {}",
                 op.syscall,
                 op.line,
-                op.path.display()
+                self.show_path(&op.path)
             );
             if let Some(o) = &op.origin {
                 line.push_str(&format!("  [{}]", escape_controls(&o.describe())));

@@ -1,0 +1,229 @@
+//! The SQLite matrix: the sqlite3 CLI running six acknowledged transactions
+//! under every journal_mode × synchronous, checked under the process and
+//! posix models, rendered into `docs/sqlite-matrix.md`. The test fails when
+//! a row disagrees with the known truth (DESIGN "Ground truth", SQLite's
+//! documentation of PRAGMA synchronous) or differs from the checked-in
+//! table.
+//!
+//! Regenerate: `BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test sqlite_matrix`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use common::{run_json, Scratch};
+use serde_json::Value;
+
+const MODES: [&str; 4] = ["delete", "truncate", "persist", "wal"];
+const LEVELS: [&str; 4] = ["off", "normal", "full", "extra"];
+
+fn sqlite_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/sqlite")
+        .canonicalize()
+        .unwrap()
+}
+
+fn doc_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sqlite-matrix.md")
+}
+
+/// What one configuration did.
+struct Row {
+    mode: &'static str,
+    level: &'static str,
+    process: String,
+    posix: String,
+    loses: bool,
+    corrupts: bool,
+    cause: String,
+    states: u64,
+}
+
+fn model<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["result"]["models"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["model"] == name))
+        .unwrap_or_else(|| panic!("no {name} result: {v}"))
+}
+
+/// A cause sentence without log line numbers (they vary with the sqlite3
+/// build and the environment, not with what SQLite does).
+fn stable(sentence: &str) -> String {
+    let mut out = sentence.to_string();
+    for (start, end) in [(", log line ", ""), (" (log line ", ")")] {
+        while let Some(i) = out.find(start) {
+            let tail = &out[i + start.len()..];
+            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+            let cut = i + start.len() + digits + end.len();
+            out.replace_range(i..cut.min(out.len()), "");
+        }
+    }
+    out.replace('|', "\\|")
+}
+
+fn run(s: &Scratch, mode: &'static str, level: &'static str) -> Row {
+    let dir = sqlite_dir();
+    let setup = format!(
+        "sqlite3 db 'PRAGMA journal_mode={mode}; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null"
+    );
+    let checker = format!("sh {}", dir.join("check.sh").display());
+    let workload = dir.join("workload.sh");
+    let (code, v, out) = run_json(
+        s,
+        &[
+            "--model",
+            "process,posix",
+            "--verify-fixes",
+            "1",
+            "--budget",
+            "16",
+            "--volatile",
+            "*-shm",
+            "--ack-prefix",
+            "ack ",
+            "--setup",
+            &setup,
+            "--checker",
+            &checker,
+            "--",
+            workload.to_str().unwrap(),
+            mode,
+            level,
+        ],
+    );
+    assert!(
+        code == 0 || code == 1,
+        "{mode}/{level}: {v}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let posix = model(&v, "posix");
+    let failing = posix["failing"].as_array().unwrap();
+    let reason = |f: &Value| f["reason"].as_str().unwrap_or("").to_string();
+    let loses = failing
+        .iter()
+        .any(|f| reason(f).starts_with("acknowledged row"));
+    let corrupts = failing
+        .iter()
+        .any(|f| !reason(f).starts_with("acknowledged row"));
+    let cause = posix["causes"]
+        .as_array()
+        .and_then(|c| c.first())
+        .map(|g| {
+            let fix = match g["fix"]["passes"].as_bool() {
+                Some(true) => format!(
+                    " Fix: adding {} makes every state pass.",
+                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
+                ),
+                Some(false) => format!(
+                    " Fix: adding {} is not enough alone.",
+                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
+                ),
+                None => String::new(),
+            };
+            format!(
+                "`{}`: {}; checker: {}.{fix}",
+                g["cause"]["kind"].as_str().unwrap_or("?"),
+                stable(g["cause"]["sentence"].as_str().unwrap_or("?")),
+                g["simplest"]["reason"].as_str().unwrap_or("?"),
+            )
+        })
+        .unwrap_or_else(|| "—".into());
+    Row {
+        mode,
+        level,
+        process: model(&v, "process")["verdict"].as_str().unwrap().into(),
+        posix: posix["verdict"].as_str().unwrap().into(),
+        loses,
+        corrupts,
+        cause,
+        states: v["result"]["checked"].as_u64().unwrap_or(0),
+    }
+}
+
+/// Where a row disagrees with what is known of SQLite.
+fn disagreement(r: &Row) -> Option<String> {
+    let (m, l) = (r.mode, r.level);
+    let want = |ok: bool, what: &str| (!ok).then(|| format!("{m}/{l}: {what}"));
+    // Transactions are durable across application crashes whatever the
+    // setting (process model).
+    want(r.process == "PASS", "must pass under process").or_else(|| match (m, l) {
+        (_, "off") => want(r.posix == "FAIL", "synchronous=OFF must fail under posix"),
+        ("delete", "full") => want(
+            r.posix == "FAIL" && r.loses && !r.corrupts,
+            "DELETE/FULL must lose the last commit and never corrupt",
+        ),
+        ("delete", "normal") => want(
+            r.posix == "FAIL" && r.corrupts,
+            "DELETE/NORMAL must be able to corrupt",
+        ),
+        ("wal", "normal") => want(
+            r.posix == "FAIL" && r.loses && !r.corrupts,
+            "WAL/NORMAL must lose acknowledged commits and never corrupt",
+        ),
+        ("delete" | "wal", "extra") | ("wal", "full") => {
+            want(r.posix == "PASS", "must hold under posix")
+        }
+        (_, "full" | "extra") => want(!r.corrupts, "FULL and EXTRA never corrupt"),
+        _ => None,
+    })
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+#[test]
+fn sqlite_matrix_agrees_with_known_truth() {
+    let s = Scratch::new();
+    let start = Instant::now();
+    let mut rows = Vec::new();
+    for mode in MODES {
+        for level in LEVELS {
+            rows.push(run(&s, mode, level));
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let states: u64 = rows.iter().map(|r| r.states).sum();
+    eprintln!(
+        "sqlite matrix: {} configurations, {states} distinct states checked, {seconds:.0} s",
+        rows.len()
+    );
+    let problems: Vec<String> = rows.iter().filter_map(disagreement).collect();
+    let table: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "| {} | {} | {} | {} | {} | {} | {} |",
+                r.mode.to_uppercase(),
+                r.level.to_uppercase(),
+                r.process,
+                r.posix,
+                yes(r.loses),
+                yes(r.corrupts),
+                r.cause
+            )
+        })
+        .collect();
+    let doc = format!(
+        "{}\n| journal_mode | synchronous | process | posix | loses acknowledged commits | corrupts | simplest cause under posix |\n|---|---|---|---|---|---|---|\n{}\n\n{}",
+        include_str!("sqlite_matrix_head.md").trim_end(),
+        table.join("\n"),
+        include_str!("sqlite_matrix_tail.md").trim_end(),
+    ) + "\n";
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    if std::env::var_os("BLACKOUT_UPDATE_DOCS").is_some() {
+        std::fs::write(doc_path(), &doc).unwrap();
+        return;
+    }
+    let old = std::fs::read_to_string(doc_path()).unwrap_or_default();
+    assert!(
+        old == doc,
+        "docs/sqlite-matrix.md differs from what SQLite does now (regenerate with BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test sqlite_matrix):\n--- checked in\n{old}\n--- now\n{doc}"
+    );
+}
