@@ -51,16 +51,7 @@ fn model<'a>(v: &'a Value, name: &str) -> &'a Value {
 /// A cause sentence without log line numbers (they vary with the sqlite3
 /// build and the environment, not with what SQLite does).
 fn stable(sentence: &str) -> String {
-    let mut out = sentence.to_string();
-    for (start, end) in [(", log line ", ""), (" (log line ", ")")] {
-        while let Some(i) = out.find(start) {
-            let tail = &out[i + start.len()..];
-            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
-            let cut = i + start.len() + digits + end.len();
-            out.replace_range(i..cut.min(out.len()), "");
-        }
-    }
-    out.replace('|', "\\|")
+    blackout::report::without_log_lines(sentence).replace('|', "\\|")
 }
 
 fn run(s: &Scratch, mode: &'static str, level: &'static str) -> Row {

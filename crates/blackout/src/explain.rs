@@ -634,14 +634,8 @@ pub fn with_sync(trace: &Trace, fix: &SyncFix) -> Trace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::TraceMeta;
-    use crate::tree::Tree;
 
-    fn trace(log: &str) -> Trace {
-        let tree = Tree::default();
-        let r = crate::replay::replay(log.as_bytes(), &tree, b"/d").unwrap();
-        Trace::new(&tree, r, TraceMeta::default())
-    }
+    use crate::trace::trace_of as trace;
 
     fn cause(t: &Trace, id: &str) -> Cause {
         let outputs = Outputs::new(t, None);

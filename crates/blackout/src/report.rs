@@ -447,3 +447,27 @@ pub fn reproduce(ctx: &ReportContext<'_>, id: &str) -> String {
         None => format!("record with -o run.trace, then: blackout state run.trace {tail}"),
     }
 }
+
+/// A report line without its log line numbers (`, log line 12`,
+/// ` (log line 12)`), which depend on how the program was built and started
+/// rather than on what it does: for tables compared across machines.
+///
+/// ```
+/// use blackout::report::without_log_lines;
+/// assert_eq!(
+///     without_log_lines("op 3: rename a -> b (rename, log line 224) (log line 9)"),
+///     "op 3: rename a -> b (rename)"
+/// );
+/// ```
+pub fn without_log_lines(text: &str) -> String {
+    let mut out = text.to_string();
+    for (start, end) in [(", log line ", ""), (" (log line ", ")")] {
+        while let Some(i) = out.find(start) {
+            let tail = &out[i + start.len()..];
+            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+            let cut = i + start.len() + digits + end.len();
+            out.replace_range(i..cut.min(out.len()), "");
+        }
+    }
+    out
+}

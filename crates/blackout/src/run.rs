@@ -1043,14 +1043,8 @@ pub fn write_state(
 mod tests {
     use super::*;
     use crate::explore::Part;
-    use crate::trace::TraceMeta;
-    use crate::tree::Tree;
 
-    fn trace(log: &str) -> Trace {
-        let tree = Tree::default();
-        let r = crate::replay::replay(log.as_bytes(), &tree, b"/d").unwrap();
-        Trace::new(&tree, r, TraceMeta::default())
-    }
+    use crate::trace::trace_of as trace;
 
     fn lost(ops: &[usize]) -> Vec<Unit> {
         ops.iter()

@@ -563,6 +563,14 @@ impl Trace {
     }
 }
 
+/// A trace replayed from a log on an empty tree, for unit tests.
+#[cfg(test)]
+pub(crate) fn trace_of(log: &str) -> Trace {
+    let tree = Tree::default();
+    let r = crate::replay::replay(log.as_bytes(), &tree, b"/d").unwrap();
+    Trace::new(&tree, r, TraceMeta::default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

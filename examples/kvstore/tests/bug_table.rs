@@ -72,16 +72,7 @@ fn run(bug: &str) -> RunReport {
 /// A cause sentence without log line numbers (they depend on how the
 /// program was built and started, not on what it does).
 fn stable(sentence: &str) -> String {
-    let mut out = sentence.to_string();
-    for (start, end) in [(", log line ", ""), (" (log line ", ")")] {
-        while let Some(i) = out.find(start) {
-            let tail = &out[i + start.len()..];
-            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
-            let cut = i + start.len() + digits + end.len();
-            out.replace_range(i..cut.min(out.len()), "");
-        }
-    }
-    out.replace('|', "\\|")
+    blackout::report::without_log_lines(sentence).replace('|', "\\|")
 }
 
 #[test]
