@@ -7,7 +7,7 @@
 //! looks at.
 //!
 //! Arguments are not decoded up front: [`Call::args`] splits the top level on
-//! demand and the helpers ([`decode_string`], [`parse_int`], [`Arg`]) decode
+//! demand and the helpers ([`decode_string`], [`parse_int`], [`decode_iovecs`]) decode
 //! only what replay needs, so the `read` of a shared library costs a scan, not
 //! a decode.
 
