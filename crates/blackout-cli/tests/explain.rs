@@ -74,7 +74,7 @@ fn an_entry_change_without_a_directory_fsync() {
         .contains("changed directory ., which is never fsynced before \"saved\" was printed"));
     assert_eq!(c["process_passes"], true);
     assert_eq!(c["fix"]["passes"], true, "{c}");
-    assert_eq!(c["fix"]["sync"]["dir"], true);
+    assert_eq!(c["fix"]["syncs"][0]["dir"], true);
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn a_cross_directory_rename_with_one_directory_synced() {
     assert!(sentence(&c).contains("b was fsynced"), "{c}");
     assert!(sentence(&c).contains("but a is not"), "{c}");
     assert_eq!(c["cause"]["blamed"]["part"], "source");
-    assert_eq!(c["fix"]["sync"]["path"], "a");
+    assert_eq!(c["fix"]["syncs"][0]["path"], "a");
     assert_eq!(c["fix"]["passes"], true);
 }
 
@@ -399,4 +399,53 @@ fn two_independent_bugs_are_two_causes() {
     for c in cs {
         assert_eq!(c["fix"]["passes"], false, "{c}");
     }
+}
+
+#[test]
+fn with_stacks_one_bug_at_one_source_line_is_one_cause_fixed_everywhere() {
+    let s = Scratch::new();
+    // The same bug three times, from one line: each record is acknowledged
+    // before it is fsynced.
+    let src = "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+               int main(void) {\n\
+                 int fd = open(\"log\", O_WRONLY | O_APPEND);\n\
+                 for (int i = 1; i <= 3; i++) {\n\
+                   char rec[8];\n\
+                   int n = snprintf(rec, sizeof rec, \"r%d\\n\", i);\n\
+                   if (write(fd, rec, n) != n) return 1;\n\
+                   printf(\"ack %d\\n\", i);\n\
+                   fflush(stdout);\n\
+                   fsync(fd);\n\
+                 }\n\
+                 return 0;\n\
+               }\n";
+    let bin = compile(&s, "acks", src);
+    let write_line = src.lines().position(|l| l.contains("write(fd")).unwrap() + 1;
+    let checker = "for n in $BLACKOUT_ACKED; do case $n in [0-9]) \
+                   grep -qx \"r$n\" log || { echo \"record $n lost\" >&2; exit 1; };; esac; done";
+    let (code, v, _) = run_json(
+        &s,
+        &[
+            "--stacks",
+            "--model",
+            "posix",
+            "--setup",
+            ": > log",
+            "--checker",
+            checker,
+            "--",
+            bin.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{v}");
+    let cs = causes(&v);
+    assert_eq!(cs.len(), 1, "{v:#}");
+    let source = format!("{}:{write_line}", s.path("acks.c").display());
+    assert_eq!(cs[0]["source"], source.as_str());
+    assert_eq!(cs[0]["fix"]["syncs"].as_array().unwrap().len(), 3);
+    assert_eq!(cs[0]["fix"]["passes"], true, "{:#}", cs[0]["fix"]);
+    assert!(cs[0]["fix"]["description"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("after each of the 3 ops issued at {source}")));
 }

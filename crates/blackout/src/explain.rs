@@ -109,9 +109,9 @@ pub struct Context<'a> {
     /// Its promises.
     pub outputs: &'a Outputs,
     synced: Vec<SyncedBy>,
-    /// The index of an added sync ([`with_sync`]): ops are shown under their
-    /// numbers in the trace as recorded.
-    added: Option<usize>,
+    /// Indices of added syncs ([`with_syncs`]), ascending: ops are shown
+    /// under their numbers in the trace as recorded.
+    added: Vec<usize>,
 }
 
 impl<'a> Context<'a> {
@@ -121,25 +121,26 @@ impl<'a> Context<'a> {
             trace,
             outputs,
             synced: synced_by(&trace.ops),
-            added: None,
+            added: Vec::new(),
         }
     }
 
-    /// The same, for a trace made by [`with_sync`] from `fix`: ops keep the
-    /// numbers they have in the recorded trace.
-    pub fn with_added_sync(trace: &'a Trace, outputs: &'a Outputs, fix: &SyncFix) -> Context<'a> {
+    /// The same, for a trace made by [`with_syncs`], given the indices of
+    /// the added ops: ops keep the numbers they have in the recorded trace.
+    pub fn with_added_syncs(
+        trace: &'a Trace,
+        outputs: &'a Outputs,
+        added: &[usize],
+    ) -> Context<'a> {
         Context {
-            added: Some(fix.after + 1),
+            added: added.to_vec(),
             ..Context::new(trace, outputs)
         }
     }
 
     /// The number op `i` has in the recorded trace.
     fn n(&self, i: usize) -> usize {
-        match self.added {
-            Some(a) if i > a => i - 1,
-            _ => i,
-        }
+        i - self.added.partition_point(|&a| a < i)
     }
 
     /// An op in the user's terms, under its recorded number.
@@ -597,38 +598,58 @@ fn entry_cause(
 /// A copy of `trace` with `fsync(fix.ino)` inserted right after op
 /// `fix.after`; later syncs' barriers move with the ops they count.
 pub fn with_sync(trace: &Trace, fix: &SyncFix) -> Trace {
+    with_syncs(trace, std::slice::from_ref(fix)).0
+}
+
+/// A copy of `trace` with every fix's fsync inserted (the same place and
+/// inode once), and the indices the added ops have in it.
+pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
     let mut t = trace.clone();
-    let at = fix.after + 1;
-    for op in &mut t.ops[at..] {
-        match &mut op.kind {
-            OpKind::Fsync { barrier, .. }
-            | OpKind::Fdatasync { barrier, .. }
-            | OpKind::Sync { barrier }
-                if *barrier >= at =>
-            {
-                *barrier += 1;
+    let mut places: Vec<(usize, Ino, &SyncFix)> =
+        fixes.iter().map(|f| (f.after, f.ino, f)).collect();
+    places.sort_by_key(|p| std::cmp::Reverse((p.0, p.1)));
+    places.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+    // From the last place to the first, so earlier places keep their index.
+    for (after, ino, fix) in &places {
+        let at = after + 1;
+        for op in &mut t.ops[at..] {
+            match &mut op.kind {
+                OpKind::Fsync { barrier, .. }
+                | OpKind::Fdatasync { barrier, .. }
+                | OpKind::Sync { barrier }
+                    if *barrier >= at =>
+                {
+                    *barrier += 1;
+                }
+                _ => {}
             }
-            _ => {}
         }
-    }
-    let base = &trace.ops[fix.after];
-    t.ops.insert(
-        at,
-        Op {
-            kind: OpKind::Fsync {
-                ino: fix.ino,
-                barrier: at,
-                implied: false,
+        let base = &trace.ops[*after];
+        t.ops.insert(
+            at,
+            Op {
+                kind: OpKind::Fsync {
+                    ino: *ino,
+                    barrier: at,
+                    implied: false,
+                },
+                syscall: "fsync (added)".into(),
+                pid: base.pid,
+                line: base.line,
+                path: fix.path.as_str().into(),
+                stack: Vec::new(),
+                origin: None,
             },
-            syscall: "fsync (added)".into(),
-            pid: base.pid,
-            line: base.line,
-            path: fix.path.as_str().into(),
-            stack: Vec::new(),
-            origin: None,
-        },
-    );
-    t
+        );
+    }
+    // Places in ascending order: the j-th added op sits after j earlier ones.
+    let added = places
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(j, (after, _, _))| after + 1 + j)
+        .collect();
+    (t, added)
 }
 
 #[cfg(test)]
@@ -700,6 +721,33 @@ mod tests {
         };
         let t2 = with_sync(&t, &fix);
         assert_eq!(t2.ops.len(), 4);
+        // Two places at once: indices of the added ops, barriers shifted.
+        let later = SyncFix {
+            after: 2,
+            ino: 1,
+            dir: false,
+            path: "n".into(),
+            before: None,
+        };
+        let (t3, added) = with_syncs(&t, &[later, fix.clone(), fix.clone()]);
+        assert_eq!(added, vec![1, 4]);
+        assert_eq!(t3.ops.len(), 5);
+        assert!(matches!(
+            t3.ops[4].kind,
+            OpKind::Fsync {
+                ino: 1,
+                barrier: 4,
+                ..
+            }
+        ));
+        assert!(matches!(
+            t3.ops[3].kind,
+            OpKind::Fsync {
+                ino: 1,
+                barrier: 3,
+                ..
+            }
+        ));
         assert!(matches!(
             t2.ops[1].kind,
             OpKind::Fsync {

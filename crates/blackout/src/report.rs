@@ -355,6 +355,12 @@ fn render_cause(
         c.id,
         crash_text(c)
     );
+    if let Some(src) = &g.source {
+        let _ = writeln!(
+            out,
+            "    source:    {src} (every op it issued with this cause)"
+        );
+    }
     let _ = writeln!(out, "    {}", g.cause.sentence);
     for u in &c.lost {
         let _ = writeln!(out, "    lost:      {}", describe_unit(trace, *u));
@@ -391,7 +397,7 @@ fn render_cause(
         };
         let _ = writeln!(out, "    process:   {line}");
     }
-    let fix = match (&g.fix, &g.cause.fix) {
+    let fix = match (&g.fix, g.fixes.first()) {
         (Some(f), _) if f.passes => format!(
             "adding {} makes all {} states pass under {}",
             f.description,
@@ -406,8 +412,14 @@ fn render_cause(
             m.model.name(),
             match &f.simplest_failing {
                 Some((id, why)) => format!(
-                    "; the simplest ({id}, counting the added fsync as op {}): {why}",
-                    f.sync.after + 1
+                    "; the simplest ({id}, counting the added fsync{} as op{} {}): {why}",
+                    if f.added_at.len() == 1 { "" } else { "s" },
+                    if f.added_at.len() == 1 { "" } else { "s" },
+                    f.added_at
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
                 None => String::new(),
             }

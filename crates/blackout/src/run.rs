@@ -190,15 +190,23 @@ pub struct CauseGroup {
     /// reached the file system and no further, so what is missing is a sync,
     /// not a write. `None` when not known.
     pub process_passes: Option<bool>,
+    /// The source line (`file:line`) that issued the blamed ops, when
+    /// recorded with `--stacks`: the group then holds every op it issued.
+    pub source: Option<String>,
+    /// The syncs that should fix the group's states (one per blamed op).
+    pub fixes: Vec<SyncFix>,
     /// The fix verified, if a sync can fix it.
     pub fix: Option<FixCheck>,
 }
 
-/// The result of re-exploring with one added sync.
+/// The result of re-exploring with added syncs.
 #[derive(Debug, Clone, Serialize)]
 pub struct FixCheck {
-    /// The sync added.
-    pub sync: SyncFix,
+    /// The syncs added (one, or one per op a source line issued).
+    pub syncs: Vec<SyncFix>,
+    /// Where they sit in the re-explored trace (state ids of
+    /// `simplest_failing` count them).
+    pub added_at: Vec<usize>,
     /// `fsync(.) after op 3 (log line 224)`.
     pub description: String,
     /// Whether every state passes with it.
@@ -768,13 +776,29 @@ fn model_report(
         let cause = explain::explain(&cx, &desc, &mut |d| {
             cache.get(&s.key(d)).is_some_and(Outcome::is_fail)
         });
-        match groups
-            .iter_mut()
-            .find(|g| g.cause.kind == cause.kind && g.cause.blamed == cause.blamed)
-        {
+        // One cause per kind and place: the source line that issued the
+        // blamed op when it is known (--stacks), else the op itself.
+        let source = s.trace.ops[cause.blamed.op]
+            .origin
+            .as_ref()
+            .and_then(|o| Some(format!("{}:{}", o.file.as_deref()?, o.line?)));
+        let same = |g: &CauseGroup| {
+            g.cause.kind == cause.kind
+                && match (&source, &g.source) {
+                    (Some(a), Some(b)) => a == b,
+                    (None, None) => g.cause.blamed == cause.blamed,
+                    _ => false,
+                }
+        };
+        match groups.iter_mut().find(|g| same(g)) {
             Some(g) => {
                 g.states += 1;
                 g.ids.push(c.id.clone());
+                if let Some(f) = &cause.fix {
+                    if !g.fixes.contains(f) {
+                        g.fixes.push(f.clone());
+                    }
+                }
             }
             None => {
                 let nothing_lost = StateDesc {
@@ -794,7 +818,9 @@ fn model_report(
                         .outputs
                         .latest_promise_before(c.crash)
                         .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
+                    fixes: cause.fix.iter().cloned().collect(),
                     cause,
+                    source,
                     states: 1,
                     ids: vec![c.id.clone()],
                     simplest: c.clone(),
@@ -804,17 +830,20 @@ fn model_report(
             }
         }
     }
-    // Verify each distinct fix once, in the order of the causes.
-    let mut verified: Vec<(SyncFix, Option<FixCheck>)> = Vec::new();
+    // Verify each distinct fix once, in the order of the causes. A cause
+    // found at one source line is fixed at every op that line issued.
+    let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
     for g in groups.iter_mut() {
-        let Some(fix) = g.cause.fix.clone() else {
+        if g.fixes.is_empty() {
             continue;
-        };
-        if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fix) {
+        }
+        let mut fixes = g.fixes.clone();
+        fixes.sort_by_key(|f| (f.after, f.ino));
+        if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fixes) {
             g.fix = done.clone();
         } else if verified.len() < s.cfg.fix_verifications {
-            g.fix = verify_fix(s, m.model, fix.clone(), cache)?;
-            verified.push((fix, g.fix.clone()));
+            g.fix = verify_fix(s, m.model, &fixes, g.source.as_deref(), cache)?;
+            verified.push((fixes, g.fix.clone()));
         }
     }
     merge_torn_into_lost(&mut groups);
@@ -843,7 +872,7 @@ fn merge_torn_into_lost(groups: &mut Vec<CauseGroup>) {
                 h.cause.kind != explain::CauseKind::TornWriteAccepted
                     && h.cause.blamed.op == g.cause.blamed.op
                     && h.fix.as_ref().is_some_and(|f| f.passes)
-                    && h.cause.fix == g.cause.fix
+                    && h.fixes == g.fixes
             })
         })
         .flatten();
@@ -859,15 +888,17 @@ fn merge_torn_into_lost(groups: &mut Vec<CauseGroup>) {
     }
 }
 
-/// Re-explores the trace with one added sync under `model` and checks every
-/// state the cache does not know. `None` if the checker could not be run.
+/// Re-explores the trace with the added syncs under `model` and checks
+/// every state the cache does not know. `None` if the checker could not be
+/// run.
 fn verify_fix(
     s: &Scratch<'_>,
     model: Model,
-    fix: SyncFix,
+    fixes: &[SyncFix],
+    source: Option<&str>,
     cache: &mut Cache,
 ) -> Result<Option<FixCheck>, RunError> {
-    let trace = explain::with_sync(s.trace, &fix);
+    let (trace, added) = explain::with_syncs(s.trace, fixes);
     let outputs = Outputs::new(&trace, s.cfg.ack_prefix.as_deref());
     let s2 = s.for_trace(&trace, &outputs);
     let explored = explore(&trace, &outputs, &[model], &s.cfg.explore, s.cfg.sector);
@@ -876,16 +907,33 @@ fn verify_fix(
     };
     let m = &explored.models[0];
     let (failing, _) = sorted_results(&s2, m, &results);
-    let cx = explain::Context::with_added_sync(&trace, &outputs, &fix);
+    let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
     let still = failing.first().map(|c| {
         let cause = explain::explain(&cx, &c.desc(), &mut |d| {
             cache.get(&s2.key(d)).is_some_and(Outcome::is_fail)
         });
         (c.id.clone(), cause.sentence)
     });
+    let description = match (fixes, source) {
+        ([one], _) => one.describe(s.trace),
+        (many, Some(src)) => format!(
+            "fsync({}) after each of the {} ops issued at {src}",
+            many[0].path,
+            many.len()
+        ),
+        (many, None) => format!(
+            "{} fsyncs ({})",
+            many.len(),
+            many.iter()
+                .map(|f| f.describe(s.trace))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     Ok(Some(FixCheck {
-        description: fix.describe(s.trace),
-        sync: fix,
+        description,
+        syncs: fixes.to_vec(),
+        added_at: added,
         passes: failing.is_empty(),
         states: m.reach.len(),
         still_failing: failing.len(),
