@@ -794,7 +794,9 @@ fn model_report(
             Some(g) => {
                 g.states += 1;
                 g.ids.push(c.id.clone());
-                if let Some(f) = &cause.fix {
+                // A source line's fix covers every op it issued; otherwise
+                // the simplest state's fix is the one verified.
+                if let (Some(f), Some(_)) = (&cause.fix, &g.source) {
                     if !g.fixes.contains(f) {
                         g.fixes.push(f.clone());
                     }
