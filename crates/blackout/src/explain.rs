@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::check::Outputs;
 use crate::explore::{Part, StateDesc, Tear, Unit};
 use crate::ops::{escape_controls, synced_by, Ino, Op, OpKind, SyncedBy};
-use crate::report::{describe_unit_numbered, DirPaths};
+use crate::report::{describe_unit_numbered, rename_paths, DirPaths};
 use crate::trace::Trace;
 
 /// The kinds of cause blackout recognises.
@@ -248,13 +248,7 @@ fn publishing_rename(cx: &Context<'_>, i: usize, f: Ino, desc: &StateDesc) -> Op
 /// "`data` is not fsynced before the rename that publishes it ...", with
 /// the fix: an fsync of the file right before the rename.
 fn published_unsynced(cx: &Context<'_>, data: &str, j: usize, fix: SyncFix) -> (String, SyncFix) {
-    let OpKind::Rename {
-        to_dir, to_name, ..
-    } = &cx.ops()[j].kind
-    else {
-        unreachable!("publishing_rename finds renames");
-    };
-    let to = escape_controls(&DirPaths::at(cx.trace, j).entry(*to_dir, &to_name.display()));
+    let (_, to) = rename_paths(cx.trace, j).unwrap_or_default();
     (
         format!(
             "{data} is not fsynced before the rename that publishes it as {to} (op {}, log line {}): after a crash {to} can name a file without its data",
@@ -542,22 +536,9 @@ fn entry_cause(
     };
     let op = &ops[i];
     let label = op.kind.label(|x| cx.trace.kind(x));
-    let name = match &op.kind {
-        OpKind::Rename {
-            from_dir,
-            from_name,
-            to_dir,
-            to_name,
-            ..
-        } => {
-            let p = DirPaths::at(cx.trace, i);
-            format!(
-                "{label} of {} -> {}",
-                escape_controls(&p.entry(*from_dir, &from_name.display())),
-                escape_controls(&p.entry(*to_dir, &to_name.display()))
-            )
-        }
-        _ => format!("{label} of {}", cx.trace.show_path(&op.path)),
+    let name = match rename_paths(cx.trace, i) {
+        Some((from, to)) => format!("{label} of {from} -> {to}"),
+        None => format!("{label} of {}", cx.trace.show_path(&op.path)),
     };
     if let Some(s) = late_cover {
         return mk(

@@ -68,6 +68,26 @@ impl DirPaths {
     }
 }
 
+/// The source and destination paths of rename op `i`, as they were when it
+/// ran, control characters escaped.
+pub(crate) fn rename_paths(trace: &Trace, i: usize) -> Option<(String, String)> {
+    let OpKind::Rename {
+        from_dir,
+        from_name,
+        to_dir,
+        to_name,
+        ..
+    } = &trace.ops[i].kind
+    else {
+        return None;
+    };
+    let paths = DirPaths::at(trace, i);
+    Some((
+        escape_controls(&paths.entry(*from_dir, &from_name.display())),
+        escape_controls(&paths.entry(*to_dir, &to_name.display())),
+    ))
+}
+
 /// An op (or one half of a rename) in the user's terms:
 /// `op 6: rename doc.txt.tmp -> doc.txt (rename, log line 25)`.
 pub fn describe_unit(trace: &Trace, unit: Unit) -> String {
@@ -92,14 +112,9 @@ pub fn describe_unit_numbered(trace: &Trace, unit: Unit, shown: usize) -> String
             format!("{} {path}", op.kind.label(|i| trace.kind(i)))
         }
         OpKind::Rename {
-            from_dir,
-            from_name,
-            to_dir,
-            to_name,
-            ..
+            from_dir, to_dir, ..
         } => {
-            let from = escape_controls(&paths.entry(*from_dir, &from_name.display()));
-            let to = escape_controls(&paths.entry(*to_dir, &to_name.display()));
+            let (from, to) = rename_paths(trace, unit.op).unwrap_or_default();
             let label = op.kind.label(|i| trace.kind(i));
             match unit.part {
                 Part::Whole => format!("{label} {from} -> {to}"),
