@@ -228,8 +228,8 @@ mod tests {
 
     #[test]
     fn parses_frames() {
-        let f = parse_frame(b"> /tmp/stk/p(save+0x26) [0x117f]").unwrap();
-        assert_eq!(f.object, "/tmp/stk/p");
+        let f = parse_frame(b"> /home/u/app/p(save+0x26) [0x117f]").unwrap();
+        assert_eq!(f.object, "/home/u/app/p");
         assert_eq!(f.symbol.as_deref(), Some("save"));
         assert_eq!(f.offset, 0x117f);
         let f = parse_frame(b"> /usr/lib/x86_64-linux-gnu/libc.so.6() [0xf8350]").unwrap();
