@@ -34,6 +34,14 @@ use crate::record::{signal_name, substitute};
 use crate::state::FsState;
 use crate::trace::Trace;
 
+/// One promise: a line of output.
+#[derive(Debug, Clone)]
+struct Promise {
+    op: usize,
+    line: Vec<u8>,
+    terminated: bool,
+}
+
 /// What the workload printed to standard output, and where each op falls in
 /// it, so that the promises made before any crash point are known.
 #[derive(Debug, Clone)]
@@ -42,8 +50,10 @@ pub struct Outputs {
     /// `upto[k]`: bytes printed by ops `0..k`.
     upto: Vec<usize>,
     prefix: Option<Vec<u8>>,
-    /// For each promise, in order: the op that completed it, and the line.
-    promises: Vec<(usize, Vec<u8>)>,
+    /// Every promise, in order: the op that completed it, the line, and
+    /// whether it ended with a newline (an unterminated last line counts
+    /// only once the workload has ended).
+    promises: Vec<Promise>,
 }
 
 impl Outputs {
@@ -71,7 +81,7 @@ impl Outputs {
 
     /// Which op completed each promise: the one that printed its newline
     /// (for an unterminated last line, the last output op).
-    fn locate_promises(&self, trace: &Trace) -> Vec<(usize, Vec<u8>)> {
+    fn locate_promises(&self, trace: &Trace) -> Vec<Promise> {
         let mut found = Vec::new();
         let mut start = 0;
         let mut last_output = None;
@@ -84,7 +94,11 @@ impl Outputs {
                 let end = self.upto[i] + nl;
                 let line = &self.stream[start..end];
                 if self.is_promise(line) {
-                    found.push((i, self.clean(line).to_vec()));
+                    found.push(Promise {
+                        op: i,
+                        line: self.clean(line).to_vec(),
+                        terminated: true,
+                    });
                 }
                 start = end + 1;
             }
@@ -92,7 +106,11 @@ impl Outputs {
         if let Some(i) = last_output {
             let line = &self.stream[start..];
             if !line.is_empty() && self.is_promise(line) {
-                found.push((i, self.clean(line).to_vec()));
+                found.push(Promise {
+                    op: i,
+                    line: self.clean(line).to_vec(),
+                    terminated: false,
+                });
             }
         }
         found
@@ -110,14 +128,21 @@ impl Outputs {
         }
     }
 
+    /// The promises made before crash point `k`.
+    fn promises_at(&self, k: usize) -> impl Iterator<Item = &Promise> {
+        let finished = k + 1 >= self.upto.len();
+        self.promises
+            .iter()
+            .take_while(move |p| p.op < k)
+            .filter(move |p| p.terminated || finished)
+    }
+
     /// The latest promise made before crash point `k`: the op that completed
     /// it, and the line.
     pub fn latest_promise_before(&self, k: usize) -> Option<(usize, &[u8])> {
-        self.acked_at(k)
-            .len()
-            .checked_sub(1)
-            .and_then(|j| self.promises.get(j))
-            .map(|(op, line)| (*op, line.as_slice()))
+        self.promises_at(k)
+            .last()
+            .map(|p| (p.op, p.line.as_slice()))
     }
 
     /// Bytes printed before crash point `k` (its length identifies the
@@ -135,19 +160,7 @@ impl Outputs {
     /// output (and, once the workload has ended, its unterminated last
     /// line), narrowed by the ack prefix.
     pub fn acked_at(&self, k: usize) -> Vec<&[u8]> {
-        let out = self.output_at(k);
-        let finished = k + 1 >= self.upto.len();
-        let mut lines: Vec<&[u8]> = out.split(|&b| b == b'\n').collect();
-        // The piece after the last newline is a partial line (or empty).
-        let last = lines.pop().unwrap_or_default();
-        if finished && !last.is_empty() {
-            lines.push(last);
-        }
-        lines
-            .into_iter()
-            .filter(|l| self.is_promise(l))
-            .map(|l| self.clean(l))
-            .collect()
+        self.promises_at(k).map(|p| p.line.as_slice()).collect()
     }
 
     /// All promises the workload made.

@@ -268,11 +268,7 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
         op,
         part: Part::Whole,
     };
-    let how = match tear {
-        Tear::Half => "only its first half reached the disk",
-        Tear::ShortSector => "its last sector did not reach the disk",
-        Tear::Zeros => "it reads back as zeros",
-    };
+    let how = tear.describe();
     let (len, f) = match &cx.ops()[op].kind {
         OpKind::Write { data, ino, .. } => (data.len, *ino),
         _ => (0, 0),

@@ -82,6 +82,15 @@ pub enum Tear {
 }
 
 impl Tear {
+    /// What a crash left of the write, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Tear::Half => "only its first half reached the disk",
+            Tear::ShortSector => "its last sector did not reach the disk",
+            Tear::Zeros => "it reads back as zeros",
+        }
+    }
+
     fn code(self) -> &'static str {
         match self {
             Tear::Half => "h",

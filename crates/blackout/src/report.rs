@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use crate::check::Outcome;
-use crate::explore::{Coverage, Model, Part, Tear, Unit};
+use crate::explore::{Coverage, Model, Part, Unit};
 use crate::ops::{escape_controls, Ino, InodeKind, OpKind, ROOT_INO};
 use crate::run::{CauseGroup, Checked, ModelReport, RunReport};
 use crate::trace::Trace;
@@ -198,14 +198,7 @@ fn crash_text(c: &Checked) -> String {
         ));
     }
     if let Some((op, tear)) = c.torn {
-        parts.push(format!(
-            "op {op} torn ({})",
-            match tear {
-                Tear::Half => "only its first half written",
-                Tear::ShortSector => "its last sector missing",
-                Tear::Zeros => "written as zeros",
-            }
-        ));
+        parts.push(format!("op {op} torn ({})", tear.describe()));
     }
     parts.join(", ")
 }

@@ -333,6 +333,11 @@ pub struct Explored {
     pub models: Vec<ModelStates>,
 }
 
+/// The content key of a built state at crash point `crash`.
+fn state_key(fs: &FsState, outputs: &Outputs, crash: usize) -> StateKey {
+    (*fs.content_hash().as_bytes(), outputs.printed_len(crash))
+}
+
 /// Enumerates the states of each model, builds each, and deduplicates them by
 /// content: the visible tree plus the bytes printed before the crash.
 pub fn explore(
@@ -357,11 +362,7 @@ pub fn explore(
             },
             |desc| {
                 states += 1;
-                let fs = FsState::build(trace, &desc, sector);
-                let key = (
-                    *fs.content_hash().as_bytes(),
-                    outputs.printed_len(desc.crash),
-                );
+                let key = state_key(&FsState::build(trace, &desc, sector), outputs, desc.crash);
                 let next = distinct.len();
                 let i = *index.entry(key).or_insert(next);
                 if i == next {
@@ -436,10 +437,7 @@ impl<'a> Scratch<'a> {
     /// The content key of a state of this scratch's trace.
     fn key(&self, desc: &StateDesc) -> StateKey {
         let fs = FsState::build(self.trace, desc, self.cfg.sector);
-        (
-            *fs.content_hash().as_bytes(),
-            self.outputs.printed_len(desc.crash),
-        )
+        state_key(&fs, self.outputs, desc.crash)
     }
 
     /// Writes a state into a worker's slot, runs the checker on it, removes
@@ -614,10 +612,7 @@ fn run_in(s: &Scratch<'_>, promises: Vec<String>) -> Result<RunReport, RunError>
         torn: None,
     };
     let full_fs = FsState::build(trace, &full, cfg.sector);
-    let full_key = (
-        *full_fs.content_hash().as_bytes(),
-        s.outputs.printed_len(full.crash),
-    );
+    let full_key = state_key(&full_fs, s.outputs, full.crash);
     let outcome = cancelled(s.check(&slot0, &full.id(), &full_fs, full.crash, false)?)?;
     let all_applied = Some(s.checked(&full, outcome.clone()));
     let bad = expected(
@@ -740,12 +735,9 @@ fn sorted_results(
             _ => {}
         }
     }
-    let key = |c: &Checked| {
-        let d = c.desc();
-        (d.damage(), d.crash, d.torn.is_some(), d)
-    };
-    failing.sort_by_cached_key(key);
-    errors.sort_by_cached_key(key);
+    let order = |a: &Checked, b: &Checked| simplicity(&a.desc()).cmp(&simplicity(&b.desc()));
+    failing.sort_by(order);
+    errors.sort_by(order);
     (failing, errors)
 }
 
