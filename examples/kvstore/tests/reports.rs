@@ -1,0 +1,47 @@
+//! The text report, snapshotted on checked-in recordings of the store with
+//! planted bugs (`tests/reports/*.trace`): many causes, torn writes, fixes
+//! that are not enough alone. A change of wording is reviewed (`cargo insta
+//! review`), never accidental. The checker's path is shown as `kvstore`.
+
+use std::path::Path;
+
+use blackout::explore::Model;
+use blackout::report::{render, ReportContext};
+use blackout::run::{check_trace, RunConfig};
+use blackout::trace::Trace;
+
+fn report(bug: &str) -> String {
+    let rel = format!("tests/reports/{bug}.trace");
+    let trace = Trace::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join(&rel)).unwrap();
+    let kvstore = env!("CARGO_BIN_EXE_kvstore");
+    let checker = format!("{kvstore} --bug {bug} check");
+    let mut cfg = RunConfig::new(checker.clone());
+    cfg.models = vec![Model::Process, Model::Ordered, Model::Posix];
+    let report = check_trace(&trace, &cfg).unwrap();
+    let ctx = ReportContext {
+        trace_path: Some(&rel),
+        checker: &checker,
+        state_flags: "",
+    };
+    render(&trace, &report, &ctx, 10, 64).replace(kvstore, "kvstore")
+}
+
+#[test]
+fn ack_before_fsync_report() {
+    insta::assert_snapshot!(report("ack-before-fsync"));
+}
+
+#[test]
+fn no_checksum_report() {
+    insta::assert_snapshot!(report("no-checksum"));
+}
+
+#[test]
+fn snapshot_unsynced_data_report() {
+    insta::assert_snapshot!(report("snapshot-unsynced-data"));
+}
+
+#[test]
+fn snapshot_in_place_report() {
+    insta::assert_snapshot!(report("snapshot-in-place"));
+}
