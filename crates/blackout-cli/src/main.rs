@@ -13,16 +13,25 @@ use std::sync::{Arc, LazyLock};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use blackout::check::{Checker, Outputs};
-use blackout::explore::{ExploreConfig, Model, StateDesc};
-use blackout::ops::escape_controls;
-use blackout::record::{record, RecordConfig};
-use blackout::replay::{replay_with, ReplayOptions};
-use blackout::report::{coverage_text, render, shell_quote, ReportContext};
-use blackout::run::{check_trace, explore, write_state, RunConfig, RunError};
-use blackout::state::SECTOR_BYTES_DEFAULT;
-use blackout::trace::{Trace, TraceMeta};
-use blackout::tree::Tree;
+use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
+use blackout::check::shell::ShellChecker;
+use blackout::explore::dedup::distinct_states;
+use blackout::explore::enumerate::{
+    ExploreConfig, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT, EXHAUSTIVE_LIMIT_MAX,
+};
+use blackout::explore::model::Model;
+use blackout::explore::state::SECTOR_BYTES_DEFAULT;
+use blackout::export::json::JsonExporter;
+use blackout::export::text::{coverage_text, shell_quote, TextExporter};
+use blackout::export::{ExportContext, Exporter};
+use blackout::oplog::ops::escape_controls;
+use blackout::oplog::promises::Outputs;
+use blackout::oplog::trace::{Trace, TraceMeta};
+use blackout::oplog::tree::Tree;
+use blackout::record::replay::{replay_with, ReplayOptions};
+use blackout::record::snapshot::snapshot;
+use blackout::record::{RecordConfig, Recorder, StraceRecorder};
+use blackout::run::{check_trace, write_state, RunConfig, RunError};
 
 /// Set by the Ctrl-C handler; checked after each stage.
 static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
@@ -81,7 +90,7 @@ struct RunArgs {
     consistency_only: bool,
     /// Distinct fixes verified per model (each re-explores the trace with
     /// one added fsync); 0 verifies none.
-    #[arg(long, value_name = "N", default_value_t = blackout::run::FIX_VERIFICATIONS_MAX)]
+    #[arg(long, value_name = "N", default_value_t = FIX_VERIFICATIONS_MAX)]
     verify_fixes: usize,
     /// Print the whole result as JSON.
     #[arg(long)]
@@ -100,15 +109,17 @@ fn models_of(spec: &str) -> Result<Vec<Model>, String> {
     let mut models = Vec::new();
     for name in spec.split(',') {
         match name.trim() {
-            "process" => models.push(Model::Process),
-            "ordered" => models.push(Model::Ordered),
-            "posix" => models.push(Model::Posix),
-            "all" => models.extend([Model::Process, Model::Ordered, Model::Posix]),
-            other => {
-                return Err(format!(
-                    "`{other}` is not a model (process, ordered, posix, all)"
-                ))
-            }
+            "all" => models.extend(Model::ALL),
+            other => match Model::by_name(other) {
+                Some(m) => models.push(m),
+                None => {
+                    let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+                    return Err(format!(
+                        "`{other}` is not a model ({}, all)",
+                        names.join(", ")
+                    ));
+                }
+            },
         }
     }
     models.sort();
@@ -129,11 +140,11 @@ struct ExploreArgs {
     model: String,
     /// Under posix, enumerate every subset of the pending ops at a crash
     /// point when there are at most this many.
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=20))]
+    #[arg(long, value_name = "N", default_value_t = EXHAUSTIVE_LIMIT_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(0..=EXHAUSTIVE_LIMIT_MAX as u64))]
     exhaustive_limit: u64,
     /// Beyond the limit: random subsets sampled per crash point, besides the
     /// structured families.
-    #[arg(long, value_name = "N", default_value_t = 64)]
+    #[arg(long, value_name = "N", default_value_t = BUDGET_DEFAULT)]
     budget: usize,
     /// Seed of the sample.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -153,9 +164,8 @@ impl ExploreArgs {
 
     fn config(&self) -> ExploreConfig {
         ExploreConfig {
-            model: Model::Posix,
             exhaustive_limit: self.exhaustive_limit as usize,
-            sample_per_crash_point: self.budget,
+            budget: self.budget,
             seed: self.seed,
         }
     }
@@ -338,7 +348,7 @@ fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) -> Result<T
     if let Some(out) = output {
         std::fs::write(out, b"").with_context(|| format!("cannot write {}", out.display()))?;
     }
-    let result = record(&cfg);
+    let result = StraceRecorder.record(&cfg);
     let remove = || {
         if let Some(out) = output {
             let _ = std::fs::remove_file(out);
@@ -364,7 +374,7 @@ fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) -> Result<T
     let outputs = t
         .ops
         .iter()
-        .filter(|o| matches!(o.kind, blackout::ops::OpKind::Output { .. }))
+        .filter(|o| matches!(o.kind, blackout::oplog::ops::OpKind::Output { .. }))
         .count();
     eprintln!(
         "recorded {} ops ({} outputs) from {} system calls{}; workload {}",
@@ -410,16 +420,16 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     }
     let mut cfg = RunConfig::new(a.checker.clone());
     cfg.models = a.explore.models();
-    cfg.checker = Checker {
+    cfg.checker = Box::new(ShellChecker {
         command: a.checker.clone(),
         timeout: std::time::Duration::from_secs_f64(a.timeout),
-    };
+    });
     if let Some(j) = a.jobs {
         cfg.jobs = j.max(1);
     }
     cfg.explore = a.explore.config();
     cfg.sector = a.explore.sector;
-    cfg.ack_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
+    cfg.promise_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
     cfg.consistency_only = a.consistency_only;
     cfg.fix_verifications = a.verify_fixes;
     cfg.cancel = Some(Arc::clone(&INTERRUPTED));
@@ -441,35 +451,16 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
         Err(e) => return Err(e).context("checking crash states"),
     };
+    let shown = trace_path.as_ref().map(|p| p.display().to_string());
+    let ctx = ExportContext {
+        trace: &trace,
+        trace_path: shown.as_deref(),
+        checker: &a.checker,
+        state_flags: &a.explore.state_flags(),
+    };
+    let exporter: &dyn Exporter = if a.json { &JsonExporter } else { &TextExporter };
     let mut out = std::io::stdout().lock();
-    if a.json {
-        let v = serde_json::json!({
-            "verdict": report.verdict.name(),
-            "exit_code": report.verdict.exit_code(),
-            "trace": trace_path.as_ref().map(|p| p.display().to_string()),
-            "command": trace.command,
-            "ops": trace.ops.len(),
-            "checker": a.checker,
-            "result": serde_json::to_value(&report)?,
-        });
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
-    } else {
-        let shown = trace_path.as_ref().map(|p| p.display().to_string());
-        let ctx = ReportContext {
-            trace_path: shown.as_deref(),
-            checker: &a.checker,
-            state_flags: &a.explore.state_flags(),
-        };
-        let text = render(
-            &trace,
-            &report,
-            &ctx,
-            a.explore.exhaustive_limit as usize,
-            a.explore.budget,
-        );
-        out.write_all(text.as_bytes())?;
-    }
+    out.write_all(&exporter.export(&report, &ctx))?;
     out.flush()?;
     Ok(report.verdict.exit_code())
 }
@@ -478,13 +469,13 @@ fn cmd_states(a: StatesArgs) -> Result<u8> {
     let trace = load_trace(&a.trace)?;
     let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
     let outputs = Outputs::new(&trace, prefix);
-    let explored = explore(
+    let explored = distinct_states(
         &trace,
         &outputs,
         &a.explore.models(),
         &a.explore.config(),
         a.explore.sector,
-    );
+    )?;
     let mut out = std::io::stdout().lock();
     if a.json {
         let models: Vec<serde_json::Value> = explored
@@ -510,12 +501,7 @@ fn cmd_states(a: StatesArgs) -> Result<u8> {
                 m.model.name(),
                 m.states,
                 m.reach.len(),
-                coverage_text(
-                    m.model,
-                    &m.coverage,
-                    a.explore.exhaustive_limit as usize,
-                    a.explore.budget
-                )
+                coverage_text(m.model, &m.coverage, &a.explore.config())
             )?;
             for (_, d) in &m.reach {
                 writeln!(out, "{}", d.id())?;
@@ -583,7 +569,7 @@ fn cmd_ops(a: OpsArgs) -> Result<u8> {
                 .ok_or_else(|| anyhow!("--strace needs --dir"))?;
             let tree = match &a.init {
                 Some(init) => {
-                    Tree::snapshot(init).with_context(|| format!("--init {}", init.display()))?
+                    snapshot(init).with_context(|| format!("--init {}", init.display()))?
                 }
                 None => Tree::default(),
             };

@@ -51,7 +51,7 @@ fn model<'a>(v: &'a Value, name: &str) -> &'a Value {
 /// A cause sentence without log line numbers (they vary with the sqlite3
 /// build and the environment, not with what SQLite does).
 fn stable(sentence: &str) -> String {
-    blackout::report::without_log_lines(sentence).replace('|', "\\|")
+    blackout::export::text::without_log_lines(sentence).replace('|', "\\|")
 }
 
 fn run(s: &Scratch, mode: &'static str, level: &'static str) -> Row {

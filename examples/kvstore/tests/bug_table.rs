@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use blackout::explore::Model;
-use blackout::record::{record, RecordConfig};
-use blackout::run::{check_trace, RunConfig, RunReport, Verdict};
+use blackout::analysis::report::{RunReport, Verdict};
+use blackout::check::shell::ShellChecker;
+use blackout::explore::model::Model;
+use blackout::record::{RecordConfig, Recorder, StraceRecorder};
+use blackout::run::{check_trace, RunConfig};
 
 const MODELS: [Model; 3] = [Model::Process, Model::Ordered, Model::Posix];
 
@@ -56,23 +58,27 @@ fn run(bug: &str) -> RunReport {
     let mut command: Vec<std::ffi::OsString> = vec![kvstore().into()];
     command.extend(flags.iter().map(Into::into));
     command.extend(["load".into(), "8".into()]);
-    let rec = record(&RecordConfig::new(command)).expect("recording kvstore");
+    let rec = StraceRecorder
+        .record(&RecordConfig::new(command))
+        .expect("recording kvstore");
     let mut checker = kvstore().to_string();
     for f in &flags {
         checker.push(' ');
         checker.push_str(f);
     }
     checker.push_str(" check");
-    let mut cfg = RunConfig::new(checker);
+    let mut cfg = RunConfig::with_checker(Box::new(ShellChecker {
+        command: checker,
+        timeout: Duration::from_secs(60),
+    }));
     cfg.models = MODELS.to_vec();
-    cfg.checker.timeout = Duration::from_secs(60);
     check_trace(&rec.trace, &cfg).expect("checking kvstore")
 }
 
 /// A cause sentence without log line numbers (they depend on how the
 /// program was built and started, not on what it does).
 fn stable(sentence: &str) -> String {
-    blackout::report::without_log_lines(sentence).replace('|', "\\|")
+    blackout::export::text::without_log_lines(sentence).replace('|', "\\|")
 }
 
 #[test]

@@ -5,10 +5,11 @@
 
 use std::path::Path;
 
-use blackout::explore::Model;
-use blackout::report::{render, ReportContext};
+use blackout::explore::model::Model;
+use blackout::export::text::render;
+use blackout::export::ExportContext;
+use blackout::oplog::trace::Trace;
 use blackout::run::{check_trace, RunConfig};
-use blackout::trace::Trace;
 
 fn report(bug: &str) -> String {
     let rel = format!("tests/reports/{bug}.trace");
@@ -16,14 +17,15 @@ fn report(bug: &str) -> String {
     let kvstore = env!("CARGO_BIN_EXE_kvstore");
     let checker = format!("{kvstore} --bug {bug} check");
     let mut cfg = RunConfig::new(checker.clone());
-    cfg.models = vec![Model::Process, Model::Ordered, Model::Posix];
+    cfg.models = Model::ALL.to_vec();
     let report = check_trace(&trace, &cfg).unwrap();
-    let ctx = ReportContext {
+    let ctx = ExportContext {
+        trace: &trace,
         trace_path: Some(&rel),
         checker: &checker,
         state_flags: "",
     };
-    render(&trace, &report, &ctx, 10, 64).replace(kvstore, "kvstore")
+    render(&report, &ctx).replace(kvstore, "kvstore")
 }
 
 #[test]

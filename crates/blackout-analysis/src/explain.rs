@@ -1,0 +1,754 @@
+//! Explain: why a crash state fails, in one sentence, and which single sync
+//! would fix it.
+//!
+//! A failing state lost or tore some ops. One of them is **blamed** (a lost
+//! op whose loss alone already fails, else the latest lost op), and the
+//! **cause** says what the program should have done about it:
+//!
+//! - an entry change (create, mkdir, link, unlink, rename) whose directory is
+//!   not fsynced before the promise;
+//! - file data not synced before the rename that publishes it, or before the
+//!   promise;
+//! - a promise printed before the sync that covers the op completed;
+//! - a rename between two directories with only one of them synced;
+//! - reliance on `sync_file_range` or on an fsync that failed;
+//! - a torn or zero-filled write that recovery accepted;
+//! - an update that is not atomic (the state fails with nothing lost).
+//!
+//! Each cause but the last two names a sync to insert after an op; fix
+//! verification (grouping, later in this crate) re-explores with it.
+
+use serde::Serialize;
+
+use blackout_explore::enumerate::{StateDesc, Tear};
+use blackout_oplog::naming::{describe_unit_numbered, rename_paths, DirPaths};
+use blackout_oplog::ops::{escape_controls, synced_by, Ino, Op, OpKind, Part, SyncedBy, Unit};
+use blackout_oplog::promises::Outputs;
+use blackout_oplog::trace::Trace;
+
+/// The kinds of cause blackout recognises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseKind {
+    /// An entry change whose directory is never fsynced before the promise.
+    EntryNotSynced,
+    /// File data not synced before the rename that publishes the file.
+    DataNotSyncedBeforeRename,
+    /// File data never synced before the promise.
+    DataNotSynced,
+    /// A later write to the same file reached the disk while this one did
+    /// not: no sync orders them (a header or commit record written before
+    /// the data it describes is synced).
+    UnorderedWrites,
+    /// The promise was printed before the sync that covers the op completed.
+    PromiseBeforeSync,
+    /// A rename between two directories, only one of which is synced.
+    CrossDirectoryRenameHalfSynced,
+    /// The only sync of the file was `sync_file_range`, not a barrier.
+    SyncFileRangeOnly,
+    /// The program went on after an fsync failed.
+    FailedSync,
+    /// A torn or zero-filled write that recovery accepted.
+    TornWriteAccepted,
+    /// The state fails with nothing lost or torn: the update is not atomic.
+    NotAtomic,
+}
+
+/// A sync to insert: `fsync(ino)` right after op `after`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct SyncFix {
+    /// The op after which the sync goes.
+    pub after: usize,
+    /// The op it must precede, when that is the point (a rename that
+    /// publishes the file).
+    pub before: Option<usize>,
+    /// The inode to fsync.
+    pub ino: Ino,
+    /// Whether it is a directory.
+    pub dir: bool,
+    /// Its path, for people.
+    pub path: String,
+}
+
+impl SyncFix {
+    /// `fsync(.) after op 3 (log line 224)`.
+    pub fn describe(&self, trace: &Trace) -> String {
+        match self.before {
+            Some(j) => format!(
+                "fsync({}) before op {} (log line {})",
+                self.path, j, trace.ops[j].line
+            ),
+            None => format!(
+                "fsync({}) after op {} (log line {})",
+                self.path, self.after, trace.ops[self.after].line
+            ),
+        }
+    }
+}
+
+/// Why a state fails.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cause {
+    /// The kind.
+    pub kind: CauseKind,
+    /// The blamed op (for a torn write, the write; for a non-atomic update,
+    /// the last op before the crash).
+    pub blamed: Unit,
+    /// The blamed op in the user's terms.
+    pub op: String,
+    /// The likely cause, one sentence.
+    pub sentence: String,
+    /// The sync that should fix it, if a sync can.
+    pub fix: Option<SyncFix>,
+}
+
+/// What [`explain`] needs to know about a trace, computed once.
+pub struct Context<'a> {
+    /// The trace.
+    pub trace: &'a Trace,
+    /// Its promises.
+    pub outputs: &'a Outputs,
+    synced: Vec<SyncedBy>,
+    /// Indices of added syncs ([`with_syncs`]), ascending: ops are shown
+    /// under their numbers in the trace as recorded.
+    added: Vec<usize>,
+}
+
+impl<'a> Context<'a> {
+    /// Prepares the context for a trace.
+    pub fn new(trace: &'a Trace, outputs: &'a Outputs) -> Context<'a> {
+        Context {
+            trace,
+            outputs,
+            synced: synced_by(&trace.ops),
+            added: Vec::new(),
+        }
+    }
+
+    /// The same, for a trace made by [`with_syncs`], given the indices of
+    /// the added ops: ops keep the numbers they have in the recorded trace.
+    pub fn with_added_syncs(
+        trace: &'a Trace,
+        outputs: &'a Outputs,
+        added: &[usize],
+    ) -> Context<'a> {
+        Context {
+            added: added.to_vec(),
+            ..Context::new(trace, outputs)
+        }
+    }
+
+    /// The number op `i` has in the recorded trace.
+    fn n(&self, i: usize) -> usize {
+        i - self.added.partition_point(|&a| a < i)
+    }
+
+    /// An op in the user's terms, under its recorded number.
+    fn describe(&self, u: Unit) -> String {
+        describe_unit_numbered(self.trace, u, self.n(u.op))
+    }
+
+    fn ops(&self) -> &[Op] {
+        &self.trace.ops
+    }
+
+    /// `"saved" was printed` or `the crash`, for "before ...".
+    fn promise_text(&self, crash: usize) -> String {
+        match self.outputs.latest_promise_before(crash) {
+            Some((_, line)) => format!(
+                "\"{}\" was printed",
+                escape_controls(&String::from_utf8_lossy(line))
+            ),
+            None => "the crash".into(),
+        }
+    }
+
+    fn path_of(&self, ino: Ino, at: usize) -> String {
+        // The path the op that last named this inode used, else its inode.
+        self.ops()[..at.min(self.ops().len())]
+            .iter()
+            .rev()
+            .find(|o| op_inode(&o.kind) == Some(ino))
+            .map(|o| self.trace.show_path(&o.path))
+            .unwrap_or_else(|| format!("(inode {ino})"))
+    }
+
+    fn dir_path(&self, dir: Ino, at: usize) -> String {
+        escape_controls(&DirPaths::at(self.trace, at).dir(dir))
+    }
+}
+
+/// The inode an op acts on (a data op's file, an entry op's inode).
+fn op_inode(kind: &OpKind) -> Option<Ino> {
+    match kind {
+        OpKind::Write { ino, .. }
+        | OpKind::Truncate { ino, .. }
+        | OpKind::Fallocate { ino, .. }
+        | OpKind::Link { ino, .. }
+        | OpKind::Unlink { ino, .. }
+        | OpKind::Rename { ino, .. }
+        | OpKind::Fsync { ino, .. }
+        | OpKind::Fdatasync { ino, .. }
+        | OpKind::SyncFileRange { ino }
+        | OpKind::FailedSync { ino, .. } => Some(*ino),
+        _ => None,
+    }
+}
+
+/// Explains a failing state. `fails` tells whether another state of the same
+/// trace fails (it is asked about the state that loses only one of the lost
+/// units, to find the one to blame).
+pub fn explain(
+    cx: &Context<'_>,
+    desc: &StateDesc,
+    fails: &mut dyn FnMut(&StateDesc) -> bool,
+) -> Cause {
+    let k = desc.crash;
+    if let (Some((op, tear)), true) = (desc.torn, desc.lost.is_empty()) {
+        return torn(cx, desc, op, tear);
+    }
+    if desc.lost.is_empty() {
+        return not_atomic(cx, k);
+    }
+    // Blame a unit whose loss alone fails (and explain that state); else
+    // the latest.
+    let alone = |u: Unit| StateDesc {
+        crash: k,
+        lost: vec![u],
+        torn: None,
+    };
+    let single = if desc.lost.len() == 1 {
+        Some(desc.lost[0])
+    } else {
+        desc.lost.iter().copied().find(|u| fails(&alone(*u)))
+    };
+    match single {
+        Some(u) => lost_cause(cx, k, u, &alone(u)),
+        None => {
+            let u = desc.lost[desc.lost.len() - 1];
+            let mut cause = lost_cause(cx, k, u, desc);
+            cause.sentence.push_str(&format!(
+                " (no lost op fails alone here: it fails together with {} other lost op(s))",
+                desc.lost.len() - 1
+            ));
+            cause
+        }
+    }
+}
+
+/// The rename, kept in the state, that publishes file `f` after op `i` and
+/// before crash point `k`.
+fn publishing_rename(cx: &Context<'_>, i: usize, f: Ino, desc: &StateDesc) -> Option<usize> {
+    (i + 1..desc.crash).find(|&j| {
+        matches!(&cx.ops()[j].kind, OpKind::Rename { ino, .. } if *ino == f)
+            && !desc.lost.iter().any(|l| l.op == j)
+    })
+}
+
+/// "`data` is not fsynced before the rename that publishes it ...", with
+/// the fix: an fsync of the file right before the rename.
+fn published_unsynced(cx: &Context<'_>, data: &str, j: usize, fix: SyncFix) -> (String, SyncFix) {
+    let (_, to) = rename_paths(cx.trace, j).unwrap_or_default();
+    (
+        format!(
+            "{data} is not fsynced before the rename that publishes it as {to} (op {}, log line {}): after a crash {to} can name a file without its data",
+            cx.n(j),
+            cx.ops()[j].line
+        ),
+        SyncFix {
+            after: j - 1,
+            before: Some(j),
+            ..fix
+        },
+    )
+}
+
+fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
+    let unit = Unit {
+        op,
+        part: Part::Whole,
+    };
+    let how = tear.describe();
+    let (len, f) = match &cx.ops()[op].kind {
+        OpKind::Write { data, ino, .. } => (data.len, *ino),
+        _ => (0, 0),
+    };
+    let path = cx.trace.show_path(&cx.ops()[op].path);
+    let data = format!(
+        "the write of {len} bytes to {path} (op {}, log line {}), torn ({how}),",
+        cx.n(op),
+        cx.ops()[op].line
+    );
+    let fix = SyncFix {
+        after: op,
+        before: None,
+        ino: f,
+        dir: false,
+        path: path.clone(),
+    };
+    if let Some(j) = publishing_rename(cx, op, f, desc) {
+        let (sentence, fix) = published_unsynced(cx, &data, j, fix);
+        return Cause {
+            kind: CauseKind::DataNotSyncedBeforeRename,
+            blamed: unit,
+            op: cx.describe(unit),
+            sentence,
+            fix: Some(fix),
+        };
+    }
+    Cause {
+        kind: CauseKind::TornWriteAccepted,
+        blamed: unit,
+        op: cx.describe(unit),
+        sentence: format!(
+            "{data} was accepted by recovery before {}: recovery must detect torn writes (e.g. a checksum per record it verifies)",
+            cx.promise_text(desc.crash)
+        ),
+        fix: Some(fix),
+    }
+}
+
+fn not_atomic(cx: &Context<'_>, k: usize) -> Cause {
+    let last = k.saturating_sub(1);
+    let shown = cx.n(last);
+    let what = match cx.ops().get(last) {
+        Some(op) if k > 0 => format!(
+            " ({} of {})",
+            op.kind.label(|x| cx.trace.kind(x)),
+            cx.trace.show_path(&op.path)
+        ),
+        _ => String::new(),
+    };
+    let unit = Unit {
+        op: last,
+        part: Part::Whole,
+    };
+    let op = if k == 0 {
+        "no op".to_string()
+    } else {
+        cx.describe(unit)
+    };
+    Cause {
+        kind: CauseKind::NotAtomic,
+        blamed: unit,
+        sentence: format!(
+            "a crash right after op {shown}{what} fails with every op kept: the program itself passes through a state its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead)"
+        ),
+        op,
+        fix: None,
+    }
+}
+
+/// The cause of losing `u` at crash point `k`.
+fn lost_cause(cx: &Context<'_>, k: usize, u: Unit, desc: &StateDesc) -> Cause {
+    let ops = cx.ops();
+    let i = u.op;
+    let ni = cx.n(i);
+    let op = &ops[i];
+    let before = cx.promise_text(k);
+    let promise_op = cx.outputs.latest_promise_before(k).map(|(p, _)| p);
+    let line = op.line;
+    let what = cx.describe(u);
+    let mk = |kind, sentence: String, fix: Option<SyncFix>| Cause {
+        kind,
+        blamed: u,
+        op: what.clone(),
+        sentence,
+        fix,
+    };
+    // The sync that covers this unit, and whether it came too late.
+    let cover = match u.part {
+        Part::Source => cx.synced[i].source,
+        _ => cx.synced[i].main,
+    };
+    let after_promise = |s: usize| promise_op.is_some_and(|p| p > i && p < s) && s >= k;
+    match &op.kind {
+        OpKind::Write { ino, .. }
+        | OpKind::Truncate { ino, .. }
+        | OpKind::Fallocate { ino, .. } => {
+            let f = *ino;
+            let path = cx.path_of(f, i + 1);
+            let fix = SyncFix {
+                after: i,
+                before: None,
+                ino: f,
+                dir: false,
+                path: path.clone(),
+            };
+            let label = op.kind.label(|x| cx.trace.kind(x));
+            let data = format!("the {label} to {path} (op {ni}, log line {line})");
+            if let Some(s) = cover.filter(|&s| after_promise(s)) {
+                return mk(
+                    CauseKind::PromiseBeforeSync,
+                    format!(
+                        "{before} (op {}) before the sync that covers {data} completed (op {}, log line {}): print the promise only after the sync returns",
+                        cx.n(promise_op.unwrap_or(0)),
+                        cx.n(s),
+                        ops[s].line
+                    ),
+                    Some(fix),
+                );
+            }
+            for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
+                match &later.kind {
+                    OpKind::SyncFileRange { ino } if *ino == f => {
+                        return mk(
+                            CauseKind::SyncFileRangeOnly,
+                            format!(
+                                "{data} is followed only by sync_file_range (op {}, log line {}), which is not a durability barrier, before {before}",
+                                cx.n(j),
+                                ops[j].line
+                            ),
+                            Some(fix),
+                        )
+                    }
+                    OpKind::FailedSync { ino, errno } if *ino == f => {
+                        return mk(
+                            CauseKind::FailedSync,
+                            format!(
+                                "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
+                                cx.n(j),
+                                ops[j].line
+                            ),
+                            Some(fix),
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(j) = publishing_rename(cx, i, f, desc) {
+                let (sentence, fix) = published_unsynced(cx, &data, j, fix);
+                return mk(CauseKind::DataNotSyncedBeforeRename, sentence, Some(fix));
+            }
+            // A later write to the same file, kept, that nothing orders after
+            // this one.
+            let later = (i + 1..k).rev().find(|&j| {
+                matches!(&ops[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
+                    && !desc.lost.iter().any(|l| l.op == j)
+            });
+            if let Some(j) = later {
+                return mk(
+                    CauseKind::UnorderedWrites,
+                    format!(
+                        "{data} can be lost while the later write to {path} (op {}, log line {}) reaches the disk: no fsync between them orders them{}; fsync {path} before op {}",
+                        cx.n(j),
+                        ops[j].line,
+                        match cover {
+                            Some(s) => format!(" (the fsync that covers both, op {}, comes after)", cx.n(s)),
+                            None => String::new(),
+                        },
+                        cx.n(j)
+                    ),
+                    Some(SyncFix {
+                        after: j - 1,
+                        before: Some(j),
+                        ..fix
+                    }),
+                );
+            }
+            let when = match cover {
+                Some(s) if s >= k => format!(
+                    "is not fsynced before {before} (its fsync, op {}, comes after)",
+                    cx.n(s)
+                ),
+                _ => format!("is never fsynced before {before}"),
+            };
+            mk(
+                CauseKind::DataNotSynced,
+                format!("{data} {when}"),
+                Some(fix),
+            )
+        }
+        OpKind::Link { dir, .. } | OpKind::Unlink { dir, .. } => {
+            entry_cause(cx, k, u, *dir, cover.filter(|&s| after_promise(s)), mk)
+        }
+        OpKind::Rename {
+            from_dir, to_dir, ..
+        } => {
+            let dir = if u.part == Part::Source {
+                *from_dir
+            } else {
+                *to_dir
+            };
+            if u.part != Part::Whole {
+                // The other half: synced before the crash?
+                let other = if u.part == Part::Source {
+                    cx.synced[i].main
+                } else {
+                    cx.synced[i].source
+                };
+                let other_dir = if u.part == Part::Source {
+                    *to_dir
+                } else {
+                    *from_dir
+                };
+                if let Some(s) = other.filter(|&s| s < k) {
+                    let d = cx.dir_path(dir, i);
+                    return mk(
+                        CauseKind::CrossDirectoryRenameHalfSynced,
+                        format!(
+                            "{what} moved an entry between two directories: {} was fsynced (op {}, log line {}) but {d} is not before {before}; both directories need an fsync",
+                            cx.dir_path(other_dir, i),
+                            cx.n(s),
+                            ops[s].line
+                        ),
+                        Some(SyncFix {
+                            after: i,
+                            before: None,
+                            ino: dir,
+                            dir: true,
+                            path: d,
+                        }),
+                    );
+                }
+            }
+            entry_cause(cx, k, u, dir, cover.filter(|&s| after_promise(s)), mk)
+        }
+        _ => mk(CauseKind::NotAtomic, format!("{what} was lost"), None),
+    }
+}
+
+/// The cause of losing an entry change in directory `dir`; `late_cover` is
+/// the sync that covers it if that sync completed only after the promise.
+fn entry_cause(
+    cx: &Context<'_>,
+    k: usize,
+    u: Unit,
+    dir: Ino,
+    late_cover: Option<usize>,
+    mk: impl Fn(CauseKind, String, Option<SyncFix>) -> Cause,
+) -> Cause {
+    let ops = cx.ops();
+    let i = u.op;
+    let ni = cx.n(i);
+    let d = cx.dir_path(dir, i);
+    let before = cx.promise_text(k);
+    let fix = SyncFix {
+        after: i,
+        before: None,
+        ino: dir,
+        dir: true,
+        path: d.clone(),
+    };
+    let op = &ops[i];
+    let label = op.kind.label(|x| cx.trace.kind(x));
+    let name = match rename_paths(cx.trace, i) {
+        Some((from, to)) => format!("{label} of {from} -> {to}"),
+        None => format!("{label} of {}", cx.trace.show_path(&op.path)),
+    };
+    if let Some(s) = late_cover {
+        return mk(
+            CauseKind::PromiseBeforeSync,
+            format!(
+                "{before} before the fsync of directory {d} that covers the {name} (op {ni}) completed (op {}, log line {}): print the promise only after the sync returns",
+                cx.n(s),
+                ops[s].line
+            ),
+            Some(fix),
+        );
+    }
+    for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
+        if let OpKind::FailedSync { ino, errno } = &later.kind {
+            if *ino == dir {
+                return mk(
+                    CauseKind::FailedSync,
+                    format!(
+                        "the fsync of directory {d} after the {name} (op {ni}) failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
+                        cx.n(j),
+                        ops[j].line
+                    ),
+                    Some(fix),
+                );
+            }
+        }
+    }
+    mk(
+        CauseKind::EntryNotSynced,
+        format!(
+            "{name} (op {ni}, log line {}) changed directory {d}, which is never fsynced before {before}",
+            op.line
+        ),
+        Some(fix),
+    )
+}
+
+/// A copy of `trace` with `fsync(fix.ino)` inserted right after op
+/// `fix.after`; later syncs' barriers move with the ops they count.
+pub fn with_sync(trace: &Trace, fix: &SyncFix) -> Trace {
+    with_syncs(trace, std::slice::from_ref(fix)).0
+}
+
+/// A copy of `trace` with every fix's fsync inserted (the same place and
+/// inode once), and the indices the added ops have in it.
+pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
+    let mut t = trace.clone();
+    let mut places: Vec<(usize, Ino, &SyncFix)> =
+        fixes.iter().map(|f| (f.after, f.ino, f)).collect();
+    places.sort_by_key(|p| std::cmp::Reverse((p.0, p.1)));
+    places.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
+    // From the last place to the first, so earlier places keep their index.
+    for (after, ino, fix) in &places {
+        let at = after + 1;
+        for op in &mut t.ops[at..] {
+            match &mut op.kind {
+                OpKind::Fsync { barrier, .. }
+                | OpKind::Fdatasync { barrier, .. }
+                | OpKind::Sync { barrier }
+                    if *barrier >= at =>
+                {
+                    *barrier += 1;
+                }
+                _ => {}
+            }
+        }
+        let base = &trace.ops[*after];
+        t.ops.insert(
+            at,
+            Op {
+                kind: OpKind::Fsync {
+                    ino: *ino,
+                    barrier: at,
+                    implied: false,
+                },
+                syscall: "fsync (added)".into(),
+                pid: base.pid,
+                line: base.line,
+                path: fix.path.as_str().into(),
+                stack: Vec::new(),
+                origin: None,
+            },
+        );
+    }
+    // Places in ascending order: the j-th added op sits after j earlier ones.
+    let added = places
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(j, (after, _, _))| after + 1 + j)
+        .collect();
+    (t, added)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use blackout_oplog::trace::TraceMeta;
+    use blackout_oplog::tree::Tree;
+
+    fn trace(log: &str) -> Trace {
+        let tree = Tree::default();
+        let r = blackout_record::replay::replay(log.as_bytes(), &tree, b"/d").unwrap();
+        Trace::new(&tree, r, TraceMeta::default())
+    }
+
+    fn cause(t: &Trace, id: &str) -> Cause {
+        let outputs = Outputs::new(t, None);
+        let cx = Context::new(t, &outputs);
+        explain(&cx, &StateDesc::parse(id).unwrap(), &mut |_| true)
+    }
+
+    const NEW: &str = "1 openat(AT_FDCWD, \"\\x6e\", O_WRONLY|O_CREAT, 0644) = 3\n\
+                       1 write(3, \"\\x68\\x69\", 2) = 2\n";
+
+    #[test]
+    fn an_unsynced_create_blames_its_directory() {
+        let t = trace(&format!(
+            "{NEW}1 fsync(3) = 0\n1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"
+        ));
+        let c = cause(&t, "c4.lost0");
+        assert_eq!(c.kind, CauseKind::EntryNotSynced);
+        assert!(
+            c.sentence
+                .contains("changed directory ., which is never fsynced before \"ok\" was printed"),
+            "{}",
+            c.sentence
+        );
+        let fix = c.fix.unwrap();
+        assert_eq!((fix.after, fix.ino, fix.dir), (0, 0, true));
+    }
+
+    #[test]
+    fn data_kinds() {
+        // Never synced.
+        let t = trace(&format!("{NEW}1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"));
+        assert_eq!(cause(&t, "c3.lost1").kind, CauseKind::DataNotSynced);
+        // Synced after the promise.
+        let t = trace(&format!(
+            "{NEW}1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n1 fsync(3) = 0\n"
+        ));
+        assert_eq!(cause(&t, "c3.lost1").kind, CauseKind::PromiseBeforeSync);
+        // Only sync_file_range.
+        let t = trace(&format!("{NEW}1 sync_file_range(3, 0, 0, SYNC_FILE_RANGE_WRITE) = 0\n1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"));
+        assert_eq!(cause(&t, "c4.lost1").kind, CauseKind::SyncFileRangeOnly);
+        // A failed fsync.
+        let t = trace(&format!("{NEW}1 fsync(3) = -1 EIO (Input/output error)\n1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"));
+        assert_eq!(cause(&t, "c4.lost1").kind, CauseKind::FailedSync);
+        // Published by a rename before being synced; the fix goes before it.
+        let t = trace(&format!(
+            "{NEW}1 rename(\"\\x6e\", \"\\x6d\") = 0\n1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"
+        ));
+        let c = cause(&t, "c4.lost1");
+        assert_eq!(c.kind, CauseKind::DataNotSyncedBeforeRename);
+        assert_eq!(c.fix.unwrap().after, 1);
+    }
+
+    #[test]
+    fn inserting_a_sync_shifts_later_barriers() {
+        let t = trace(&format!("{NEW}1 fsync(3) = 0\n"));
+        let fix = SyncFix {
+            after: 0,
+            before: None,
+            ino: 0,
+            dir: true,
+            path: ".".into(),
+        };
+        let t2 = with_sync(&t, &fix);
+        assert_eq!(t2.ops.len(), 4);
+        // Two places at once: indices of the added ops, barriers shifted.
+        let later = SyncFix {
+            after: 2,
+            ino: 1,
+            dir: false,
+            path: "n".into(),
+            before: None,
+        };
+        let (t3, added) = with_syncs(&t, &[later, fix.clone(), fix.clone()]);
+        assert_eq!(added, vec![1, 4]);
+        assert_eq!(t3.ops.len(), 5);
+        assert!(matches!(
+            t3.ops[4].kind,
+            OpKind::Fsync {
+                ino: 1,
+                barrier: 4,
+                ..
+            }
+        ));
+        assert!(matches!(
+            t3.ops[3].kind,
+            OpKind::Fsync {
+                ino: 1,
+                barrier: 3,
+                ..
+            }
+        ));
+        assert!(matches!(
+            t2.ops[1].kind,
+            OpKind::Fsync {
+                ino: 0,
+                barrier: 1,
+                ..
+            }
+        ));
+        assert!(matches!(
+            t2.ops[3].kind,
+            OpKind::Fsync {
+                ino: 1,
+                barrier: 3,
+                ..
+            }
+        ));
+        let synced = synced_by(&t2.ops);
+        assert_eq!(synced[0].main, Some(1));
+    }
+}

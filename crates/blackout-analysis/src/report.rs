@@ -1,0 +1,201 @@
+//! What a run found, as plain data: verdicts, checked states, causes and
+//! their verified fixes, per model. Exporters render it; nothing in it needs
+//! the trace to be read again except op names.
+
+use serde::Serialize;
+
+use blackout_check::outcome::Outcome;
+use blackout_explore::enumerate::{Coverage, ExploreConfig, StateDesc, Tear, Unit};
+use blackout_explore::model::Model;
+
+use crate::explain::{Cause, SyncFix};
+
+/// The verdict of a run or of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Every checked state was accepted.
+    Pass,
+    /// A state violates the checker.
+    Fail,
+    /// Nothing was promised, or the check cannot fail.
+    Inconclusive,
+    /// The checker rejects the state where nothing was lost.
+    HarnessBroken,
+    /// The checker could not be run, or states could not be checked.
+    Error,
+}
+
+impl Verdict {
+    /// The verdict as printed: `PASS`, `HARNESS BROKEN`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Inconclusive => "INCONCLUSIVE",
+            Verdict::HarnessBroken => "HARNESS BROKEN",
+            Verdict::Error => "ERROR",
+        }
+    }
+
+    /// The exit code: 0 pass, 1 fail, 2 otherwise.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Verdict::Pass => 0,
+            Verdict::Fail => 1,
+            _ => 2,
+        }
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// One checked state, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct Checked {
+    /// The state's id.
+    pub id: String,
+    /// Ops issued before the crash.
+    pub crash: usize,
+    /// Pending ops (or rename halves) lost.
+    pub lost: Vec<Unit>,
+    /// The write torn, and how.
+    pub torn: Option<(usize, Tear)>,
+    /// The promises made before the crash.
+    pub acked: Vec<String>,
+    /// What the checker said.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+impl Checked {
+    /// The state's description.
+    pub fn desc(&self) -> StateDesc {
+        StateDesc {
+            crash: self.crash,
+            lost: self.lost.clone(),
+            torn: self.torn,
+        }
+    }
+}
+
+/// Failing states with one cause: the same kind, the same blamed op.
+#[derive(Debug, Clone, Serialize)]
+pub struct CauseGroup {
+    /// The cause, as explained for the simplest state.
+    pub cause: Cause,
+    /// How many failing states have it.
+    pub states: usize,
+    /// Their ids, simplest first.
+    pub ids: Vec<String>,
+    /// The simplest of them.
+    pub simplest: Checked,
+    /// The latest promise made before its crash point.
+    pub latest_promise: Option<String>,
+    /// Whether the same crash point with nothing lost passes: every op
+    /// reached the file system and no further, so what is missing is a sync,
+    /// not a write. `None` when not known.
+    pub process_passes: Option<bool>,
+    /// The source line (`file:line`) that issued the blamed ops, when
+    /// recorded with `--stacks`: the group then holds every op it issued.
+    pub source: Option<String>,
+    /// The syncs that should fix the group's states (one per blamed op).
+    pub fixes: Vec<SyncFix>,
+    /// The fix verified, if a sync can fix it.
+    pub fix: Option<FixCheck>,
+}
+
+/// The result of re-exploring with added syncs.
+#[derive(Debug, Clone, Serialize)]
+pub struct FixCheck {
+    /// The syncs added (one, or one per op a source line issued).
+    pub syncs: Vec<SyncFix>,
+    /// Where they sit in the re-explored trace (state ids of
+    /// `simplest_failing` count them).
+    pub added_at: Vec<usize>,
+    /// `fsync(.) after op 3 (log line 224)`.
+    pub description: String,
+    /// Whether every state passes with it.
+    pub passes: bool,
+    /// Distinct states of the re-exploration.
+    pub states: usize,
+    /// How many of them still fail.
+    pub still_failing: usize,
+    /// The simplest still failing (its id with the added sync) and its cause.
+    pub simplest_failing: Option<(String, String)>,
+}
+
+/// What one model found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelReport {
+    /// The model.
+    pub model: Model,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// States enumerated.
+    pub states: usize,
+    /// Distinct by content (the states checked).
+    pub distinct: usize,
+    /// Rejected states, simplest first (each distinct state once, under its
+    /// simplest id in this model).
+    pub failing: Vec<Checked>,
+    /// States whose check did not finish (timeouts), simplest first.
+    pub errors: Vec<Checked>,
+    /// What the enumeration did not cover.
+    pub coverage: Coverage,
+    /// The distinct causes of the failing states, in the order of their
+    /// simplest states.
+    pub causes: Vec<CauseGroup>,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The overall verdict.
+    pub verdict: Verdict,
+    /// Why, in one sentence.
+    pub reason: String,
+    /// Every promise the workload made.
+    pub promises: Vec<String>,
+    /// The checker on the pre-workload state (must reject it).
+    pub precheck: Option<Checked>,
+    /// The checker on the state with every op applied (must accept it).
+    pub all_applied: Option<Checked>,
+    /// Per model.
+    pub models: Vec<ModelReport>,
+    /// Distinct states checked over all models.
+    pub checked: usize,
+    /// Seconds spent enumerating, building and hashing states.
+    pub explore_seconds: f64,
+    /// Seconds spent writing states out and running the checker.
+    pub check_seconds: f64,
+    /// The enumeration settings, for the coverage statement.
+    #[serde(skip)]
+    pub explore: ExploreConfig,
+}
+
+impl RunReport {
+    /// A report of a run that stopped before exploring.
+    pub fn early(
+        (verdict, reason): (Verdict, String),
+        promises: Vec<String>,
+        precheck: Option<Checked>,
+        all_applied: Option<Checked>,
+    ) -> RunReport {
+        RunReport {
+            verdict,
+            reason,
+            promises,
+            precheck,
+            all_applied,
+            models: Vec::new(),
+            checked: 0,
+            explore_seconds: 0.0,
+            check_seconds: 0.0,
+            explore: ExploreConfig::default(),
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Checking: the user's recovery and checker run on each crash state.
+//!
+//! A [`Checker`] looks at one crash state written into a worker's
+//! [`slot::Slot`] and says whether it is acceptable ([`outcome::Outcome`]).
+//! The one checker today is [`shell::ShellChecker`]: the user's shell
+//! command, run in the state's directory with the promises in its
+//! environment; an in-process closure will sit beside it. The
+//! [`pool::Pool`] checks many distinct states in parallel (`-j` workers,
+//! each reusing one slot), under a scratch directory that is always
+//! removed, with cancellation and progress.
+//!
+//! Checking knows states only as built [`blackout_explore::state::FsState`]s
+//! and their ids; it never enumerates, and it draws no verdict.
+//!
+//! ```
+//! use blackout_check::shell::ShellChecker;
+//! use blackout_check::Checker;
+//!
+//! let checker = ShellChecker::new("test -s doc.txt");
+//! assert_eq!(checker.command(), "test -s doc.txt");
+//! assert_eq!(checker.timeout().as_secs(), 60);
+//! ```
+#![deny(missing_docs)]
+
+pub mod outcome;
+pub mod pool;
+pub mod shell;
+pub mod slot;
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use outcome::Outcome;
+use slot::Slot;
+
+/// What a checker gets for one state.
+#[derive(Debug, Clone)]
+pub struct StateFiles<'a> {
+    /// The state's directory (the checker's working directory).
+    pub dir: PathBuf,
+    /// A file holding the promises made before the crash, one per line.
+    pub acks_file: PathBuf,
+    /// A file holding everything printed before the crash.
+    pub output_file: PathBuf,
+    /// The state's id (`c5.lost3`).
+    pub id: &'a str,
+    /// The promises, one per line.
+    pub acked: &'a [u8],
+}
+
+/// A way of judging one crash state.
+///
+/// Implementations must be safe to call from several worker threads at
+/// once, honour the cancel flag (return `Ok(None)` when it is set), and
+/// never take longer than [`Checker::timeout`] (then the outcome is
+/// [`Outcome::TimedOut`]).
+pub trait Checker: Send + Sync {
+    /// Judges the state in `state.dir`. `slot` is the worker's own
+    /// directory, for files the checker needs beside the state.
+    fn check(
+        &self,
+        slot: &Slot,
+        state: &StateFiles<'_>,
+        cancel: Option<&AtomicBool>,
+    ) -> io::Result<Option<Outcome>>;
+
+    /// How long one state may take.
+    fn timeout(&self) -> Duration;
+
+    /// The command that checks a state by hand (for `reproduce:` lines).
+    fn command(&self) -> &str;
+}

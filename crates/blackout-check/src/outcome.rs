@@ -1,0 +1,51 @@
+//! What one checker run said about a state.
+
+use serde::Serialize;
+
+/// What one checker run said about a state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Exit 0: the state is acceptable.
+    Pass,
+    /// The checker rejected the state.
+    Fail {
+        /// How it ended: `exit code 1`, `killed by SIGSEGV`.
+        status: String,
+        /// The last line it wrote to stderr, else to stdout.
+        reason: String,
+    },
+    /// The checker did not finish within the timeout; its group was killed.
+    TimedOut {
+        /// The timeout, in seconds.
+        seconds: f64,
+    },
+    /// The checker could not be run at all (the shell said 126 or 127: not
+    /// found, not executable).
+    CannotRun {
+        /// What the shell said.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// Whether the checker rejected the state.
+    pub fn is_fail(&self) -> bool {
+        matches!(self, Outcome::Fail { .. })
+    }
+
+    /// One line for a report.
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Pass => "accepted".into(),
+            Outcome::Fail { status, reason } if reason.is_empty() => {
+                format!("rejected ({status}, nothing on stderr)")
+            }
+            Outcome::Fail { status, reason } => format!("rejected ({status}): {reason}"),
+            Outcome::TimedOut { seconds } => {
+                format!("did not finish within {seconds} s; killed with its process group")
+            }
+            Outcome::CannotRun { reason } => format!("could not be run: {reason}"),
+        }
+    }
+}

@@ -1,0 +1,289 @@
+//! The checker pool: distinct crash states checked in parallel.
+//!
+//! `-j` worker threads pull state indices from a shared counter; each owns
+//! one [`Slot`] under the run's [`Scratch`] directory, builds the state,
+//! writes it into the slot, runs the [`Checker`], and clears the slot. A
+//! checker that cannot be run at all stops every worker at once; so does
+//! the cancel flag (running checkers are killed by the checker itself) and
+//! any I/O error.
+
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use blackout_explore::dedup::{state_key, Distinct, Explored, StateKey};
+use blackout_explore::enumerate::StateDesc;
+use blackout_explore::state::{FsState, Materializer};
+use blackout_oplog::promises::{join_lines, Outputs};
+use blackout_oplog::trace::Trace;
+
+use crate::outcome::Outcome;
+use crate::slot::{Slot, StateInput};
+use crate::Checker;
+
+/// Why checking could not finish (a checker's own failures are outcomes,
+/// not errors).
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// The cancel flag was set.
+    #[error("interrupted")]
+    Interrupted,
+    /// Writing states or running the checker failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+}
+
+/// Outcomes by content key, shared by a run and its fix verifications.
+pub type Cache = HashMap<StateKey, Outcome>;
+
+/// Results of checking in parallel, and the state (and reason) where the
+/// checker could not be run, if it could not.
+pub type Parallel = (Vec<(usize, Outcome)>, Option<(String, String)>);
+
+/// A run's scratch directory: one slot per worker under it. Removed (with
+/// whatever a checker left, read-only directories included) by
+/// [`Scratch::remove`], or when dropped.
+pub struct Scratch {
+    dir: Option<PathBuf>,
+    slots: AtomicUsize,
+}
+
+impl Scratch {
+    /// Makes a fresh `blackout-*` directory under `parent`.
+    pub fn new(parent: &Path) -> io::Result<Scratch> {
+        let tmp = tempfile::Builder::new()
+            .prefix("blackout-")
+            .tempdir_in(parent)?;
+        Ok(Scratch {
+            dir: Some(tmp.keep()),
+            slots: AtomicUsize::new(0),
+        })
+    }
+
+    /// A new slot for a worker (removed when dropped).
+    pub fn slot(&self) -> io::Result<Slot> {
+        let n = self.slots.fetch_add(1, Ordering::SeqCst);
+        let dir = self.dir.as_deref().unwrap_or(Path::new("."));
+        Slot::new(&dir.join(format!("w{n}")))
+    }
+
+    /// Removes the directory and everything in it.
+    pub fn remove(mut self) -> io::Result<()> {
+        match self.dir.take() {
+            Some(d) => blackout_sys::scratch::remove_tree(&d),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(d) = self.dir.take() {
+            let _ = blackout_sys::scratch::remove_tree(&d);
+        }
+    }
+}
+
+/// How the pool checks.
+#[derive(Clone, Copy)]
+pub struct PoolConfig<'a> {
+    /// The checker.
+    pub checker: &'a dyn Checker,
+    /// How states are written out for it.
+    pub materializer: &'a dyn Materializer,
+    /// Checkers run at once.
+    pub jobs: usize,
+    /// Sector size at which writes tear.
+    pub sector: u64,
+    /// Set from outside (Ctrl-C) to stop.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Called after each checked state with (checked, total).
+    pub progress: Option<&'a (dyn Fn(usize, usize) + Send + Sync)>,
+}
+
+/// Checking the states of one trace.
+#[derive(Clone, Copy)]
+pub struct Pool<'a> {
+    /// The trace the states come from.
+    pub trace: &'a Trace,
+    /// Its promises.
+    pub outputs: &'a Outputs,
+    /// How to check.
+    pub cfg: PoolConfig<'a>,
+    /// Where.
+    pub scratch: &'a Scratch,
+}
+
+impl<'a> Pool<'a> {
+    /// The same pool, for another trace (one with an added sync).
+    pub fn for_trace(&self, trace: &'a Trace, outputs: &'a Outputs) -> Pool<'a> {
+        Pool {
+            trace,
+            outputs,
+            ..*self
+        }
+    }
+
+    /// Whether the cancel flag is set.
+    pub fn cancelled(&self) -> bool {
+        self.cfg.cancel.is_some_and(|c| c.load(Ordering::SeqCst))
+    }
+
+    /// The content key of a state of this pool's trace.
+    pub fn key(&self, desc: &StateDesc) -> StateKey {
+        let fs = FsState::build(self.trace, desc, self.cfg.sector);
+        state_key(&fs, self.outputs, desc.crash)
+    }
+
+    /// Writes a state into a worker's slot, runs the checker on it, removes
+    /// it. With `all_promises`, the checker gets every promise the workload
+    /// made (the pre-check). `None` when cancelled.
+    pub fn check_one(
+        &self,
+        slot: &Slot,
+        id: &str,
+        fs: &FsState,
+        crash: usize,
+        all_promises: bool,
+    ) -> io::Result<Option<Outcome>> {
+        let acked = if all_promises {
+            join_lines(&self.outputs.all_acked())
+        } else {
+            self.outputs.acked_text(crash)
+        };
+        let output = if all_promises {
+            self.outputs.output_at(usize::MAX)
+        } else {
+            self.outputs.output_at(crash)
+        };
+        slot.write(&StateInput {
+            fs,
+            materializer: self.cfg.materializer,
+            acked: &acked,
+            output,
+        })?;
+        let files = slot.files(id, &acked);
+        let outcome = self.cfg.checker.check(slot, &files, self.cfg.cancel);
+        let cleared = slot.clear();
+        let outcome = outcome?;
+        cleared?;
+        Ok(outcome)
+    }
+
+    /// Checks every distinct state of an exploration that the cache does not
+    /// know, adding the results to it. Returns each distinct state's outcome,
+    /// or the state where the checker could not be run and why.
+    pub fn check_distinct(
+        &self,
+        explored: &Explored,
+        cache: &mut Cache,
+    ) -> Result<Result<Vec<Outcome>, (String, String)>, PoolError> {
+        let todo: Vec<usize> = (0..explored.distinct.len())
+            .filter(|&i| !cache.contains_key(&explored.distinct[i].key))
+            .collect();
+        let (checked, stop) = self.check_parallel(&explored.distinct, &todo)?;
+        if let Some(stop) = stop {
+            return Ok(Err(stop));
+        }
+        for (i, o) in checked {
+            cache.insert(explored.distinct[i].key, o);
+        }
+        Ok(Ok(explored
+            .distinct
+            .iter()
+            .map(|d| cache.get(&d.key).cloned().unwrap_or(Outcome::Pass))
+            .collect()))
+    }
+
+    /// Checks `distinct[i]` for every `i` in `todo`, `jobs` at a time.
+    pub fn check_parallel(
+        &self,
+        distinct: &[Distinct],
+        todo: &[usize],
+    ) -> Result<Parallel, PoolError> {
+        let shared = Shared {
+            next: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            results: Mutex::new(Vec::with_capacity(todo.len())),
+            cannot_run: Mutex::new(None),
+            failure: Mutex::new(None),
+        };
+        let jobs = self.cfg.jobs.max(1).min(todo.len().max(1));
+        std::thread::scope(|scope| {
+            for _ in 0..jobs {
+                let shared = &shared;
+                scope.spawn(move || self.worker(shared, distinct, todo));
+            }
+        });
+        if self.cancelled() {
+            return Err(PoolError::Interrupted);
+        }
+        if let Some(e) = into_inner(shared.failure) {
+            return Err(PoolError::Io(e));
+        }
+        Ok((into_inner(shared.results), into_inner(shared.cannot_run)))
+    }
+
+    /// One worker: its slot, then states until none is left or all stop.
+    fn worker(&self, shared: &Shared, distinct: &[Distinct], todo: &[usize]) {
+        let slot = match self.scratch.slot() {
+            Ok(slot) => slot,
+            Err(e) => return shared.fail(e),
+        };
+        loop {
+            if shared.stop.load(Ordering::SeqCst) || self.cancelled() {
+                return;
+            }
+            let j = shared.next.fetch_add(1, Ordering::SeqCst);
+            let Some(&i) = todo.get(j) else { return };
+            let desc = &distinct[i].desc;
+            let fs = FsState::build(self.trace, desc, self.cfg.sector);
+            match self.check_one(&slot, &desc.id(), &fs, desc.crash, false) {
+                Ok(Some(Outcome::CannotRun { reason })) => {
+                    shared.stop.store(true, Ordering::SeqCst);
+                    lock(&shared.cannot_run).get_or_insert((desc.id(), reason));
+                }
+                Ok(Some(o)) => {
+                    lock(&shared.results).push((i, o));
+                    let n = shared.done.fetch_add(1, Ordering::SeqCst) + 1;
+                    if let Some(p) = self.cfg.progress {
+                        p(n, todo.len());
+                    }
+                }
+                Ok(None) => return,
+                Err(e) => shared.fail(e),
+            }
+        }
+    }
+}
+
+/// What the workers of one [`Pool::check_parallel`] share.
+struct Shared {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    stop: AtomicBool,
+    results: Mutex<Vec<(usize, Outcome)>>,
+    cannot_run: Mutex<Option<(String, String)>>,
+    failure: Mutex<Option<io::Error>>,
+}
+
+impl Shared {
+    /// Stops every worker, keeping the first error.
+    fn fail(&self, e: io::Error) {
+        self.stop.store(true, Ordering::SeqCst);
+        lock(&self.failure).get_or_insert(e);
+    }
+}
+
+/// Locks a mutex; a worker that panicked while holding it left its data
+/// consistent (every critical section is one push or insert).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn into_inner<T>(m: Mutex<T>) -> T {
+    m.into_inner().unwrap_or_else(|e| e.into_inner())
+}

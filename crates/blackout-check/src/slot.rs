@@ -1,0 +1,105 @@
+//! A checking worker's slot: the directory a state is written into for the
+//! checker, reused from state to state.
+
+use std::fs;
+use std::io::{self, Read, Seek};
+use std::path::{Path, PathBuf};
+
+use blackout_explore::state::{FsState, Materializer};
+
+/// One state to check: its files and what was printed before it.
+pub struct StateInput<'a> {
+    /// The file system.
+    pub fs: &'a FsState,
+    /// How to write it out.
+    pub materializer: &'a dyn Materializer,
+    /// The promises, one per line.
+    pub acked: &'a [u8],
+    /// Everything printed before the crash.
+    pub output: &'a [u8],
+}
+
+/// A checking worker's directory, reused from state to state: `root/fs`
+/// (the state, the checker's cwd, made afresh for each state), `root/acks`,
+/// `root/output`, and the checker's `root/stdout` and `root/stderr`
+/// (overwritten each time: creating and removing them per state costs more
+/// than the checker itself on a journaled file system).
+pub struct Slot {
+    /// The directory holding them.
+    pub root: PathBuf,
+    pub(crate) stdout: fs::File,
+    pub(crate) stderr: fs::File,
+}
+
+impl Slot {
+    /// Makes the worker's directory, which must not exist.
+    pub fn new(root: &Path) -> io::Result<Slot> {
+        fs::create_dir(root)?;
+        let open = |name: &str| {
+            fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(root.join(name))
+        };
+        Ok(Slot {
+            root: root.to_path_buf(),
+            stdout: open("stdout")?,
+            stderr: open("stderr")?,
+        })
+    }
+
+    /// Empties the checker's stdout or stderr file and returns a handle for
+    /// the next checker (sharing its offset, now 0).
+    pub(crate) fn fresh(file: &fs::File) -> io::Result<fs::File> {
+        file.set_len(0)?;
+        (&*file).seek(io::SeekFrom::Start(0))?;
+        file.try_clone()
+    }
+
+    /// What the last checker wrote to a file.
+    pub(crate) fn read_back(file: &fs::File) -> io::Result<Vec<u8>> {
+        let mut v = Vec::new();
+        (&*file).seek(io::SeekFrom::Start(0))?;
+        (&*file).read_to_end(&mut v)?;
+        Ok(v)
+    }
+
+    /// The state directory.
+    pub fn fs(&self) -> PathBuf {
+        self.root.join("fs")
+    }
+
+    /// What the checker gets: the state's directory and files, its id and
+    /// its promises.
+    pub fn files<'a>(&self, id: &'a str, acked: &'a [u8]) -> crate::StateFiles<'a> {
+        crate::StateFiles {
+            dir: self.fs(),
+            acks_file: self.root.join("acks"),
+            output_file: self.root.join("output"),
+            id,
+            acked,
+        }
+    }
+
+    /// Writes a state and its promises.
+    pub fn write(&self, input: &StateInput<'_>) -> io::Result<()> {
+        fs::create_dir(self.fs())?;
+        input.materializer.materialize(input.fs, &self.fs())?;
+        fs::write(self.root.join("acks"), input.acked)?;
+        fs::write(self.root.join("output"), input.output)?;
+        Ok(())
+    }
+
+    /// Removes the state directory and everything in it (a checker may have
+    /// left anything there, including directories it made read-only).
+    pub fn clear(&self) -> io::Result<()> {
+        blackout_sys::scratch::remove_tree(&self.fs())
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let _ = blackout_sys::scratch::remove_tree(&self.root);
+    }
+}

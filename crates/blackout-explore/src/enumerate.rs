@@ -1,0 +1,500 @@
+//! Explore: which crash states a persistence model allows.
+//!
+//! A crash happens after op *k* (crash point `k` keeps a prefix of `k` ops).
+//! An op is **forced** at `k` once a sync that covers it lies inside the
+//! prefix; every other durable change in the prefix is **pending**. A model
+//! says which subsets of the pending ops may survive, and which writes may be
+//! torn:
+//!
+//! - process: the program dies, the OS lives: all kept.
+//! - ordered: as process, but the last op, if a write, may be torn.
+//! - posix: any subset of the pending ops may be lost, and each
+//!   pending write may be torn (half at a sector boundary, one sector short,
+//!   or the range as zeros).
+//!
+//! Enumeration is pure and deterministic for a given trace, config and seed:
+//! it yields [`StateDesc`]s (what was lost or torn), never touching disk.
+//! Under posix it is exhaustive when a crash point has at most
+//! `exhaustive_limit` pending units, and beyond that it takes structured
+//! families plus a seeded sample, counting what it did not cover.
+
+use serde::Serialize;
+
+use blackout_oplog::ops::{synced_by, Op, OpKind, SyncedBy};
+pub use blackout_oplog::ops::{Part, Unit};
+
+/// How a kept write is torn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tear {
+    /// Only the first half (cut at a sector boundary) reached the disk.
+    Half,
+    /// All but the last sector reached the disk.
+    ShortSector,
+    /// The range reads as zeros.
+    Zeros,
+}
+
+impl Tear {
+    /// Every tear, in the order states are enumerated.
+    pub const ALL: [Tear; 3] = [Tear::Half, Tear::ShortSector, Tear::Zeros];
+
+    /// What a crash left of the write, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Tear::Half => "only its first half reached the disk",
+            Tear::ShortSector => "its last sector did not reach the disk",
+            Tear::Zeros => "it reads back as zeros",
+        }
+    }
+
+    fn code(self) -> &'static str {
+        match self {
+            Tear::Half => "h",
+            Tear::ShortSector => "s",
+            Tear::Zeros => "z",
+        }
+    }
+}
+
+/// A crash state, described by what it lost and tore.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StateDesc {
+    /// Ops `0..crash` were issued before the crash.
+    pub crash: usize,
+    /// Pending units lost (sorted).
+    pub lost: Vec<Unit>,
+    /// A write kept but torn.
+    pub torn: Option<(usize, Tear)>,
+}
+
+impl StateDesc {
+    /// How far from "nothing lost" this state is: lost units plus torn writes.
+    pub fn damage(&self) -> usize {
+        self.lost.len() + usize::from(self.torn.is_some())
+    }
+
+    /// The state's id: `c5` (crash after 5 ops, nothing lost), `c5.lost3`,
+    /// `c5.lost3+4`, `c5.lost3s` (a rename's source half), `c5.torn4h`.
+    pub fn id(&self) -> String {
+        let mut s = format!("c{}", self.crash);
+        if !self.lost.is_empty() {
+            s.push_str(".lost");
+            let parts: Vec<String> = self
+                .lost
+                .iter()
+                .map(|u| match u.part {
+                    Part::Whole => u.op.to_string(),
+                    Part::Source => format!("{}s", u.op),
+                    Part::Dest => format!("{}d", u.op),
+                })
+                .collect();
+            s.push_str(&parts.join("+"));
+        }
+        if let Some((op, tear)) = self.torn {
+            s.push_str(&format!(".torn{op}{}", tear.code()));
+        }
+        s
+    }
+
+    /// Parses an id made by [`StateDesc::id`].
+    pub fn parse(id: &str) -> Option<StateDesc> {
+        let mut parts = id.split('.');
+        let crash = parts.next()?.strip_prefix('c')?.parse().ok()?;
+        let mut desc = StateDesc {
+            crash,
+            lost: Vec::new(),
+            torn: None,
+        };
+        for p in parts {
+            if let Some(list) = p.strip_prefix("lost") {
+                for u in list.split('+') {
+                    let (num, part) = match u.as_bytes().last()? {
+                        b's' => (&u[..u.len() - 1], Part::Source),
+                        b'd' => (&u[..u.len() - 1], Part::Dest),
+                        _ => (u, Part::Whole),
+                    };
+                    desc.lost.push(Unit {
+                        op: num.parse().ok()?,
+                        part,
+                    });
+                }
+            } else if let Some(t) = p.strip_prefix("torn") {
+                let (num, code) = t.split_at(t.len().checked_sub(1)?);
+                let tear = match code {
+                    "h" => Tear::Half,
+                    "s" => Tear::ShortSector,
+                    "z" => Tear::Zeros,
+                    _ => return None,
+                };
+                desc.torn = Some((num.parse().ok()?, tear));
+            } else {
+                return None;
+            }
+        }
+        desc.lost.sort();
+        Some(desc)
+    }
+}
+
+impl StateDesc {
+    /// Checks that the state makes sense for `ops`: the crash point exists,
+    /// every lost unit is a change made before the crash (a rename half only
+    /// of a rename between two directories), and the torn op is a write made
+    /// before the crash. Whether a model allows it is not checked.
+    pub fn validate(&self, ops: &[Op]) -> Result<(), String> {
+        if self.crash > ops.len() {
+            return Err(format!(
+                "crash point c{} is past the last op (the trace has {} ops)",
+                self.crash,
+                ops.len()
+            ));
+        }
+        for u in &self.lost {
+            if u.op >= self.crash {
+                return Err(format!(
+                    "op {} was not issued before crash point c{}",
+                    u.op, self.crash
+                ));
+            }
+            let cross = matches!(&ops[u.op].kind, OpKind::Rename { from_dir, to_dir, .. } if from_dir != to_dir);
+            if !ops[u.op].kind.is_durable_change() {
+                return Err(format!("op {} changes nothing a crash can lose", u.op));
+            }
+            if (u.part != Part::Whole) != cross {
+                return Err(format!(
+                    "op {}: halves (s, d) exist only for renames between two directories, and such a rename is lost by halves",
+                    u.op
+                ));
+            }
+        }
+        if let Some((op, _)) = self.torn {
+            if op >= self.crash || !matches!(ops[op].kind, OpKind::Write { .. }) {
+                return Err(format!(
+                    "op {op} is not a write issued before crash point c{}",
+                    self.crash
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Enumeration settings.
+#[derive(Debug, Clone)]
+pub struct ExploreConfig {
+    /// Exhaustive over subsets when a crash point has at most this many
+    /// pending units.
+    pub exhaustive_limit: usize,
+    /// Random subsets sampled per crash point beyond the limit (`--budget`).
+    pub budget: usize,
+    /// Seed of the sample.
+    pub seed: u64,
+}
+
+/// Pending units up to which posix enumerates every subset, by default.
+pub const EXHAUSTIVE_LIMIT_DEFAULT: usize = 10;
+/// The largest exhaustive limit: 2^20 subsets per crash point.
+pub const EXHAUSTIVE_LIMIT_MAX: usize = 20;
+/// Random subsets sampled per crash point beyond the limit, by default.
+pub const BUDGET_DEFAULT: usize = 64;
+/// The largest sample per crash point.
+pub const BUDGET_MAX: usize = 1 << 20;
+
+impl Default for ExploreConfig {
+    fn default() -> Self {
+        ExploreConfig {
+            exhaustive_limit: EXHAUSTIVE_LIMIT_DEFAULT,
+            budget: BUDGET_DEFAULT,
+            seed: 0,
+        }
+    }
+}
+
+impl ExploreConfig {
+    /// Checks the limits: a library caller can pass what the command line
+    /// refuses.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.exhaustive_limit > EXHAUSTIVE_LIMIT_MAX {
+            return Err(ConfigError::ExhaustiveLimit(self.exhaustive_limit));
+        }
+        if self.budget > BUDGET_MAX {
+            return Err(ConfigError::Budget(self.budget));
+        }
+        Ok(())
+    }
+}
+
+/// A setting out of range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// `exhaustive_limit` above [`EXHAUSTIVE_LIMIT_MAX`].
+    #[error("exhaustive limit {0} is out of range (0 to {EXHAUSTIVE_LIMIT_MAX} pending ops)")]
+    ExhaustiveLimit(usize),
+    /// `budget` above [`BUDGET_MAX`].
+    #[error("budget {0} is out of range (0 to {BUDGET_MAX} sampled subsets per crash point)")]
+    Budget(usize),
+    /// A sector of 0 bytes.
+    #[error("the sector size must be at least 1 byte")]
+    Sector,
+    /// No worker to check with.
+    #[error("at least one job is needed to check states")]
+    Jobs,
+    /// A checker timeout of zero.
+    #[error("the checker timeout must be positive")]
+    Timeout,
+}
+
+/// What an enumeration did not cover.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// Crash points enumerated.
+    pub crash_points: usize,
+    /// Crash points whose subsets were not all enumerated.
+    pub partial_crash_points: Vec<usize>,
+    /// Subsets of pending units left out, summed over crash points
+    /// (saturating). In JSON a decimal string: it can exceed what a JSON
+    /// number holds exactly.
+    #[serde(serialize_with = "as_decimal")]
+    pub subsets_not_covered: u128,
+}
+
+fn as_decimal<S: serde::Serializer>(n: &u128, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(n)
+}
+
+/// The pending units at crash point `k`.
+pub fn pending_at(ops: &[Op], synced: &[SyncedBy], k: usize) -> Vec<Unit> {
+    let mut out = Vec::new();
+    for (i, op) in ops[..k].iter().enumerate() {
+        if !op.kind.is_durable_change() {
+            continue;
+        }
+        let forced = |s: Option<usize>| s.is_some_and(|s| s < k);
+        match &op.kind {
+            OpKind::Rename {
+                from_dir, to_dir, ..
+            } if from_dir != to_dir => {
+                if !forced(synced[i].main) {
+                    out.push(Unit {
+                        op: i,
+                        part: Part::Dest,
+                    });
+                }
+                if !forced(synced[i].source) {
+                    out.push(Unit {
+                        op: i,
+                        part: Part::Source,
+                    });
+                }
+            }
+            _ => {
+                if !(forced(synced[i].main) && forced(synced[i].source)) {
+                    out.push(Unit {
+                        op: i,
+                        part: Part::Whole,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Enumerates the crash states a model allows, calling `emit` for each
+/// (possibly with repeats across crash points; the caller dedups by content).
+/// Returns what was not covered.
+pub fn enumerate(
+    ops: &[Op],
+    model: &dyn CrashModel,
+    cfg: &ExploreConfig,
+    mut emit: impl FnMut(StateDesc),
+) -> Result<Coverage, ConfigError> {
+    cfg.validate()?;
+    let synced = synced_by(ops);
+    let mut cov = Coverage::default();
+    for k in 0..=ops.len() {
+        cov.crash_points += 1;
+        let point = CrashPoint {
+            ops,
+            synced: &synced,
+            k,
+            cfg,
+        };
+        model.states_at(&point, &mut cov, &mut emit);
+    }
+    Ok(cov)
+}
+
+/// A persistence model: which states a crash at one crash point may leave.
+///
+/// Implementations are pure: they look only at the ops and the settings,
+/// and emit each allowed state (repeats are fine: the caller dedups by
+/// content). What they leave out is counted in the coverage.
+pub trait CrashModel: Sync {
+    /// The model's name on the command line.
+    fn name(&self) -> &'static str;
+
+    /// Emits the states allowed at `point`, adding what it did not cover to
+    /// `cov`.
+    fn states_at(
+        &self,
+        point: &CrashPoint<'_>,
+        cov: &mut Coverage,
+        emit: &mut dyn FnMut(StateDesc),
+    );
+
+    /// The coverage statement every run prints for this model.
+    fn coverage_text(&self, cov: &Coverage, cfg: &ExploreConfig) -> String;
+}
+
+/// One crash point, as a [`CrashModel`] sees it.
+pub struct CrashPoint<'a> {
+    /// Every op of the trace.
+    pub ops: &'a [Op],
+    /// Which sync covers each op ([`synced_by`]).
+    pub synced: &'a [SyncedBy],
+    /// The crash point: ops `0..k` were issued.
+    pub k: usize,
+    /// The enumeration settings.
+    pub cfg: &'a ExploreConfig,
+}
+
+impl CrashPoint<'_> {
+    /// The state with nothing lost or torn.
+    pub fn plain(&self) -> StateDesc {
+        StateDesc {
+            crash: self.k,
+            lost: Vec::new(),
+            torn: None,
+        }
+    }
+
+    /// The units still pending here.
+    pub fn pending(&self) -> Vec<Unit> {
+        pending_at(self.ops, self.synced, self.k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Model;
+    use blackout_oplog::ops::test_ops::{op, write};
+
+    fn collect_in(ops: &[Op], model: Model, cfg: &ExploreConfig) -> (Vec<StateDesc>, Coverage) {
+        let mut v = Vec::new();
+        let cov = enumerate(ops, model.crash_model(), cfg, |s| v.push(s)).unwrap();
+        (v, cov)
+    }
+
+    fn collect(ops: &[Op], cfg: &ExploreConfig) -> (Vec<StateDesc>, Coverage) {
+        collect_in(ops, Model::Posix, cfg)
+    }
+
+    #[test]
+    fn limits_out_of_range_are_errors_not_panics() {
+        let ops: Vec<Op> = (0..70u32).map(|i| write(i + 1)).collect();
+        for limit in [EXHAUSTIVE_LIMIT_MAX + 1, 64, usize::MAX] {
+            let cfg = ExploreConfig {
+                exhaustive_limit: limit,
+                ..ExploreConfig::default()
+            };
+            let e = enumerate(&ops, Model::Posix.crash_model(), &cfg, |_| {}).unwrap_err();
+            assert_eq!(e, ConfigError::ExhaustiveLimit(limit));
+        }
+        let cfg = ExploreConfig {
+            budget: BUDGET_MAX + 1,
+            ..ExploreConfig::default()
+        };
+        assert!(enumerate(&ops, Model::Posix.crash_model(), &cfg, |_| {}).is_err());
+    }
+
+    #[test]
+    fn exhaustive_count_matches_the_closed_form() {
+        // n unsynced writes to distinct files: crash point k has k pending,
+        // so 2^k subsets plus 3 tears per pending write.
+        for n in 0..8usize {
+            let ops: Vec<Op> = (0..n as u32).map(|i| write(i + 1)).collect();
+            let (states, cov) = collect(&ops, &ExploreConfig::default());
+            let expected: usize = (0..=n).map(|k| (1usize << k) + 3 * k).sum();
+            assert_eq!(states.len(), expected, "n = {n}");
+            assert!(cov.partial_crash_points.is_empty());
+            assert_eq!(cov.subsets_not_covered, 0);
+        }
+    }
+
+    #[test]
+    fn synced_ops_are_never_lost() {
+        let ops = vec![
+            write(1),
+            op(OpKind::Fsync {
+                ino: 1,
+                barrier: 1,
+                implied: false,
+            }),
+            write(1),
+        ];
+        let (states, _) = collect(&ops, &ExploreConfig::default());
+        assert!(states
+            .iter()
+            .filter(|s| s.crash >= 2)
+            .all(|s| s.lost.iter().all(|u| u.op != 0)));
+        assert!(states
+            .iter()
+            .any(|s| s.crash == 3 && s.lost.iter().any(|u| u.op == 2)));
+    }
+
+    #[test]
+    fn process_and_ordered_counts() {
+        let ops = vec![write(1), write(2)];
+        let cfg = ExploreConfig::default();
+        assert_eq!(collect_in(&ops, Model::Process, &cfg).0.len(), 3);
+        // 3 plain + 3 tears of the last write at crash points 1 and 2.
+        assert_eq!(collect_in(&ops, Model::Ordered, &cfg).0.len(), 9);
+    }
+
+    #[test]
+    fn beyond_the_limit_it_samples_and_says_what_it_missed() {
+        let ops: Vec<Op> = (0..12u32).map(|i| write(i + 1)).collect();
+        let cfg = ExploreConfig {
+            exhaustive_limit: 10,
+            ..ExploreConfig::default()
+        };
+        let (a, cov) = collect(&ops, &cfg);
+        assert_eq!(cov.partial_crash_points, vec![11, 12]);
+        assert!(cov.subsets_not_covered > 0);
+        // Deterministic for a seed.
+        assert_eq!(a, collect(&ops, &cfg).0);
+    }
+
+    #[test]
+    fn cross_directory_renames_have_two_halves() {
+        let ops = vec![op(OpKind::Rename {
+            from_dir: 1,
+            from_name: "a".into(),
+            to_dir: 2,
+            to_name: "a".into(),
+            ino: 3,
+            replaced: None,
+            exchange: false,
+        })];
+        let p = pending_at(&ops, &synced_by(&ops), 1);
+        assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn ids_round_trip() {
+        for id in [
+            "c0",
+            "c5.lost3",
+            "c5.lost3+4s+7d",
+            "c9.torn4h",
+            "c2.lost1.torn0z",
+        ] {
+            assert_eq!(StateDesc::parse(id).unwrap().id(), id);
+        }
+        assert!(StateDesc::parse("x5").is_none());
+        assert!(StateDesc::parse("c5.lostx").is_none());
+    }
+}

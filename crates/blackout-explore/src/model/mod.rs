@@ -1,0 +1,80 @@
+//! Persistence models: which crash states a power failure may leave.
+//!
+//! A [`CrashModel`] is asked, crash point by crash point, for the states it
+//! allows there; [`Model`] names the registered ones. [`Model::ALL`] lists
+//! them in strength order: every state a weaker model allows, a stronger one
+//! allows too (process ⊂ ordered ⊂ posix), so a bug caught by one model is
+//! caught by every stronger one.
+
+mod ordered;
+mod posix;
+mod process;
+
+use serde::Serialize;
+
+use crate::enumerate::Coverage;
+pub use crate::enumerate::CrashModel;
+
+pub use ordered::Ordered;
+pub use posix::Posix;
+pub use process::Process;
+
+/// A registered persistence model, weakest first (the order of
+/// [`Model::ALL`] and of `Ord`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    /// The process dies; the OS keeps everything it was given.
+    Process,
+    /// Power fails on a disk that writes in order: the last write may tear.
+    Ordered,
+    /// Only what a sync promised is safe.
+    Posix,
+}
+
+impl Model {
+    /// Every model, in strength order (weakest first).
+    pub const ALL: [Model; 3] = [Model::Process, Model::Ordered, Model::Posix];
+
+    /// The model's implementation.
+    pub fn crash_model(self) -> &'static dyn CrashModel {
+        match self {
+            Model::Process => &Process,
+            Model::Ordered => &Ordered,
+            Model::Posix => &Posix,
+        }
+    }
+
+    /// The model's name on the command line.
+    pub fn name(self) -> &'static str {
+        self.crash_model().name()
+    }
+
+    /// The model with this name.
+    pub fn by_name(name: &str) -> Option<Model> {
+        Model::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// The coverage statement of a model that emits every state it allows.
+fn every_state_text(cov: &Coverage) -> String {
+    format!(
+        "covered: every state the model allows at all {} crash points",
+        cov.crash_points
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn models_are_listed_weakest_first_and_named_once() {
+        let mut sorted = Model::ALL;
+        sorted.sort();
+        assert_eq!(sorted, Model::ALL);
+        for m in Model::ALL {
+            assert_eq!(Model::by_name(m.name()), Some(m));
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! Crash states: applying what a [`StateDesc`] kept to the initial tree, the
+//! content hash that deduplicates states, and writing one out.
+//!
+//! Writing out is the one place blackout creates files from a trace, so it is
+//! careful: names were checked by [`Trace::read`] (no `/`, `.`, `..`, NUL),
+//! every file is created with `create_new` inside a directory this module just
+//! made, only directories are descended into (a symlink is created as a link,
+//! never followed), and a directory reachable twice is written once.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use blackout_oplog::contents;
+use blackout_oplog::ops::{Ino, InodeKind, OpKind, Part, ROOT_INO};
+use blackout_oplog::trace::Trace;
+
+use crate::enumerate::{StateDesc, Tear};
+
+/// One inode of a crash state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InodeState {
+    /// Kind.
+    pub kind: InodeKind,
+    /// File bytes (the file is `size` long; bytes past `data` read as zeros),
+    /// or a symlink's target.
+    pub data: Vec<u8>,
+    /// File size.
+    pub size: u64,
+    /// Directory entries.
+    pub entries: BTreeMap<Vec<u8>, Ino>,
+}
+
+/// The file system a crash leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsState {
+    /// Inodes, indexed by [`Ino`] (as in the trace).
+    pub inodes: Vec<InodeState>,
+}
+
+/// Turns a built crash state into something a checker can open.
+///
+/// The directory materializer writes the visible tree into a directory; a
+/// disk-image materializer would write an image a real file system mounts.
+pub trait Materializer: Send + Sync {
+    /// Writes `fs` into `root`, an existing empty directory, creating
+    /// nothing outside it.
+    fn materialize(&self, fs: &FsState, root: &Path) -> io::Result<()>;
+}
+
+/// Writes crash states as directory trees ([`FsState::write_out`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DirMaterializer;
+
+impl Materializer for DirMaterializer {
+    fn materialize(&self, fs: &FsState, root: &Path) -> io::Result<()> {
+        fs.write_out(root)
+    }
+}
+
+/// The sector size used to tear writes, in bytes.
+pub const SECTOR_BYTES_DEFAULT: u64 = 512;
+
+impl FsState {
+    /// The initial tree of a trace, with every later inode empty.
+    pub fn initial(trace: &Trace) -> FsState {
+        let mut inodes: Vec<InodeState> = trace
+            .inodes
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| InodeState {
+                kind: *kind,
+                data: match kind {
+                    InodeKind::Symlink => trace
+                        .symlinks
+                        .get(&(i as Ino))
+                        .map(|n| n.0.clone())
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                },
+                size: 0,
+                entries: BTreeMap::new(),
+            })
+            .collect();
+        for f in &trace.initial_files {
+            let node = &mut inodes[f.ino as usize];
+            node.data = trace.bytes(f.data).to_vec();
+            node.size = f.data.len;
+        }
+        for e in &trace.initial_entries {
+            inodes[e.dir as usize]
+                .entries
+                .insert(e.name.0.clone(), e.ino);
+        }
+        FsState { inodes }
+    }
+
+    /// Builds the state a [`StateDesc`] describes.
+    pub fn build(trace: &Trace, desc: &StateDesc, sector: u64) -> FsState {
+        let mut fs = FsState::initial(trace);
+        let lost: HashSet<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
+        let crash = desc.crash.min(trace.ops.len());
+        for (i, op) in trace.ops[..crash].iter().enumerate() {
+            if lost.contains(&(i, Part::Whole)) {
+                continue;
+            }
+            match &op.kind {
+                OpKind::Write { ino, off, data } => {
+                    let bytes = trace.bytes(*data);
+                    match desc.torn {
+                        Some((t, tear)) if t == i => fs.write_torn(*ino, *off, bytes, tear, sector),
+                        _ => fs.write(*ino, *off, bytes),
+                    }
+                }
+                OpKind::Truncate { ino, size } => fs.truncate(*ino, *size),
+                OpKind::Fallocate {
+                    ino,
+                    off,
+                    len,
+                    zero,
+                    keep_size,
+                } => {
+                    let node = &mut fs.inodes[*ino as usize];
+                    contents::fallocate(
+                        &mut node.data,
+                        &mut node.size,
+                        *off,
+                        *len,
+                        *zero,
+                        *keep_size,
+                    );
+                }
+                OpKind::Link { dir, name, ino, .. } => {
+                    fs.inodes[*dir as usize]
+                        .entries
+                        .insert(name.0.clone(), *ino);
+                }
+                OpKind::Unlink { dir, name, ino } => fs.unlink(*dir, &name.0, *ino),
+                OpKind::Rename {
+                    from_dir,
+                    from_name,
+                    to_dir,
+                    to_name,
+                    ino,
+                    replaced,
+                    exchange,
+                } => {
+                    let (keep_src, keep_dst) = if from_dir == to_dir {
+                        (true, true)
+                    } else {
+                        (
+                            !lost.contains(&(i, Part::Source)),
+                            !lost.contains(&(i, Part::Dest)),
+                        )
+                    };
+                    if *exchange {
+                        if keep_src {
+                            if let Some(r) = replaced {
+                                fs.inodes[*from_dir as usize]
+                                    .entries
+                                    .insert(from_name.0.clone(), *r);
+                            }
+                        }
+                        if keep_dst {
+                            fs.inodes[*to_dir as usize]
+                                .entries
+                                .insert(to_name.0.clone(), *ino);
+                        }
+                    } else {
+                        if keep_src {
+                            fs.unlink(*from_dir, &from_name.0, *ino);
+                        }
+                        if keep_dst {
+                            fs.inodes[*to_dir as usize]
+                                .entries
+                                .insert(to_name.0.clone(), *ino);
+                        }
+                    }
+                }
+                OpKind::Fsync { .. }
+                | OpKind::Fdatasync { .. }
+                | OpKind::Sync { .. }
+                | OpKind::SyncFileRange { .. }
+                | OpKind::FailedSync { .. }
+                | OpKind::Output { .. } => {}
+            }
+        }
+        fs
+    }
+
+    fn write(&mut self, ino: Ino, off: u64, bytes: &[u8]) {
+        let node = &mut self.inodes[ino as usize];
+        contents::write(&mut node.data, &mut node.size, off, bytes);
+    }
+
+    fn write_torn(&mut self, ino: Ino, off: u64, bytes: &[u8], tear: Tear, sector: u64) {
+        let len = bytes.len() as u64;
+        match tear {
+            Tear::Half => {
+                let mid = off + len / 2;
+                let mut cut = mid - mid % sector.max(1);
+                if cut <= off {
+                    cut = mid;
+                }
+                self.write(ino, off, &bytes[..(cut - off) as usize]);
+            }
+            Tear::ShortSector => {
+                let keep = len.saturating_sub(sector.max(1));
+                self.write(ino, off, &bytes[..keep as usize]);
+            }
+            Tear::Zeros => self.write(ino, off, &vec![0; bytes.len()]),
+        }
+    }
+
+    fn truncate(&mut self, ino: Ino, size: u64) {
+        let node = &mut self.inodes[ino as usize];
+        contents::truncate(&mut node.data, &mut node.size, size);
+    }
+
+    fn unlink(&mut self, dir: Ino, name: &[u8], ino: Ino) {
+        let entries = &mut self.inodes[dir as usize].entries;
+        if entries.get(name) == Some(&ino) {
+            entries.remove(name);
+        }
+    }
+
+    /// The bytes a reader sees in a file.
+    pub fn file_bytes(&self, ino: Ino) -> Vec<u8> {
+        let node = &self.inodes[ino as usize];
+        let mut v = node.data.clone();
+        v.resize(node.size as usize, 0);
+        v
+    }
+
+    /// Visits the visible tree: (path, inode) for every entry, parents first,
+    /// names sorted, each directory entered once.
+    fn walk(&self, mut visit: impl FnMut(&[u8], Ino, bool)) {
+        let mut entered: HashSet<Ino> = HashSet::from([ROOT_INO]);
+        let mut stack: Vec<(Vec<u8>, Ino)> = vec![(Vec::new(), ROOT_INO)];
+        while let Some((path, dir)) = stack.pop() {
+            let mut children = Vec::new();
+            for (name, &ino) in &self.inodes[dir as usize].entries {
+                let mut p = path.clone();
+                if !p.is_empty() {
+                    p.push(b'/');
+                }
+                p.extend_from_slice(name);
+                let first_entry =
+                    self.inodes[ino as usize].kind != InodeKind::Dir || entered.insert(ino);
+                visit(&p, ino, first_entry);
+                if first_entry && self.inodes[ino as usize].kind == InodeKind::Dir {
+                    children.push((p, ino));
+                }
+            }
+            // Reverse so the stack pops them in name order.
+            stack.extend(children.into_iter().rev());
+        }
+    }
+
+    /// A hash of what a reader of the directory sees: every path, its kind,
+    /// bytes or target, and which paths are links to one file.
+    pub fn content_hash(&self) -> blake3::Hash {
+        let mut h = blake3::Hasher::new();
+        let mut ids: HashMap<Ino, u64> = HashMap::new();
+        self.walk(|path, ino, first| {
+            let next = ids.len() as u64;
+            let id = *ids.entry(ino).or_insert(next);
+            let node = &self.inodes[ino as usize];
+            h.update(&(path.len() as u64).to_le_bytes());
+            h.update(path);
+            h.update(&id.to_le_bytes());
+            h.update(&[node.kind as u8, u8::from(first)]);
+            match node.kind {
+                InodeKind::File => {
+                    h.update(&node.size.to_le_bytes());
+                    let data = &node.data[..node.data.len().min(node.size as usize)];
+                    h.update(data);
+                }
+                InodeKind::Symlink => {
+                    h.update(&(node.data.len() as u64).to_le_bytes());
+                    h.update(&node.data);
+                }
+                InodeKind::Dir => {}
+            }
+        });
+        h.finalize()
+    }
+
+    /// Writes the visible tree into `root`, an existing empty directory.
+    pub fn write_out(&self, root: &Path) -> io::Result<()> {
+        let mut written: HashMap<Ino, std::path::PathBuf> = HashMap::new();
+        let mut result = Ok(());
+        self.walk(|path, ino, first| {
+            if result.is_err() || !first {
+                return;
+            }
+            let target = root.join(std::ffi::OsStr::from_bytes(path));
+            let node = &self.inodes[ino as usize];
+            let r = match node.kind {
+                InodeKind::Dir => fs::create_dir(&target),
+                InodeKind::Symlink => {
+                    std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&node.data), &target)
+                }
+                InodeKind::File => match written.get(&ino) {
+                    Some(first_path) => fs::hard_link(first_path, &target),
+                    None => (|| {
+                        let mut f = fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .open(&target)?;
+                        let data = &node.data[..node.data.len().min(node.size as usize)];
+                        f.write_all(data)?;
+                        f.set_len(node.size)?;
+                        written.insert(ino, target.clone());
+                        Ok(())
+                    })(),
+                },
+            };
+            if let Err(e) = r {
+                result = Err(io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", target.display()),
+                ));
+            }
+        });
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blackout_oplog::ops::Unit;
+    use blackout_oplog::trace::TraceMeta;
+    use blackout_oplog::tree::Tree;
+
+    fn trace_of(log: &str) -> Trace {
+        let r = blackout_record::replay::replay(log.as_bytes(), &Tree::default(), b"/d").unwrap();
+        Trace::new(&Tree::default(), r, TraceMeta::default())
+    }
+
+    fn hex(s: &str) -> String {
+        s.bytes().map(|b| format!("\\x{b:02x}")).collect()
+    }
+
+    #[test]
+    fn a_lost_create_leaves_the_write_on_an_orphan() {
+        let t = trace_of(&format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3\n1 write(3, \"{}\", 2) = 2\n",
+            hex("a"),
+            hex("hi")
+        ));
+        let all = FsState::build(&t, &StateDesc::parse("c2").unwrap(), 512);
+        assert_eq!(all.file_bytes(1), b"hi");
+        assert_eq!(all.inodes[0].entries.len(), 1);
+        let lost = FsState::build(&t, &StateDesc::parse("c2.lost0").unwrap(), 512);
+        assert!(lost.inodes[0].entries.is_empty());
+        assert_ne!(all.content_hash(), lost.content_hash());
+        // Same visible content, same hash.
+        let empty = FsState::build(&t, &StateDesc::parse("c0").unwrap(), 512);
+        assert_eq!(empty.content_hash(), lost.content_hash());
+    }
+
+    #[test]
+    fn tears_cut_at_sector_boundaries() {
+        let data = "x".repeat(2048);
+        let t = trace_of(&format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3\n1 write(3, \"{}\", 2048) = 2048\n",
+            hex("a"),
+            hex(&data)
+        ));
+        let size =
+            |id: &str| FsState::build(&t, &StateDesc::parse(id).unwrap(), 512).inodes[1].size;
+        assert_eq!(size("c2.torn1h"), 1024);
+        assert_eq!(size("c2.torn1s"), 1536);
+        let z = FsState::build(&t, &StateDesc::parse("c2.torn1z").unwrap(), 512);
+        assert_eq!(z.file_bytes(1), vec![0; 2048]);
+    }
+
+    #[test]
+    fn a_lost_rename_source_half_leaves_both_names() {
+        let t = trace_of(&format!(
+            "1 mkdir(\"{a}\", 0755) = 0\n1 mkdir(\"{b}\", 0755) = 0\n1 openat(AT_FDCWD, \"{ax}\", O_WRONLY|O_CREAT, 0644) = 3\n1 rename(\"{ax}\", \"{bx}\") = 0\n",
+            a = hex("a"),
+            b = hex("b"),
+            ax = hex("a/x"),
+            bx = hex("b/x")
+        ));
+        let desc = StateDesc {
+            crash: 4,
+            lost: vec![Unit {
+                op: 3,
+                part: Part::Source,
+            }],
+            torn: None,
+        };
+        let s = FsState::build(&t, &desc, 512);
+        let dir = tempfile::tempdir().unwrap();
+        s.write_out(dir.path()).unwrap();
+        let ax = dir.path().join("a/x");
+        let bx = dir.path().join("b/x");
+        assert!(ax.exists() && bx.exists());
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(
+            fs::metadata(ax).unwrap().ino(),
+            fs::metadata(bx).unwrap().ino()
+        );
+    }
+}

@@ -1,0 +1,27 @@
+//! The JSON report: the verdict, its exit code, what ran, and the whole
+//! [`RunReport`] under `result`.
+
+use blackout_analysis::report::RunReport;
+
+use crate::{ExportContext, Exporter};
+
+/// The JSON report, pretty-printed, with a final newline.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
+        let v = serde_json::json!({
+            "verdict": report.verdict.name(),
+            "exit_code": report.verdict.exit_code(),
+            "trace": cx.trace_path,
+            "command": cx.trace.command,
+            "ops": cx.trace.ops.len(),
+            "checker": cx.checker,
+            "result": serde_json::to_value(report).unwrap_or(serde_json::Value::Null),
+        });
+        let mut out = serde_json::to_vec_pretty(&v).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+}

@@ -1,0 +1,319 @@
+//! The text report: a run's result for people, in the user's terms (the
+//! syscall, the path as the program named it, the log line).
+
+use std::fmt::Write as _;
+
+use blackout_analysis::report::{CauseGroup, Checked, ModelReport, RunReport};
+use blackout_check::outcome::Outcome;
+use blackout_explore::enumerate::{Coverage, ExploreConfig};
+use blackout_explore::model::Model;
+use blackout_oplog::naming::describe_unit;
+use blackout_oplog::ops::{escape_controls, Part, Unit};
+use blackout_oplog::trace::Trace;
+
+use crate::{ExportContext, Exporter};
+
+/// The text report ([`render`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextExporter;
+
+impl Exporter for TextExporter {
+    fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
+        render(report, cx).into_bytes()
+    }
+}
+
+/// Quotes a string for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+fn quoted_list(lines: &[String], max: usize) -> String {
+    let mut shown: Vec<String> = lines
+        .iter()
+        .take(max)
+        .map(|l| format!("\"{}\"", escape_controls(l)))
+        .collect();
+    if lines.len() > max {
+        shown.push(format!("and {} more", lines.len() - max));
+    }
+    shown.join(", ")
+}
+
+fn crash_text(c: &Checked) -> String {
+    let mut parts = vec![if c.crash == 0 {
+        "crash before the first op".to_string()
+    } else {
+        format!("crash after op {}", c.crash - 1)
+    }];
+    if !c.lost.is_empty() {
+        parts.push(format!(
+            "{} lost",
+            if c.lost.len() == 1 {
+                "1 op".to_string()
+            } else {
+                format!("{} ops", c.lost.len())
+            }
+        ));
+    }
+    if let Some((op, tear)) = c.torn {
+        parts.push(format!("op {op} torn ({})", tear.describe()));
+    }
+    parts.join(", ")
+}
+
+/// The coverage statement every run prints.
+pub fn coverage_text(model: Model, cov: &Coverage, cfg: &ExploreConfig) -> String {
+    model.crash_model().coverage_text(cov, cfg)
+}
+
+/// The run's result as text.
+pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
+    let trace = ctx.trace;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "workload: {} ops; {} promise{}{}",
+        trace.ops.len(),
+        report.promises.len(),
+        if report.promises.len() == 1 { "" } else { "s" },
+        if report.promises.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", quoted_list(&report.promises, 3))
+        }
+    );
+    if let Some(pre) = &report.precheck {
+        let line = match &pre.outcome {
+            Outcome::Fail { .. } => format!(
+                "the checker rejects the state before the workload, as it must ({})",
+                pre.outcome.describe()
+            ),
+            other => format!(
+                "the checker on the state before the workload: {}",
+                other.describe()
+            ),
+        };
+        let _ = writeln!(out, "pre-check: {line}");
+    }
+    if let Some(all) = &report.all_applied {
+        let _ = writeln!(
+            out,
+            "nothing lost ({}): the checker {}",
+            all.id,
+            all.outcome.describe()
+        );
+    }
+    for m in &report.models {
+        render_model(&mut out, trace, m, ctx, &report.explore);
+    }
+    let _ = writeln!(
+        out,
+        "verdict: {} — {}",
+        report.verdict.name(),
+        escape_controls(&report.reason)
+    );
+    out
+}
+
+fn render_model(
+    out: &mut String,
+    trace: &Trace,
+    m: &ModelReport,
+    ctx: &ExportContext<'_>,
+    explore: &ExploreConfig,
+) {
+    let _ = writeln!(
+        out,
+        "{:<8} {:<5} {} states, {} distinct by content; {}",
+        m.model.name(),
+        m.verdict.name(),
+        m.states,
+        m.distinct,
+        match (m.failing.len(), m.errors.len()) {
+            (0, 0) => "all accepted".to_string(),
+            (f, 0) => format!("{f} rejected"),
+            (f, e) => format!("{f} rejected, {e} could not be checked"),
+        }
+    );
+    let shown = m.causes.len().min(CAUSES_SHOWN);
+    for (n, g) in m.causes.iter().take(shown).enumerate() {
+        render_cause(out, trace, m, g, n, ctx);
+    }
+    if m.causes.len() > shown {
+        let _ = writeln!(
+            out,
+            "  and {} more distinct causes (--json lists all)",
+            m.causes.len() - shown
+        );
+    }
+    for c in m.errors.iter().take(5) {
+        let _ = writeln!(
+            out,
+            "  error state {}: the checker {}",
+            c.id,
+            c.outcome.describe()
+        );
+    }
+    if m.errors.len() > 5 {
+        let _ = writeln!(out, "  and {} more error states", m.errors.len() - 5);
+    }
+    let _ = writeln!(out, "  {}", coverage_text(m.model, &m.coverage, explore));
+}
+
+/// Distinct causes the text report shows per model.
+pub const CAUSES_SHOWN: usize = 10;
+
+fn render_cause(
+    out: &mut String,
+    trace: &Trace,
+    m: &ModelReport,
+    g: &CauseGroup,
+    n: usize,
+    ctx: &ExportContext<'_>,
+) {
+    let c = &g.simplest;
+    let _ = writeln!(
+        out,
+        "  cause {} of {}: {} failing state{}; simplest {} ({})",
+        n + 1,
+        m.causes.len(),
+        g.states,
+        if g.states == 1 { "" } else { "s" },
+        c.id,
+        crash_text(c)
+    );
+    if let Some(src) = &g.source {
+        let _ = writeln!(
+            out,
+            "    source:    {src} (every op it issued with this cause)"
+        );
+    }
+    let _ = writeln!(out, "    {}", g.cause.sentence);
+    for u in &c.lost {
+        let _ = writeln!(out, "    lost:      {}", describe_unit(trace, *u));
+    }
+    if let Some((op, _)) = c.torn {
+        let unit = Unit {
+            op,
+            part: Part::Whole,
+        };
+        let _ = writeln!(out, "    torn:      {}", describe_unit(trace, unit));
+    }
+    if c.lost.is_empty() && c.torn.is_none() && c.crash > 0 {
+        let unit = Unit {
+            op: c.crash - 1,
+            part: Part::Whole,
+        };
+        let _ = writeln!(out, "    last op:   {}", describe_unit(trace, unit));
+    }
+    let promise = match &g.latest_promise {
+        Some(p) => format!(
+            "\"{}\" (the latest of {} before the crash)",
+            escape_controls(p),
+            c.acked.len()
+        ),
+        None => "nothing yet".into(),
+    };
+    let _ = writeln!(out, "    promise:   {promise}");
+    let _ = writeln!(out, "    checker:   {}", c.outcome.describe());
+    if m.model != Model::Process && !c.lost.is_empty() && c.torn.is_none() {
+        let line = match g.process_passes {
+            Some(true) => "the same crash point passes with every op kept: the ops reached the file system and no further; what is missing is a sync, not a write",
+            Some(false) => "the same crash point fails even with every op kept",
+            None => "the same crash point with every op kept was not checked",
+        };
+        let _ = writeln!(out, "    process:   {line}");
+    }
+    let fix = match (&g.fix, g.fixes.first()) {
+        (Some(f), _) if f.passes => format!(
+            "adding {} makes all {} states pass under {}",
+            f.description,
+            f.states,
+            m.model.name()
+        ),
+        (Some(f), _) => format!(
+            "adding {} is not enough: {} of {} states still fail under {}{}",
+            f.description,
+            f.still_failing,
+            f.states,
+            m.model.name(),
+            match &f.simplest_failing {
+                Some((id, why)) => format!(
+                    "; the simplest ({id}, counting the added fsync{} as op{} {}): {why}",
+                    if f.added_at.len() == 1 { "" } else { "s" },
+                    if f.added_at.len() == 1 { "" } else { "s" },
+                    f.added_at
+                        .iter()
+                        .map(usize::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => String::new(),
+            }
+        ),
+        (None, Some(_)) => {
+            "not verified (the checker could not be run, or more than the first few causes)".into()
+        }
+        (None, None) => "no single sync fixes this (see the cause)".into(),
+    };
+    let _ = writeln!(out, "    fix:       {fix}");
+    let _ = writeln!(out, "    reproduce: {}", reproduce(ctx, &c.id));
+    if g.ids.len() > 1 {
+        let others: Vec<&str> = g.ids[1..].iter().take(5).map(String::as_str).collect();
+        let more = g.ids.len() - 1 - others.len();
+        let _ = writeln!(
+            out,
+            "    also:      {}{}",
+            others.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+/// The `reproduce:` line for a state.
+pub fn reproduce(ctx: &ExportContext<'_>, id: &str) -> String {
+    let tail = format!(
+        "{id} state-{id}{} --checker {}",
+        ctx.state_flags,
+        shell_quote(ctx.checker)
+    );
+    match ctx.trace_path {
+        Some(t) => format!("blackout state {} {tail}", shell_quote(t)),
+        None => format!("record with -o run.trace, then: blackout state run.trace {tail}"),
+    }
+}
+
+/// A report line without its log line numbers (`, log line 12`,
+/// ` (log line 12)`), which depend on how the program was built and started
+/// rather than on what it does: for tables compared across machines.
+///
+/// ```
+/// use blackout_export::text::without_log_lines;
+/// assert_eq!(
+///     without_log_lines("op 3: rename a -> b (rename, log line 224) (log line 9)"),
+///     "op 3: rename a -> b (rename)"
+/// );
+/// ```
+pub fn without_log_lines(text: &str) -> String {
+    let mut out = text.to_string();
+    for (start, end) in [(", log line ", ""), (" (log line ", ")")] {
+        while let Some(i) = out.find(start) {
+            let tail = &out[i + start.len()..];
+            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+            let cut = i + start.len() + digits + end.len();
+            out.replace_range(i..cut.min(out.len()), "");
+        }
+    }
+    out
+}

@@ -1,0 +1,520 @@
+//! Ops: what a recording did to the directory under test, naming inodes.
+//!
+//! Replay turns system calls into ops; the explorer decides which ops a crash
+//! keeps. An op names **inodes**, not paths, so losing the creation of a file
+//! does not break a later write to it: the write lands on an inode nothing
+//! points to, as it would on a real disk.
+
+use serde::{Deserialize, Serialize};
+
+/// An inode number in the model (not the real file system's). The directory
+/// under test is inode 0.
+pub type Ino = u32;
+
+/// The inode of the directory under test.
+pub const ROOT_INO: Ino = 0;
+
+/// A file name or path as raw bytes. Serialized as a string when it is UTF-8,
+/// and as `{"hex": "..."}` otherwise, so any name survives a round trip.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Name(pub Vec<u8>);
+
+impl Name {
+    /// The name for display: printable ASCII and UTF-8 as is, other bytes
+    /// escaped.
+    pub fn display(&self) -> String {
+        match std::str::from_utf8(&self.0) {
+            Ok(s) if !s.chars().any(|c| c.is_control()) => s.to_string(),
+            _ => self.0.escape_ascii().to_string(),
+        }
+    }
+}
+
+impl From<&[u8]> for Name {
+    fn from(b: &[u8]) -> Self {
+        Name(b.to_vec())
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Self {
+        Name(s.as_bytes().to_vec())
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(&self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => {
+                use serde::ser::SerializeMap;
+                let mut m = s.serialize_map(Some(1))?;
+                let hex: String = self.0.iter().map(|b| format!("{b:02x}")).collect();
+                m.serialize_entry("hex", &hex)?;
+                m.end()
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Name {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Text(String),
+            Hex { hex: String },
+        }
+        match Repr::deserialize(d)? {
+            Repr::Text(t) => Ok(Name(t.into_bytes())),
+            Repr::Hex { hex } => {
+                if hex.len() % 2 != 0 || !hex.is_ascii() {
+                    return Err(serde::de::Error::custom("odd-length hex name"));
+                }
+                (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
+                    .collect::<Result<Vec<u8>, _>>()
+                    .map(Name)
+                    .map_err(serde::de::Error::custom)
+            }
+        }
+    }
+}
+
+/// Escapes control characters (newlines, escapes) so a message built from
+/// hostile input stays on one line; everything else is kept.
+pub fn escape_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A range of the trace's data blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct DataRef {
+    /// Offset in the blob.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// What kind of inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InodeKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link.
+    Symlink,
+}
+
+/// What an op does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OpKind {
+    /// Bytes written at an offset.
+    Write {
+        /// The file.
+        ino: Ino,
+        /// Where.
+        off: u64,
+        /// What (in the trace's data blob).
+        data: DataRef,
+    },
+    /// The size set (truncate, ftruncate, `O_TRUNC`).
+    Truncate {
+        /// The file.
+        ino: Ino,
+        /// The new size.
+        size: u64,
+    },
+    /// fallocate that changes what a reader sees: a size change, a zeroed
+    /// range or a punched hole (reads as zeros).
+    Fallocate {
+        /// The file.
+        ino: Ino,
+        /// Start of the range.
+        off: u64,
+        /// Length of the range.
+        len: u64,
+        /// Whether the range reads as zeros afterwards.
+        zero: bool,
+        /// Whether the size stays as it was.
+        keep_size: bool,
+    },
+    /// A directory entry added: create, mkdir, symlink, link.
+    Link {
+        /// The directory.
+        dir: Ino,
+        /// The entry's name.
+        name: Name,
+        /// The inode it points to.
+        ino: Ino,
+        /// Whether the inode was created by this op.
+        new: bool,
+    },
+    /// A directory entry removed: unlink, rmdir, or a rename out of the
+    /// directory under test.
+    Unlink {
+        /// The directory.
+        dir: Ino,
+        /// The entry's name.
+        name: Name,
+        /// The inode it pointed to.
+        ino: Ino,
+    },
+    /// A rename: the entry `from_dir/from_name` moves to `to_dir/to_name`,
+    /// replacing what was there. Two halves: the removal is covered by a sync
+    /// of `from_dir`, the addition by a sync of `to_dir`.
+    Rename {
+        /// Source directory.
+        from_dir: Ino,
+        /// Source name.
+        from_name: Name,
+        /// Destination directory.
+        to_dir: Ino,
+        /// Destination name.
+        to_name: Name,
+        /// The inode moved.
+        ino: Ino,
+        /// The inode the destination pointed to before, if any.
+        replaced: Option<Ino>,
+        /// `RENAME_EXCHANGE`: `replaced` moves to the source name.
+        exchange: bool,
+    },
+    /// fsync of an inode (file data and size; for a directory, its entries).
+    Fsync {
+        /// The inode.
+        ino: Ino,
+        /// Ops with an index below this are covered: those that completed
+        /// before the call started.
+        barrier: usize,
+        /// Implied by a write through an `O_SYNC` fd or with `RWF_SYNC`.
+        implied: bool,
+    },
+    /// fdatasync of an inode: covers its data ops like fsync.
+    Fdatasync {
+        /// The inode.
+        ino: Ino,
+        /// As for [`OpKind::Fsync`].
+        barrier: usize,
+        /// Implied by a write through an `O_DSYNC` fd or with `RWF_DSYNC`.
+        implied: bool,
+    },
+    /// sync or syncfs: covers every earlier op.
+    Sync {
+        /// As for [`OpKind::Fsync`].
+        barrier: usize,
+    },
+    /// sync_file_range: recorded, but **not** a durability barrier.
+    SyncFileRange {
+        /// The file.
+        ino: Ino,
+    },
+    /// An fsync or fdatasync that failed: **not** a barrier.
+    FailedSync {
+        /// The inode.
+        ino: Ino,
+        /// The error it returned.
+        errno: String,
+    },
+    /// Bytes written to standard output. A line of output is a promise.
+    Output {
+        /// The bytes (in the trace's data blob).
+        data: DataRef,
+    },
+}
+
+/// One op and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Op {
+    /// What it does.
+    #[serde(flatten)]
+    pub kind: OpKind,
+    /// The system call that made it (`pwrite64`, `renameat2`).
+    pub syscall: String,
+    /// The thread that made it.
+    pub pid: u32,
+    /// The log line where the call started.
+    pub line: u32,
+    /// The path as the program named it (for ops through an fd, the path the
+    /// fd was opened with).
+    pub path: Name,
+    /// The call's stack, when recorded with `--stacks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<crate::origin::Frame>,
+    /// Where in the program the call was made (resolved from `stack`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::origin::Origin>,
+}
+
+impl OpKind {
+    /// A short label for the op log: `create`, `mkdir`, `write`, ...
+    pub fn label(&self, kind_of: impl Fn(Ino) -> InodeKind) -> &'static str {
+        match self {
+            OpKind::Write { .. } => "write",
+            OpKind::Truncate { .. } => "truncate",
+            OpKind::Fallocate { .. } => "fallocate",
+            OpKind::Link { ino, new, .. } => match (new, kind_of(*ino)) {
+                (true, InodeKind::File) => "create",
+                (true, InodeKind::Dir) => "mkdir",
+                (true, InodeKind::Symlink) => "symlink",
+                (false, _) => "link",
+            },
+            OpKind::Unlink { ino, .. } => match kind_of(*ino) {
+                InodeKind::Dir => "rmdir",
+                _ => "unlink",
+            },
+            OpKind::Rename { exchange: true, .. } => "exchange",
+            OpKind::Rename { .. } => "rename",
+            OpKind::Fsync { .. } => "fsync",
+            OpKind::Fdatasync { .. } => "fdatasync",
+            OpKind::Sync { .. } => "sync",
+            OpKind::SyncFileRange { .. } => "sync_file_range",
+            OpKind::FailedSync { .. } => "failed_sync",
+            OpKind::Output { .. } => "output",
+        }
+    }
+
+    /// Whether a crash may lose this op (it changes the file system and is
+    /// not a sync or an output).
+    pub fn is_durable_change(&self) -> bool {
+        matches!(
+            self,
+            OpKind::Write { .. }
+                | OpKind::Truncate { .. }
+                | OpKind::Fallocate { .. }
+                | OpKind::Link { .. }
+                | OpKind::Unlink { .. }
+                | OpKind::Rename { .. }
+        )
+    }
+}
+
+/// Which part of an op a pending unit is. A rename between two directories is
+/// two halves, each covered by its own directory's sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    /// The whole op.
+    Whole,
+    /// A rename's removal from its source directory.
+    Source,
+    /// A rename's addition to its destination directory.
+    Dest,
+}
+
+/// One op, or one half of a rename, that a crash may lose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Unit {
+    /// The op's index.
+    pub op: usize,
+    /// Which part of it.
+    pub part: Part,
+}
+
+/// For one op, the first sync that makes it durable.
+///
+/// A rename has two halves; `source` is the sync that covers the removal from
+/// the source directory, `main` the one that covers the rest. For every other
+/// op `source` equals `main`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SyncedBy {
+    /// Index of the sync op that covers the op (or its destination half).
+    pub main: Option<usize>,
+    /// Index of the sync op that covers a rename's source half.
+    pub source: Option<usize>,
+}
+
+impl SyncedBy {
+    /// Whether a later sync covers the whole op.
+    pub fn synced(&self) -> bool {
+        self.main.is_some() && self.source.is_some()
+    }
+}
+
+/// Computes, for every op, which later sync covers it (DESIGN "explore"):
+/// fsync/fdatasync of a file covers its earlier data ops; fsync of a directory
+/// covers earlier entry ops in it (each rename half by its own directory);
+/// sync/syncfs covers everything earlier. Only ops that completed before the
+/// sync call started are covered. Syncs and outputs count as covered.
+pub fn synced_by(ops: &[Op]) -> Vec<SyncedBy> {
+    use std::collections::HashMap;
+    // Pending halves by the inode whose sync covers them: (op index, is the
+    // source half). A data op's halves wait on its file, an entry op's on its
+    // directory, a rename's on its source and destination directories.
+    let mut pending: HashMap<Ino, Vec<(usize, bool)>> = HashMap::new();
+    let mut out = vec![SyncedBy::default(); ops.len()];
+    // Marks the halves in `list` that completed before `barrier` as covered
+    // by sync `s`, and drops them.
+    let cover = |list: &mut Vec<(usize, bool)>, barrier: usize, s: usize, out: &mut [SyncedBy]| {
+        list.retain(|&(j, source)| {
+            if j >= barrier {
+                return true;
+            }
+            let slot = if source {
+                &mut out[j].source
+            } else {
+                &mut out[j].main
+            };
+            slot.get_or_insert(s);
+            false
+        });
+    };
+    let itself = |i: usize| SyncedBy {
+        main: Some(i),
+        source: Some(i),
+    };
+    for (i, op) in ops.iter().enumerate() {
+        match &op.kind {
+            OpKind::Write { ino: at, .. }
+            | OpKind::Truncate { ino: at, .. }
+            | OpKind::Fallocate { ino: at, .. }
+            | OpKind::Link { dir: at, .. }
+            | OpKind::Unlink { dir: at, .. } => {
+                pending
+                    .entry(*at)
+                    .or_default()
+                    .extend([(i, false), (i, true)]);
+            }
+            OpKind::Rename {
+                from_dir, to_dir, ..
+            } => {
+                pending.entry(*to_dir).or_default().push((i, false));
+                pending.entry(*from_dir).or_default().push((i, true));
+            }
+            OpKind::Fsync { ino, barrier, .. } | OpKind::Fdatasync { ino, barrier, .. } => {
+                if let Some(list) = pending.get_mut(ino) {
+                    cover(list, *barrier, i, &mut out);
+                }
+                out[i] = itself(i);
+            }
+            OpKind::Sync { barrier } => {
+                for list in pending.values_mut() {
+                    cover(list, *barrier, i, &mut out);
+                }
+                out[i] = itself(i);
+            }
+            OpKind::SyncFileRange { .. } | OpKind::FailedSync { .. } | OpKind::Output { .. } => {
+                out[i] = itself(i);
+            }
+        }
+    }
+    out
+}
+
+/// Builders of ops with placeholder provenance, for the unit tests of the
+/// stages that consume ops.
+pub mod test_ops {
+    use super::*;
+
+    /// An op of `kind` with placeholder provenance.
+    pub fn op(kind: OpKind) -> Op {
+        Op {
+            kind,
+            syscall: "x".into(),
+            pid: 1,
+            line: 1,
+            path: Name::default(),
+            stack: Vec::new(),
+            origin: None,
+        }
+    }
+
+    /// A one-byte write at offset 0 of `ino`.
+    pub fn write(ino: Ino) -> Op {
+        op(OpKind::Write {
+            ino,
+            off: 0,
+            data: DataRef { start: 0, len: 1 },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_ops::{op, write};
+    use super::*;
+
+    fn fsync(ino: Ino, barrier: usize) -> Op {
+        op(OpKind::Fsync {
+            ino,
+            barrier,
+            implied: false,
+        })
+    }
+
+    #[test]
+    fn file_fsync_covers_only_its_file_and_earlier_ops() {
+        let ops = vec![write(1), write(2), fsync(1, 2), write(1)];
+        let s = synced_by(&ops);
+        assert_eq!(s[0].main, Some(2));
+        assert!(!s[1].synced());
+        assert!(!s[3].synced());
+    }
+
+    #[test]
+    fn a_write_completing_during_the_sync_is_not_covered() {
+        // The fsync started before op 1 completed.
+        let ops = vec![write(1), write(1), fsync(1, 1)];
+        let s = synced_by(&ops);
+        assert!(s[0].synced());
+        assert!(!s[1].synced());
+    }
+
+    #[test]
+    fn rename_halves_need_both_directories() {
+        let ops = vec![
+            op(OpKind::Rename {
+                from_dir: 1,
+                from_name: "a".into(),
+                to_dir: 2,
+                to_name: "b".into(),
+                ino: 3,
+                replaced: None,
+                exchange: false,
+            }),
+            fsync(2, 1),
+        ];
+        let s = synced_by(&ops);
+        assert_eq!(s[0].main, Some(1));
+        assert_eq!(s[0].source, None);
+        assert!(!s[0].synced());
+    }
+
+    #[test]
+    fn sync_covers_everything_and_file_fsync_not_entries() {
+        let ops = vec![
+            op(OpKind::Link {
+                dir: 0,
+                name: "a".into(),
+                ino: 1,
+                new: true,
+            }),
+            write(1),
+            fsync(1, 2),
+            op(OpKind::Sync { barrier: 3 }),
+        ];
+        let s = synced_by(&ops);
+        assert_eq!(s[0].main, Some(3));
+        assert_eq!(s[1].main, Some(2));
+    }
+
+    #[test]
+    fn names_round_trip_through_json_even_when_not_utf8() {
+        for name in [Name::from("doc.txt"), Name(vec![0xff, b'/', 0])] {
+            let json = serde_json::to_string(&name).unwrap();
+            let back: Name = serde_json::from_str(&json).unwrap();
+            assert_eq!(back, name);
+        }
+    }
+}

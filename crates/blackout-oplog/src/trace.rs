@@ -1,0 +1,676 @@
+//! The trace file: a recording, self-contained and versioned.
+//!
+//! Layout (see `docs/TRACE-FORMAT.md`):
+//!
+//! ```text
+//! blackout-trace 1\n
+//! {JSON header: metadata, inodes, initial tree, ops, stats, data_len}\n
+//! <data_len bytes: the data blob that DataRefs point into>
+//! ```
+//!
+//! A trace is read as hostile input: [`Trace::read`] checks every inode
+//! number, data range and name before anything uses them, so later stages can
+//! index without checking again.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ops::{escape_controls, synced_by, DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
+use crate::tree::{Entry, Node, Tree};
+
+/// The largest file the model holds, in bytes. A log that writes past it is
+/// refused rather than allowed to exhaust memory.
+pub const MODEL_FILE_BYTES_MAX: u64 = 1 << 32;
+
+/// What replay saw, besides ops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReplayStats {
+    /// Lines in the log.
+    pub lines: u64,
+    /// System calls in the log.
+    pub calls: u64,
+    /// Calls replay never looks at (they cannot change the directory).
+    pub skipped: u64,
+    /// Calls that failed (no effect).
+    pub failed: u64,
+    /// Calls on paths or files outside the directory under test (ignored).
+    pub outside: u64,
+}
+
+/// The result of a replay: what a recorder hands to [`Trace::new`].
+#[derive(Debug, Clone, Default)]
+pub struct Replayed {
+    /// The ops, in completion order.
+    pub ops: Vec<Op>,
+    /// Every inode: initial ones first, then those created by ops.
+    pub inodes: Vec<InodeKind>,
+    /// Symlink targets by inode.
+    pub symlinks: BTreeMap<Ino, Name>,
+    /// The bytes that ops' [`DataRef`]s point into.
+    pub data: Vec<u8>,
+    /// Counts.
+    pub stats: ReplayStats,
+}
+
+/// The first line of every trace file, before the version number.
+pub const TRACE_MAGIC: &str = "blackout-trace";
+
+/// The trace format version this build writes and reads.
+pub const TRACE_VERSION: u32 = 1;
+
+/// How the workload ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct WorkloadExit {
+    /// Exit code, when it exited.
+    pub code: Option<i32>,
+    /// Signal name, when a signal killed it.
+    pub signal: Option<String>,
+}
+
+/// A file of the initial tree and its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitialFile {
+    /// The inode.
+    pub ino: Ino,
+    /// Its bytes in the data blob.
+    pub data: DataRef,
+}
+
+/// A recording: what ran, what the directory held before, and every op.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Trace {
+    /// Version of blackout that wrote the trace.
+    pub tool_version: String,
+    /// `strace -V`'s version, when recorded live.
+    pub strace_version: Option<String>,
+    /// The workload command, as run (`{dir}` substituted).
+    pub command: Vec<String>,
+    /// The absolute path the directory under test had while recording.
+    pub dir: Name,
+    /// How the workload ended.
+    pub exit: WorkloadExit,
+    /// Files the program rebuilds on restart (`--volatile` globs): shared
+    /// writable mmaps of them were allowed, and writes through memory are not
+    /// in the ops.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volatile: Vec<String>,
+    /// Kind of every inode (index = [`Ino`]); the first `initial_inodes` are
+    /// the initial tree's.
+    pub inodes: Vec<InodeKind>,
+    /// How many inodes the initial tree has.
+    pub initial_inodes: u32,
+    /// Symlink targets.
+    pub symlinks: BTreeMap<Ino, Name>,
+    /// Directory entries of the initial tree, parents first.
+    pub initial_entries: Vec<Entry>,
+    /// Contents of the initial tree's files.
+    pub initial_files: Vec<InitialFile>,
+    /// The ops, in order.
+    pub ops: Vec<Op>,
+    /// What replay saw.
+    pub stats: ReplayStats,
+    /// Length of the data blob that follows the header.
+    pub data_len: u64,
+    /// The data blob.
+    #[serde(skip)]
+    pub data: Vec<u8>,
+}
+
+/// Something wrong with a trace file.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// Could not read or write it.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// Not a trace, or a damaged one.
+    #[error("not a valid trace: {0}")]
+    Invalid(String),
+}
+
+fn invalid(msg: impl Into<String>) -> TraceError {
+    TraceError::Invalid(msg.into())
+}
+
+/// Metadata of a recording, besides what replay produced.
+#[derive(Debug, Clone, Default)]
+pub struct TraceMeta {
+    /// `strace -V`'s version.
+    pub strace_version: Option<String>,
+    /// The command as run.
+    pub command: Vec<String>,
+    /// Absolute path of the directory under test while recording.
+    pub dir: Vec<u8>,
+    /// How the workload ended.
+    pub exit: WorkloadExit,
+    /// Files the program rebuilds on restart (`--volatile` globs).
+    pub volatile: Vec<String>,
+}
+
+impl Trace {
+    /// Assembles a trace from the initial tree and a replay of the log.
+    pub fn new(tree: &Tree, replayed: Replayed, meta: TraceMeta) -> Trace {
+        let mut data = replayed.data;
+        let mut initial_files = Vec::new();
+        for (i, node) in tree.nodes.iter().enumerate() {
+            if let Node::File(bytes) = node {
+                let start = data.len() as u64;
+                data.extend_from_slice(bytes);
+                initial_files.push(InitialFile {
+                    ino: i as Ino,
+                    data: DataRef {
+                        start,
+                        len: bytes.len() as u64,
+                    },
+                });
+            }
+        }
+        Trace {
+            tool_version: env!("CARGO_PKG_VERSION").to_string(),
+            strace_version: meta.strace_version,
+            command: meta.command,
+            dir: Name(meta.dir),
+            exit: meta.exit,
+            volatile: meta.volatile,
+            inodes: replayed.inodes,
+            initial_inodes: tree.nodes.len() as u32,
+            symlinks: replayed.symlinks,
+            initial_entries: tree.entries.clone(),
+            initial_files,
+            ops: replayed.ops,
+            stats: replayed.stats,
+            data_len: data.len() as u64,
+            data,
+        }
+    }
+
+    /// The bytes a [`DataRef`] names. Valid after [`Trace::read`] or
+    /// [`Trace::new`].
+    pub fn bytes(&self, r: DataRef) -> &[u8] {
+        &self.data[r.start as usize..(r.start + r.len) as usize]
+    }
+
+    /// The kind of an inode.
+    pub fn kind(&self, ino: Ino) -> InodeKind {
+        self.inodes[ino as usize]
+    }
+
+    /// Writes the trace.
+    pub fn write_to(&self, mut w: impl Write) -> io::Result<()> {
+        writeln!(w, "{TRACE_MAGIC} {TRACE_VERSION}")?;
+        serde_json::to_writer(&mut w, self)?;
+        w.write_all(b"\n")?;
+        w.write_all(&self.data)?;
+        w.flush()
+    }
+
+    /// Writes the trace to a file (via a temporary file beside it, renamed
+    /// into place, so a failed write leaves no half trace).
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        use std::os::unix::fs::PermissionsExt;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".blackout-trace-")
+            .permissions(std::fs::Permissions::from_mode(0o644))
+            .tempfile_in(parent)?;
+        self.write_to(io::BufWriter::new(tmp.as_file_mut()))?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Reads and checks a trace.
+    pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
+        let nl = memchr::memchr(b'\n', bytes).ok_or_else(|| invalid("no header line"))?;
+        let first = std::str::from_utf8(&bytes[..nl]).map_err(|_| invalid("no header line"))?;
+        let version = first
+            .strip_prefix(TRACE_MAGIC)
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .ok_or_else(|| invalid(format!("it does not start with `{TRACE_MAGIC}`")))?;
+        if version != TRACE_VERSION {
+            return Err(invalid(format!(
+                "format version {version}; this blackout reads version {TRACE_VERSION}"
+            )));
+        }
+        let rest = &bytes[nl + 1..];
+        let end = memchr::memchr(b'\n', rest).ok_or_else(|| invalid("the header is cut short"))?;
+        let mut trace: Trace = serde_json::from_slice(&rest[..end])
+            .map_err(|e| invalid(format!("bad header: {e}")))?;
+        let blob = &rest[end + 1..];
+        if blob.len() as u64 != trace.data_len {
+            return Err(invalid(format!(
+                "the data blob holds {} bytes, the header says {}",
+                blob.len(),
+                trace.data_len
+            )));
+        }
+        trace.data = blob.to_vec();
+        trace.validate()?;
+        Ok(trace)
+    }
+
+    /// Reads and checks a trace file.
+    pub fn load(path: &Path) -> Result<Trace, TraceError> {
+        Trace::read(&std::fs::read(path)?)
+    }
+
+    /// Checks every reference in the trace.
+    pub fn validate(&self) -> Result<(), TraceError> {
+        let n = self.inodes.len();
+        if n == 0 || self.inodes[ROOT_INO as usize] != InodeKind::Dir {
+            return Err(invalid("inode 0 is not a directory"));
+        }
+        if self.initial_inodes as usize > n || self.initial_inodes == 0 {
+            return Err(invalid("bad initial inode count"));
+        }
+        let ino_ok = |i: Ino| -> Result<(), TraceError> {
+            if (i as usize) < n {
+                Ok(())
+            } else {
+                Err(invalid(format!("inode {i} does not exist")))
+            }
+        };
+        let kind_ok = |i: Ino, kind: InodeKind, use_: &str| -> Result<(), TraceError> {
+            ino_ok(i)?;
+            if self.inodes[i as usize] == kind {
+                Ok(())
+            } else {
+                Err(invalid(format!("inode {i} is {use_} but is not one")))
+            }
+        };
+        let dir_ok = |i: Ino| kind_ok(i, InodeKind::Dir, "used as a directory");
+        let file_ok = |i: Ino| kind_ok(i, InodeKind::File, "written as a regular file");
+        let data_ok = |r: DataRef| -> Result<(), TraceError> {
+            match r.start.checked_add(r.len) {
+                Some(end) if end <= self.data.len() as u64 => Ok(()),
+                _ => Err(invalid("a data range lies outside the data blob")),
+            }
+        };
+        let size_ok = |end: Option<u64>| -> Result<(), TraceError> {
+            match end {
+                Some(e) if e <= MODEL_FILE_BYTES_MAX => Ok(()),
+                _ => Err(invalid(format!(
+                    "a file grows past {MODEL_FILE_BYTES_MAX} bytes, the largest blackout models"
+                ))),
+            }
+        };
+        let name_ok = |name: &Name| -> Result<(), TraceError> {
+            let b = &name.0;
+            if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
+                Err(invalid(format!("`{}` is not a file name", name.display())))
+            } else {
+                Ok(())
+            }
+        };
+        for (ino, target) in &self.symlinks {
+            ino_ok(*ino)?;
+            if self.inodes[*ino as usize] != InodeKind::Symlink {
+                return Err(invalid(format!(
+                    "inode {ino} has a target but is not a symlink"
+                )));
+            }
+            let _ = target;
+        }
+        for e in &self.initial_entries {
+            dir_ok(e.dir)?;
+            ino_ok(e.ino)?;
+            name_ok(&e.name)?;
+            if e.dir >= self.initial_inodes || e.ino >= self.initial_inodes || e.ino == ROOT_INO {
+                return Err(invalid(
+                    "an initial entry names an inode outside the initial tree",
+                ));
+            }
+        }
+        for f in &self.initial_files {
+            file_ok(f.ino)?;
+            data_ok(f.data)?;
+        }
+        for (i, op) in self.ops.iter().enumerate() {
+            let at = |e: TraceError| match e {
+                TraceError::Invalid(m) => invalid(format!("op {i}: {m}")),
+                other => other,
+            };
+            let check = || -> Result<(), TraceError> {
+                match &op.kind {
+                    OpKind::Write { ino, off, data } => {
+                        file_ok(*ino)?;
+                        data_ok(*data)?;
+                        size_ok(off.checked_add(data.len))?;
+                    }
+                    OpKind::Truncate { ino, size } => {
+                        file_ok(*ino)?;
+                        size_ok(Some(*size))?;
+                    }
+                    OpKind::SyncFileRange { ino } => file_ok(*ino)?,
+                    OpKind::Fallocate {
+                        ino,
+                        off,
+                        len,
+                        keep_size,
+                        ..
+                    } => {
+                        file_ok(*ino)?;
+                        let end = off.checked_add(*len);
+                        if *keep_size {
+                            end.ok_or_else(|| invalid("fallocate range overflows"))?;
+                        } else {
+                            size_ok(end)?;
+                        }
+                    }
+                    OpKind::Link { dir, name, ino, .. } | OpKind::Unlink { dir, name, ino } => {
+                        dir_ok(*dir)?;
+                        name_ok(name)?;
+                        ino_ok(*ino)?;
+                        if *ino == ROOT_INO {
+                            return Err(invalid("the root directory is linked"));
+                        }
+                    }
+                    OpKind::Rename {
+                        from_dir,
+                        from_name,
+                        to_dir,
+                        to_name,
+                        ino,
+                        replaced,
+                        ..
+                    } => {
+                        dir_ok(*from_dir)?;
+                        dir_ok(*to_dir)?;
+                        name_ok(from_name)?;
+                        name_ok(to_name)?;
+                        ino_ok(*ino)?;
+                        if let Some(r) = replaced {
+                            ino_ok(*r)?;
+                        }
+                    }
+                    OpKind::Fsync { ino, barrier, .. } | OpKind::Fdatasync { ino, barrier, .. } => {
+                        ino_ok(*ino)?;
+                        if *barrier > i + 1 {
+                            return Err(invalid("a sync covers ops after it"));
+                        }
+                    }
+                    OpKind::Sync { barrier } => {
+                        if *barrier > i {
+                            return Err(invalid("a sync covers ops after it"));
+                        }
+                    }
+                    OpKind::FailedSync { ino, .. } => ino_ok(*ino)?,
+                    OpKind::Output { data } => data_ok(*data)?,
+                }
+                Ok(())
+            };
+            check().map_err(at)?;
+        }
+        Ok(())
+    }
+
+    /// The initial tree.
+    pub fn initial_tree(&self) -> Tree {
+        let mut nodes: Vec<Node> = self.inodes[..self.initial_inodes as usize]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| match k {
+                InodeKind::Dir => Node::Dir,
+                InodeKind::File => Node::File(Vec::new()),
+                InodeKind::Symlink => Node::Symlink(
+                    self.symlinks
+                        .get(&(i as Ino))
+                        .map(|n| n.0.clone())
+                        .unwrap_or_default(),
+                ),
+            })
+            .collect();
+        for f in &self.initial_files {
+            nodes[f.ino as usize] = Node::File(self.bytes(f.data).to_vec());
+        }
+        Tree {
+            nodes,
+            entries: self.initial_entries.clone(),
+        }
+    }
+
+    /// A path as the program named it, shown relative to the directory
+    /// under test when it lies inside it, control characters escaped.
+    pub fn show_path(&self, path: &Name) -> String {
+        let dir = &self.dir.0;
+        let shown = match path.0.strip_prefix(dir.as_slice()) {
+            Some(rest) if !dir.is_empty() && rest.first() == Some(&b'/') => {
+                Name(rest[1..].to_vec()).display()
+            }
+            Some([]) if !dir.is_empty() => ".".to_string(),
+            _ => path.display(),
+        };
+        escape_controls(&shown)
+    }
+
+    /// The op log as text: one line per op, with `(never synced)` marks.
+    pub fn op_log_text(&self) -> String {
+        let synced = synced_by(&self.ops);
+        let never = self
+            .ops
+            .iter()
+            .zip(&synced)
+            .filter(|(o, s)| o.kind.is_durable_change() && !s.synced())
+            .count();
+        let mut out = format!(
+            "# {} ops, {} never synced; {} calls in {} log lines, {} outside the directory (ignored), {} failed\n",
+            self.ops.len(),
+            never,
+            self.stats.calls,
+            self.stats.lines,
+            self.stats.outside,
+            self.stats.failed,
+        );
+        for (i, (op, s)) in self.ops.iter().zip(&synced).enumerate() {
+            let label = op.kind.label(|ino| self.kind(ino));
+            let detail = self.detail(&op.kind);
+            let mut line = format!(
+                "{i:>5}  {label:<15} {detail:<44} {}@{}  {}",
+                op.syscall,
+                op.line,
+                self.show_path(&op.path)
+            );
+            if let Some(o) = &op.origin {
+                line.push_str(&format!("  [{}]", escape_controls(&o.describe())));
+            }
+            if op.kind.is_durable_change() {
+                match (s.main, s.source) {
+                    (None, None) => line.push_str("  (never synced)"),
+                    (None, Some(_)) => line.push_str("  (never synced: the new entry)"),
+                    (Some(_), None) => {
+                        line.push_str("  (never synced: the removal from the source directory)")
+                    }
+                    (Some(_), Some(_)) => {}
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The op log for machines.
+    pub fn op_log_json(&self) -> serde_json::Value {
+        let synced = synced_by(&self.ops);
+        let ops: Vec<serde_json::Value> = self
+            .ops
+            .iter()
+            .zip(&synced)
+            .enumerate()
+            .map(|(i, (op, s))| {
+                let mut v = serde_json::to_value(op).unwrap_or(serde_json::Value::Null);
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("index".into(), i.into());
+                    m.insert("label".into(), op.kind.label(|ino| self.kind(ino)).into());
+                    m.insert(
+                        "never_synced".into(),
+                        (op.kind.is_durable_change() && !s.synced()).into(),
+                    );
+                    if let OpKind::Output { data } | OpKind::Write { data, .. } = op.kind {
+                        m.insert(
+                            "text".into(),
+                            String::from_utf8_lossy(self.bytes(data))
+                                .into_owned()
+                                .into(),
+                        );
+                    }
+                }
+                v
+            })
+            .collect();
+        serde_json::json!({
+            "command": self.command,
+            "dir": self.dir,
+            "stats": self.stats,
+            "ops": ops,
+        })
+    }
+
+    fn detail(&self, kind: &OpKind) -> String {
+        match kind {
+            OpKind::Write { ino, off, data } => {
+                format!("ino={ino} off={off} len={}", data.len)
+            }
+            OpKind::Truncate { ino, size } => format!("ino={ino} size={size}"),
+            OpKind::Fallocate {
+                ino,
+                off,
+                len,
+                zero,
+                keep_size,
+            } => format!(
+                "ino={ino} off={off} len={len}{}{}",
+                if *zero { " zero" } else { "" },
+                if *keep_size { " keep_size" } else { "" }
+            ),
+            OpKind::Link { dir, name, ino, .. } | OpKind::Unlink { dir, name, ino } => {
+                format!("ino={ino} dir={dir} name={}", name.display())
+            }
+            OpKind::Rename {
+                from_dir,
+                from_name,
+                to_dir,
+                to_name,
+                ino,
+                replaced,
+                ..
+            } => {
+                let mut s = format!(
+                    "ino={ino} dir={from_dir} name={} -> dir={to_dir} name={}",
+                    from_name.display(),
+                    to_name.display()
+                );
+                if let Some(r) = replaced {
+                    s.push_str(&format!(" replaces={r}"));
+                }
+                s
+            }
+            OpKind::Fsync { ino, implied, .. } => {
+                if *implied {
+                    format!("ino={ino} (O_SYNC write)")
+                } else {
+                    format!("ino={ino}")
+                }
+            }
+            OpKind::Fdatasync { ino, implied, .. } => {
+                if *implied {
+                    format!("ino={ino} (O_DSYNC write)")
+                } else {
+                    format!("ino={ino}")
+                }
+            }
+            OpKind::Sync { .. } => "all".to_string(),
+            OpKind::SyncFileRange { ino } => format!("ino={ino} (not a barrier)"),
+            OpKind::FailedSync { ino, errno } => format!("ino={ino} {errno} (not a barrier)"),
+            OpKind::Output { data } => {
+                let text = self.bytes(*data).escape_ascii().to_string();
+                let short: String = text.chars().take(30).collect();
+                let more = if text.chars().count() > 30 { "..." } else { "" };
+                format!("len={} \"{short}\"{more}", data.len)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Trace {
+        let mut tree = Tree::default();
+        tree.nodes.push(Node::File(b"seed".to_vec()));
+        tree.entries.push(Entry {
+            dir: 0,
+            name: "s".into(),
+            ino: 1,
+        });
+        let op = |kind| Op {
+            kind,
+            syscall: "write".into(),
+            pid: 1,
+            line: 1,
+            path: "a".into(),
+            stack: Vec::new(),
+            origin: None,
+        };
+        let r = Replayed {
+            ops: vec![
+                op(OpKind::Link {
+                    dir: 0,
+                    name: "a".into(),
+                    ino: 2,
+                    new: true,
+                }),
+                op(OpKind::Write {
+                    ino: 2,
+                    off: 0,
+                    data: DataRef { start: 0, len: 2 },
+                }),
+                op(OpKind::Output {
+                    data: DataRef { start: 2, len: 3 },
+                }),
+            ],
+            inodes: vec![InodeKind::Dir, InodeKind::File, InodeKind::File],
+            symlinks: BTreeMap::new(),
+            data: b"hiok\n".to_vec(),
+            stats: ReplayStats::default(),
+        };
+        Trace::new(&tree, r, TraceMeta::default())
+    }
+
+    #[test]
+    fn round_trips() {
+        let t = sample();
+        let mut buf = Vec::new();
+        t.write_to(&mut buf).unwrap();
+        let back = Trace::read(&buf).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.initial_tree().nodes[1], Node::File(b"seed".to_vec()));
+        assert!(t.op_log_text().contains("(never synced)"));
+    }
+
+    #[test]
+    fn rejects_damaged_traces() {
+        let t = sample();
+        let mut buf = Vec::new();
+        t.write_to(&mut buf).unwrap();
+        buf.pop();
+        assert!(Trace::read(&buf).is_err());
+        assert!(Trace::read(b"hello\n").is_err());
+        let mut bad = t.clone();
+        bad.ops[0].kind = OpKind::Link {
+            dir: 0,
+            name: "../../etc".into(),
+            ino: 2,
+            new: true,
+        };
+        let mut buf = Vec::new();
+        bad.write_to(&mut buf).unwrap();
+        let e = Trace::read(&buf).unwrap_err().to_string();
+        assert!(e.contains("not a file name"), "{e}");
+    }
+}

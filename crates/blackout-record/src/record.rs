@@ -1,0 +1,372 @@
+//! Record: run a workload under `strace -f` in a fresh directory under test
+//! and turn what it did into a [`Trace`].
+//!
+//! Everything the recorder writes goes into one scratch directory (removed
+//! when the [`Recording`] or the error is dropped): the directory under test
+//! `dir/`, the raw strace log, and the workload's stdout and stderr.
+
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use blackout_oplog::trace::{Trace, TraceMeta, WorkloadExit};
+use blackout_sys::command::{signal_name, substitute};
+use blackout_sys::proc::{wait_group, Waited};
+
+use crate::replay::{replay_with, ReplayError, ReplayOptions};
+use crate::snapshot::{copy_tree, snapshot};
+use crate::strace::TRACED_SYSCALLS;
+
+/// What to record.
+#[derive(Debug, Clone)]
+pub struct RecordConfig {
+    /// The workload and its arguments (`{dir}` is substituted).
+    pub command: Vec<OsString>,
+    /// A tree copied into the directory under test first.
+    pub init: Option<PathBuf>,
+    /// A shell command run in the directory under test first, unrecorded.
+    pub setup: Option<String>,
+    /// The strace binary.
+    pub strace: PathBuf,
+    /// Use `--seccomp-bpf` when the strace supports it.
+    pub seccomp: bool,
+    /// Where to create the scratch directory (default: the system temp dir).
+    pub scratch_parent: Option<PathBuf>,
+    /// Where to keep a copy of the raw strace log (written before replay, so
+    /// it survives a replay error).
+    pub keep_log: Option<PathBuf>,
+    /// Set from outside (a Ctrl-C handler) to stop the workload and return
+    /// [`RecordError::Interrupted`]; the scratch directory is removed.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Record each call's stack (strace `-k`) and name the source line of
+    /// every op.
+    pub stacks: bool,
+    /// Files the program rebuilds on restart (globs; see
+    /// [`crate::replay::ReplayOptions`]).
+    pub volatile: Vec<String>,
+}
+
+impl RecordConfig {
+    /// A config for `command` with defaults.
+    pub fn new(command: Vec<OsString>) -> Self {
+        RecordConfig {
+            command,
+            init: None,
+            setup: None,
+            strace: PathBuf::from("strace"),
+            seccomp: true,
+            scratch_parent: None,
+            keep_log: None,
+            cancel: None,
+            stacks: false,
+            volatile: Vec::new(),
+        }
+    }
+}
+
+/// Why a recording failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// strace is not installed or does not run.
+    #[error("cannot run strace ({0}); install it (e.g. `apt-get install strace`)")]
+    NoStrace(String),
+    /// The workload program does not exist.
+    #[error("workload `{0}` not found{1}")]
+    NotFound(String, String),
+    /// The workload could not be started.
+    #[error("workload `{program}` could not start: {reason}")]
+    CannotStart {
+        /// The program.
+        program: String,
+        /// Why.
+        reason: String,
+    },
+    /// The workload was killed by a signal.
+    #[error("workload was killed by {signal}; the recording is incomplete{stderr}")]
+    Killed {
+        /// The signal's name.
+        signal: String,
+        /// Its stderr, for context.
+        stderr: String,
+    },
+    /// `--init` or `--setup` failed.
+    #[error("{0}")]
+    Prepare(String),
+    /// The log could not be replayed.
+    #[error("{log}:{err}")]
+    Replay {
+        /// The log's path (kept for inspection when asked).
+        log: String,
+        /// What went wrong.
+        err: ReplayError,
+    },
+    /// The cancel flag was set while the workload ran.
+    #[error("interrupted")]
+    Interrupted,
+    /// Any other I/O failure.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A finished recording.
+#[derive(Debug)]
+pub struct Recording {
+    /// The trace.
+    pub trace: Trace,
+    /// What the workload printed on stdout.
+    pub stdout: Vec<u8>,
+    /// What the workload printed on stderr (strace's own messages too).
+    pub stderr: Vec<u8>,
+    /// The raw strace log.
+    pub log: Vec<u8>,
+}
+
+/// strace's version (`6.1`), or an error when it cannot run.
+pub fn strace_version(strace: &Path) -> Result<String, RecordError> {
+    let out = Command::new(strace)
+        .arg("-V")
+        .output()
+        .map_err(|e| RecordError::NoStrace(format!("{}: {e}", strace.display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .next()
+        .and_then(|l| l.rsplit(' ').next())
+        .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            RecordError::NoStrace(format!("`{} -V` printed no version", strace.display()))
+        })
+}
+
+fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
+    let mut it = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let a = it.next().unwrap_or(0);
+    let b = it.next().unwrap_or(0);
+    (a, b) >= (major, minor)
+}
+
+/// Finds the program as the shell would. A relative path with a slash is
+/// taken from where blackout runs (the workload itself runs in the directory
+/// under test).
+fn resolve_program(program: &std::ffi::OsStr) -> Result<PathBuf, RecordError> {
+    let p = Path::new(program);
+    let shown = p.display().to_string();
+    if program.is_empty() {
+        return Err(RecordError::NotFound(shown, String::new()));
+    }
+    if p.components().count() > 1 || shown.contains('/') {
+        let abs = std::env::current_dir()?.join(p);
+        if abs.is_file() {
+            return Ok(abs);
+        }
+        return Err(RecordError::NotFound(shown, String::new()));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let cand = dir.join(p);
+        if cand.is_file() {
+            return Ok(cand);
+        }
+    }
+    Err(RecordError::NotFound(shown, " in PATH".into()))
+}
+
+/// The recorder that runs the workload under `strace -f` and replays its
+/// log.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StraceRecorder;
+
+impl crate::Recorder for StraceRecorder {
+    fn record(&self, cfg: &RecordConfig) -> Result<Recording, RecordError> {
+        record(cfg)
+    }
+}
+
+/// Runs the workload under strace and replays its log.
+pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
+    ReplayOptions {
+        volatile: cfg.volatile.clone(),
+    }
+    .validate()
+    .map_err(RecordError::Prepare)?;
+    let version = strace_version(&cfg.strace)?;
+    let program = cfg
+        .command
+        .first()
+        .ok_or_else(|| RecordError::NotFound(String::new(), String::new()))?;
+    let program = resolve_program(program)?;
+
+    let scratch = match &cfg.scratch_parent {
+        Some(p) => tempfile::Builder::new().prefix("blackout-").tempdir_in(p)?,
+        None => tempfile::Builder::new().prefix("blackout-").tempdir()?,
+    };
+    let base = fs::canonicalize(scratch.path())?;
+    let dir = base.join("dir");
+    fs::create_dir(&dir)?;
+    if let Some(init) = &cfg.init {
+        copy_tree(init, &dir)
+            .map_err(|e| RecordError::Prepare(format!("--init {}: {e}", init.display())))?;
+    }
+    if let Some(setup) = &cfg.setup {
+        let cmd = substitute(std::ffi::OsStr::new(setup), &dir);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .output()?;
+        if !out.status.success() {
+            return Err(RecordError::Prepare(format!(
+                "--setup `{setup}` failed ({}){}",
+                describe_status(out.status),
+                stderr_tail(&out.stderr)
+            )));
+        }
+    }
+    let tree = snapshot(&dir)?;
+
+    let log_path = base.join("strace.log");
+    let stdout_path = base.join("stdout");
+    let stderr_path = base.join("stderr");
+    let mut command: Vec<OsString> = vec![program.into_os_string()];
+    command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
+
+    let mut strace = Command::new(&cfg.strace);
+    strace.args([
+        "-f",
+        "-q",
+        "-xx",
+        "-y",
+        "-s",
+        "16777216",
+        "-e",
+        "signal=none",
+    ]);
+    if cfg.seccomp && version_at_least(&version, 5, 3) {
+        strace.arg("--seccomp-bpf");
+    }
+    if cfg.stacks {
+        strace.arg("-k");
+    }
+    strace
+        .arg("-e")
+        .arg(format!("trace={TRACED_SYSCALLS}"))
+        .arg("-o")
+        .arg(&log_path)
+        .arg("--")
+        .args(&command)
+        .current_dir(&dir)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&stdout_path)?)
+        .stderr(fs::File::create(&stderr_path)?);
+    let mut child = strace
+        .spawn()
+        .map_err(|e| RecordError::NoStrace(format!("{}: {e}", cfg.strace.display())))?;
+    // strace and the workload run in their own process group: a cancel ends
+    // all of it (strace blocks fatal signals while it writes a log).
+    let status = match wait_group(&mut child, None, cfg.cancel.as_deref())? {
+        Waited::Exited(status) => status,
+        Waited::Cancelled | Waited::TimedOut => return Err(RecordError::Interrupted),
+    };
+    let stdout = fs::read(&stdout_path)?;
+    let stderr = fs::read(&stderr_path)?;
+    let log = fs::read(&log_path).unwrap_or_default();
+    if let Some(keep) = &cfg.keep_log {
+        fs::write(keep, &log)?;
+    }
+
+    let shown = command[0].to_string_lossy().into_owned();
+    if let Some(reason) = exec_failure(&log, &stderr) {
+        return Err(RecordError::CannotStart {
+            program: shown,
+            reason,
+        });
+    }
+    if let Some(sig) = status.signal() {
+        return Err(RecordError::Killed {
+            signal: signal_name(sig),
+            stderr: stderr_tail(&stderr),
+        });
+    }
+    let exit = WorkloadExit {
+        code: status.code(),
+        signal: None,
+    };
+    let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();
+    let opts = ReplayOptions {
+        volatile: cfg.volatile.clone(),
+    };
+    let replayed =
+        replay_with(&log, &tree, &dir_bytes, &opts).map_err(|err| RecordError::Replay {
+            log: match &cfg.keep_log {
+                Some(p) => p.display().to_string(),
+                None => "strace log".into(),
+            },
+            err,
+        })?;
+    let mut trace = Trace::new(
+        &tree,
+        replayed,
+        TraceMeta {
+            strace_version: Some(version),
+            command: command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            dir: dir_bytes,
+            exit,
+            volatile: cfg.volatile.clone(),
+        },
+    );
+    if cfg.stacks {
+        crate::stacks::resolve_trace(&mut trace);
+    }
+    Ok(Recording {
+        trace,
+        stdout,
+        stderr,
+        log,
+    })
+}
+
+/// The reason the workload's first execve failed, if it did.
+fn exec_failure(log: &[u8], stderr: &[u8]) -> Option<String> {
+    let first = log.split(|&b| b == b'\n').find(|l| !l.is_empty());
+    if let Some(line) = first {
+        if memchr::memmem::find(line, b"execve(").is_some() {
+            if let Some(pos) = memchr::memmem::find(line, b" = -1 ") {
+                let rest = String::from_utf8_lossy(&line[pos + 6..]).into_owned();
+                return Some(rest);
+            }
+        }
+        return None;
+    }
+    let text = String::from_utf8_lossy(stderr);
+    text.lines()
+        .find(|l| l.starts_with("strace: "))
+        .map(|l| l.trim_start_matches("strace: ").to_string())
+        .or_else(|| Some("strace recorded nothing".into()))
+}
+
+fn describe_status(s: std::process::ExitStatus) -> String {
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(sig)) => format!("killed by {}", signal_name(sig)),
+        _ => "unknown status".into(),
+    }
+}
+
+fn stderr_tail(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(3)..];
+    format!("; its stderr ends: {}", tail.join(" | "))
+}

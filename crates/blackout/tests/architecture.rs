@@ -1,0 +1,286 @@
+//! The house rules, enforced: data flows one way between the stage crates,
+//! and one way between the modules inside each crate.
+//!
+//! Crate edges are read from each crate's `Cargo.toml` and from the
+//! `blackout_*` paths its library code names; module edges from the
+//! `crate::MODULE` paths each module names outside its tests. An edge not
+//! in the allow-list below fails the test, naming the file and the edge.
+//! ARCHITECTURE.md states the same rules in words.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Each crate, in pipeline order, with the crates its library may use.
+/// Everything a crate may use comes before it in this list.
+const CRATES: &[(&str, &[&str])] = &[
+    ("blackout-oplog", &[]),
+    ("blackout-sys", &[]),
+    ("blackout-record", &["blackout-oplog", "blackout-sys"]),
+    ("blackout-explore", &["blackout-oplog"]),
+    (
+        "blackout-check",
+        &["blackout-oplog", "blackout-sys", "blackout-explore"],
+    ),
+    (
+        "blackout-analysis",
+        &["blackout-oplog", "blackout-explore", "blackout-check"],
+    ),
+    (
+        "blackout-export",
+        &[
+            "blackout-oplog",
+            "blackout-explore",
+            "blackout-check",
+            "blackout-analysis",
+        ],
+    ),
+    (
+        "blackout",
+        &[
+            "blackout-oplog",
+            "blackout-sys",
+            "blackout-record",
+            "blackout-explore",
+            "blackout-check",
+            "blackout-analysis",
+            "blackout-export",
+        ],
+    ),
+    ("blackout-cli", &["blackout"]),
+];
+
+/// Crates whose tests may record fixtures with the recorder (a dev-only
+/// edge: their library code still may not use it).
+const DEV_EDGES: &[(&str, &str)] = &[
+    ("blackout-explore", "blackout-record"),
+    ("blackout-analysis", "blackout-record"),
+    ("blackout", "blackout-record"),
+];
+
+/// Each crate's modules, lowest first: a module may name only modules
+/// before it (and the crate root, where the seams are declared).
+const MODULES: &[(&str, &[&str])] = &[
+    (
+        "blackout-oplog",
+        &[
+            "origin", "ops", "contents", "tree", "trace", "promises", "naming",
+        ],
+    ),
+    ("blackout-sys", &["command", "proc", "scratch"]),
+    (
+        "blackout-record",
+        &["strace", "stacks", "snapshot", "replay", "record"],
+    ),
+    (
+        "blackout-explore",
+        &["enumerate", "model", "state", "dedup"],
+    ),
+    ("blackout-check", &["outcome", "slot", "shell", "pool"]),
+    ("blackout-analysis", &["explain", "report", "group"]),
+    ("blackout-export", &["text", "json"]),
+    ("blackout", &["run"]),
+    ("blackout-cli", &["main"]),
+];
+
+fn crates_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Every `.rs` file under `dir`, iteratively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The code of a file up to its unit tests.
+fn library_code(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap();
+    match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Identifiers following `prefix` in `text` (`crate::` → module names,
+/// `blackout_` → crate suffixes).
+fn names_after(text: &str, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(prefix) {
+        let before = rest[..i].chars().last();
+        rest = &rest[i + prefix.len()..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty() {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+/// The `blackout-*` crates a `Cargo.toml` section depends on.
+fn manifest_deps(manifest: &str, section: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut inside = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line == section;
+            continue;
+        }
+        if inside {
+            if let Some((name, _)) = line.split_once('=') {
+                let name = name.trim();
+                if name == "blackout" || name.starts_with("blackout-") {
+                    out.insert(name.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The module a file is (`src/model/posix.rs` → `model`; the crate root
+/// and `main.rs` → `None` / `main`).
+fn module_of(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).unwrap();
+    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+    let name = first.strip_suffix(".rs").unwrap_or(&first).to_string();
+    (name != "lib").then_some(name)
+}
+
+fn crate_violations(name: &str, allowed: &[&str]) -> Vec<String> {
+    let dir = crates_dir().join(name);
+    let manifest = fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let mut bad = Vec::new();
+    for dep in manifest_deps(&manifest, "[dependencies]") {
+        if !allowed.contains(&dep.as_str()) {
+            bad.push(format!("{name}/Cargo.toml depends on {dep}"));
+        }
+    }
+    for dep in manifest_deps(&manifest, "[dev-dependencies]") {
+        let dev_ok = DEV_EDGES.contains(&(name, dep.as_str()));
+        if !allowed.contains(&dep.as_str()) && !dev_ok {
+            bad.push(format!("{name}/Cargo.toml dev-depends on {dep}"));
+        }
+    }
+    let own = name.replace('-', "_");
+    for file in rust_files(&dir.join("src")) {
+        let code = library_code(&file);
+        for used in names_after(&code, "blackout_") {
+            let krate = format!("blackout-{used}");
+            if format!("blackout_{used}") != own && !allowed.contains(&krate.as_str()) {
+                bad.push(format!("{} uses {krate}", file.display()));
+            }
+        }
+    }
+    bad
+}
+
+fn module_violations(name: &str, order: &[&str]) -> Vec<String> {
+    let src = crates_dir().join(name).join("src");
+    let mut bad = Vec::new();
+    for file in rust_files(&src) {
+        let Some(module) = module_of(&src, &file) else {
+            continue;
+        };
+        let Some(rank) = order.iter().position(|m| *m == module) else {
+            bad.push(format!(
+                "{}: module `{module}` is not in the allow-list",
+                file.display()
+            ));
+            continue;
+        };
+        for used in names_after(&library_code(&file), "crate::") {
+            if used == module || !order.contains(&used.as_str()) {
+                continue; // itself, or an item of the crate root
+            }
+            let used_rank = order.iter().position(|m| *m == used).unwrap_or(0);
+            if used_rank > rank {
+                bad.push(format!(
+                    "{}: `{module}` uses `{used}`, which comes after it",
+                    file.display()
+                ));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn crates_depend_only_on_earlier_stages() {
+    let mut bad = Vec::new();
+    for (i, (name, allowed)) in CRATES.iter().enumerate() {
+        // The allow-list itself points one way.
+        for a in *allowed {
+            let j = CRATES.iter().position(|(n, _)| n == a).unwrap();
+            assert!(
+                j < i,
+                "{name} is allowed {a}, which does not come before it"
+            );
+        }
+        bad.extend(crate_violations(name, allowed));
+    }
+    assert!(
+        bad.is_empty(),
+        "imports against the direction:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn modules_depend_only_on_earlier_modules() {
+    let mut bad = Vec::new();
+    for (name, order) in MODULES {
+        bad.extend(module_violations(name, order));
+    }
+    assert!(
+        bad.is_empty(),
+        "imports against the direction:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn every_crate_is_in_the_allow_list() {
+    let mut on_disk: Vec<String> = fs::read_dir(crates_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("blackout"))
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = CRATES.iter().map(|(n, _)| n.to_string()).collect();
+    listed.sort();
+    assert_eq!(on_disk, listed);
+}
+
+#[test]
+fn the_checker_catches_an_edge_against_the_direction() {
+    // The rule applied to a made-up module: exploration naming the recorder.
+    let code = "use blackout_record::replay::replay;\nuse crate::dedup::x;\n";
+    assert!(names_after(code, "blackout_").contains("record"));
+    assert!(names_after(code, "crate::").contains("dedup"));
+    let explore = CRATES
+        .iter()
+        .find(|(n, _)| *n == "blackout-explore")
+        .unwrap();
+    assert!(!explore.1.contains(&"blackout-record"));
+}
