@@ -339,172 +339,225 @@ fn not_atomic(cx: &Context<'_>, k: usize) -> Cause {
     }
 }
 
+/// What explaining the loss of one unit needs, computed once.
+struct Lost<'a, 'c> {
+    cx: &'a Context<'c>,
+    /// The crash point.
+    k: usize,
+    /// The lost unit.
+    u: Unit,
+    /// The state it is explained in (for the renames kept in it).
+    desc: &'a StateDesc,
+    /// `"saved" was printed` or `the crash`.
+    before: String,
+    /// The op that completed the latest promise before the crash.
+    promise_op: Option<usize>,
+    /// The lost op in the user's terms.
+    what: String,
+    /// The sync that covers the unit, if any.
+    cover: Option<usize>,
+}
+
 /// The cause of losing `u` at crash point `k`.
 fn lost_cause(cx: &Context<'_>, k: usize, u: Unit, desc: &StateDesc) -> Cause {
-    let ops = cx.ops();
     let i = u.op;
-    let ni = cx.n(i);
-    let op = &ops[i];
-    let before = cx.promise_text(k);
-    let promise_op = cx.outputs.latest_promise_before(k).map(|(p, _)| p);
-    let line = op.line;
-    let what = cx.describe(u);
-    let mk = |kind, sentence: String, fix: Option<SyncFix>| Cause {
-        kind,
-        blamed: u,
-        op: what.clone(),
-        sentence,
-        fix,
+    let lost = Lost {
+        cx,
+        k,
+        u,
+        desc,
+        before: cx.promise_text(k),
+        promise_op: cx.outputs.latest_promise_before(k).map(|(p, _)| p),
+        what: cx.describe(u),
+        cover: match u.part {
+            Part::Source => cx.synced[i].source,
+            _ => cx.synced[i].main,
+        },
     };
-    // The sync that covers this unit, and whether it came too late.
-    let cover = match u.part {
-        Part::Source => cx.synced[i].source,
-        _ => cx.synced[i].main,
-    };
-    let after_promise = |s: usize| promise_op.is_some_and(|p| p > i && p < s) && s >= k;
-    match &op.kind {
+    match &cx.ops()[i].kind {
         OpKind::Write { ino, .. }
         | OpKind::Truncate { ino, .. }
-        | OpKind::Fallocate { ino, .. } => {
-            let f = *ino;
-            let path = cx.path_of(f, i + 1);
-            let fix = SyncFix {
-                after: i,
-                before: None,
-                ino: f,
-                dir: false,
-                path: path.clone(),
-            };
-            let label = op.kind.label(|x| cx.trace.kind(x));
-            let data = format!("the {label} to {path} (op {ni}, log line {line})");
-            if let Some(s) = cover.filter(|&s| after_promise(s)) {
-                return mk(
-                    CauseKind::PromiseBeforeSync,
-                    format!(
-                        "{before} (op {}) before the sync that covers {data} completed (op {}, log line {}): print the promise only after the sync returns",
-                        cx.n(promise_op.unwrap_or(0)),
-                        cx.n(s),
-                        ops[s].line
-                    ),
-                    Some(fix),
-                );
-            }
-            for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
-                match &later.kind {
-                    OpKind::SyncFileRange { ino } if *ino == f => {
-                        return mk(
-                            CauseKind::SyncFileRangeOnly,
-                            format!(
-                                "{data} is followed only by sync_file_range (op {}, log line {}), which is not a durability barrier, before {before}",
-                                cx.n(j),
-                                ops[j].line
-                            ),
-                            Some(fix),
-                        )
-                    }
-                    OpKind::FailedSync { ino, errno } if *ino == f => {
-                        return mk(
-                            CauseKind::FailedSync,
-                            format!(
-                                "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
-                                cx.n(j),
-                                ops[j].line
-                            ),
-                            Some(fix),
-                        )
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(j) = publishing_rename(cx, i, f, desc) {
-                let (sentence, fix) = published_unsynced(cx, &data, j, fix);
-                return mk(CauseKind::DataNotSyncedBeforeRename, sentence, Some(fix));
-            }
-            // A later write to the same file, kept, that nothing orders after
-            // this one.
-            let later = (i + 1..k).rev().find(|&j| {
-                matches!(&ops[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
-                    && !desc.lost.iter().any(|l| l.op == j)
-            });
-            if let Some(j) = later {
-                return mk(
-                    CauseKind::UnorderedWrites,
-                    format!(
-                        "{data} can be lost while the later write to {path} (op {}, log line {}) reaches the disk: no fsync between them orders them{}; fsync {path} before op {}",
-                        cx.n(j),
-                        ops[j].line,
-                        match cover {
-                            Some(s) => format!(" (the fsync that covers both, op {}, comes after)", cx.n(s)),
-                            None => String::new(),
-                        },
-                        cx.n(j)
-                    ),
-                    Some(SyncFix {
-                        after: j - 1,
-                        before: Some(j),
-                        ..fix
-                    }),
-                );
-            }
-            let when = match cover {
-                Some(s) if s >= k => format!(
-                    "is not fsynced before {before} (its fsync, op {}, comes after)",
-                    cx.n(s)
-                ),
-                _ => format!("is never fsynced before {before}"),
-            };
-            mk(
-                CauseKind::DataNotSynced,
-                format!("{data} {when}"),
-                Some(fix),
-            )
-        }
+        | OpKind::Fallocate { ino, .. } => lost.data(*ino),
         OpKind::Link { dir, .. } | OpKind::Unlink { dir, .. } => {
-            entry_cause(cx, k, u, *dir, cover.filter(|&s| after_promise(s)), mk)
+            entry_cause(cx, k, u, *dir, lost.late_cover(), |kind, sentence, fix| {
+                lost.mk(kind, sentence, fix)
+            })
         }
         OpKind::Rename {
             from_dir, to_dir, ..
-        } => {
-            let dir = if u.part == Part::Source {
-                *from_dir
-            } else {
-                *to_dir
-            };
-            if u.part != Part::Whole {
-                // The other half: synced before the crash?
-                let other = if u.part == Part::Source {
-                    cx.synced[i].main
-                } else {
-                    cx.synced[i].source
-                };
-                let other_dir = if u.part == Part::Source {
-                    *to_dir
-                } else {
-                    *from_dir
-                };
-                if let Some(s) = other.filter(|&s| s < k) {
-                    let d = cx.dir_path(dir, i);
-                    return mk(
-                        CauseKind::CrossDirectoryRenameHalfSynced,
-                        format!(
-                            "{what} moved an entry between two directories: {} was fsynced (op {}, log line {}) but {d} is not before {before}; both directories need an fsync",
-                            cx.dir_path(other_dir, i),
-                            cx.n(s),
-                            ops[s].line
-                        ),
-                        Some(SyncFix {
-                            after: i,
-                            before: None,
-                            ino: dir,
-                            dir: true,
-                            path: d,
-                        }),
-                    );
-                }
-            }
-            entry_cause(cx, k, u, dir, cover.filter(|&s| after_promise(s)), mk)
+        } => lost.rename(*from_dir, *to_dir),
+        _ => lost.mk(
+            CauseKind::NotAtomic,
+            format!("{} was lost", lost.what),
+            None,
+        ),
+    }
+}
+
+impl Lost<'_, '_> {
+    fn mk(&self, kind: CauseKind, sentence: String, fix: Option<SyncFix>) -> Cause {
+        Cause {
+            kind,
+            blamed: self.u,
+            op: self.what.clone(),
+            sentence,
+            fix,
         }
-        _ => mk(CauseKind::NotAtomic, format!("{what} was lost"), None),
+    }
+
+    /// The covering sync, when it completed only after the promise.
+    fn late_cover(&self) -> Option<usize> {
+        let (i, k) = (self.u.op, self.k);
+        self.cover
+            .filter(|&s| self.promise_op.is_some_and(|p| p > i && p < s) && s >= k)
+    }
+
+    /// A lost write, truncate or fallocate of file `f`.
+    fn data(&self, f: Ino) -> Cause {
+        let (cx, k, desc) = (self.cx, self.k, self.desc);
+        let (before, cover) = (&self.before, self.cover);
+        let ops = cx.ops();
+        let i = self.u.op;
+        let ni = cx.n(i);
+        let op = &ops[i];
+        let line = op.line;
+        let promise_op = self.promise_op;
+        let mk = |kind, sentence, fix| self.mk(kind, sentence, fix);
+        let after_promise = |s: usize| self.late_cover() == Some(s);
+        let path = cx.path_of(f, i + 1);
+        let fix = SyncFix {
+            after: i,
+            before: None,
+            ino: f,
+            dir: false,
+            path: path.clone(),
+        };
+        let label = op.kind.label(|x| cx.trace.kind(x));
+        let data = format!("the {label} to {path} (op {ni}, log line {line})");
+        if let Some(s) = cover.filter(|&s| after_promise(s)) {
+            return mk(
+                CauseKind::PromiseBeforeSync,
+                format!(
+                    "{before} (op {}) before the sync that covers {data} completed (op {}, log line {}): print the promise only after the sync returns",
+                    cx.n(promise_op.unwrap_or(0)),
+                    cx.n(s),
+                    ops[s].line
+                ),
+                Some(fix),
+            );
+        }
+        for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
+            match &later.kind {
+                OpKind::SyncFileRange { ino } if *ino == f => {
+                    return mk(
+                        CauseKind::SyncFileRangeOnly,
+                        format!(
+                            "{data} is followed only by sync_file_range (op {}, log line {}), which is not a durability barrier, before {before}",
+                            cx.n(j),
+                            ops[j].line
+                        ),
+                        Some(fix),
+                    )
+                }
+                OpKind::FailedSync { ino, errno } if *ino == f => {
+                    return mk(
+                        CauseKind::FailedSync,
+                        format!(
+                            "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
+                            cx.n(j),
+                            ops[j].line
+                        ),
+                        Some(fix),
+                    )
+                }
+                _ => {}
+            }
+        }
+        if let Some(j) = publishing_rename(cx, i, f, desc) {
+            let (sentence, fix) = published_unsynced(cx, &data, j, fix);
+            return mk(CauseKind::DataNotSyncedBeforeRename, sentence, Some(fix));
+        }
+        // A later write to the same file, kept, that nothing orders after
+        // this one.
+        let later = (i + 1..k).rev().find(|&j| {
+            matches!(&ops[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
+                && !desc.lost.iter().any(|l| l.op == j)
+        });
+        if let Some(j) = later {
+            return mk(
+                CauseKind::UnorderedWrites,
+                format!(
+                    "{data} can be lost while the later write to {path} (op {}, log line {}) reaches the disk: no fsync between them orders them{}; fsync {path} before op {}",
+                    cx.n(j),
+                    ops[j].line,
+                    match cover {
+                        Some(s) => format!(" (the fsync that covers both, op {}, comes after)", cx.n(s)),
+                        None => String::new(),
+                    },
+                    cx.n(j)
+                ),
+                Some(SyncFix {
+                    after: j - 1,
+                    before: Some(j),
+                    ..fix
+                }),
+            );
+        }
+        let when = match cover {
+            Some(s) if s >= k => format!(
+                "is not fsynced before {before} (its fsync, op {}, comes after)",
+                cx.n(s)
+            ),
+            _ => format!("is never fsynced before {before}"),
+        };
+        mk(
+            CauseKind::DataNotSynced,
+            format!("{data} {when}"),
+            Some(fix),
+        )
+    }
+
+    /// A lost rename, or one half of a rename between two directories.
+    fn rename(&self, from_dir: Ino, to_dir: Ino) -> Cause {
+        let (cx, k, u) = (self.cx, self.k, self.u);
+        let i = u.op;
+        let dir = if u.part == Part::Source {
+            from_dir
+        } else {
+            to_dir
+        };
+        if u.part != Part::Whole {
+            // The other half: synced before the crash?
+            let (other, other_dir) = if u.part == Part::Source {
+                (cx.synced[i].main, to_dir)
+            } else {
+                (cx.synced[i].source, from_dir)
+            };
+            if let Some(s) = other.filter(|&s| s < k) {
+                let d = cx.dir_path(dir, i);
+                return self.mk(
+                    CauseKind::CrossDirectoryRenameHalfSynced,
+                    format!(
+                        "{} moved an entry between two directories: {} was fsynced (op {}, log line {}) but {d} is not before {}; both directories need an fsync",
+                        self.what,
+                        cx.dir_path(other_dir, i),
+                        cx.n(s),
+                        cx.ops()[s].line,
+                        self.before
+                    ),
+                    Some(SyncFix {
+                        after: i,
+                        before: None,
+                        ino: dir,
+                        dir: true,
+                        path: d,
+                    }),
+                );
+            }
+        }
+        entry_cause(cx, k, u, dir, self.late_cover(), |kind, sentence, fix| {
+            self.mk(kind, sentence, fix)
+        })
     }
 }
 

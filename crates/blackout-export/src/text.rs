@@ -231,19 +231,40 @@ fn render_cause(
         };
         let _ = writeln!(out, "    process:   {line}");
     }
-    let fix = match (&g.fix, g.fixes.first()) {
+    let fix = fix_text(g, m.model);
+    let _ = writeln!(out, "    fix:       {fix}");
+    let _ = writeln!(out, "    reproduce: {}", reproduce(ctx, &c.id));
+    if g.ids.len() > 1 {
+        let others: Vec<&str> = g.ids[1..].iter().take(5).map(String::as_str).collect();
+        let more = g.ids.len() - 1 - others.len();
+        let _ = writeln!(
+            out,
+            "    also:      {}{}",
+            others.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+}
+
+/// The `fix:` line of a cause: the verified fix, or why there is none.
+fn fix_text(g: &CauseGroup, model: Model) -> String {
+    match (&g.fix, g.fixes.first()) {
         (Some(f), _) if f.passes => format!(
             "adding {} makes all {} states pass under {}",
             f.description,
             f.states,
-            m.model.name()
+            model.name()
         ),
         (Some(f), _) => format!(
             "adding {} is not enough: {} of {} states still fail under {}{}",
             f.description,
             f.still_failing,
             f.states,
-            m.model.name(),
+            model.name(),
             match &f.simplest_failing {
                 Some((id, why)) => format!(
                     "; the simplest ({id}, counting the added fsync{} as op{} {}): {why}",
@@ -262,22 +283,6 @@ fn render_cause(
             "not verified (the checker could not be run, or more than the first few causes)".into()
         }
         (None, None) => "no single sync fixes this (see the cause)".into(),
-    };
-    let _ = writeln!(out, "    fix:       {fix}");
-    let _ = writeln!(out, "    reproduce: {}", reproduce(ctx, &c.id));
-    if g.ids.len() > 1 {
-        let others: Vec<&str> = g.ids[1..].iter().take(5).map(String::as_str).collect();
-        let more = g.ids.len() - 1 - others.len();
-        let _ = writeln!(
-            out,
-            "    also:      {}{}",
-            others.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        );
     }
 }
 

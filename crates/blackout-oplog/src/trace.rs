@@ -267,58 +267,19 @@ impl Trace {
         if self.initial_inodes as usize > n || self.initial_inodes == 0 {
             return Err(invalid("bad initial inode count"));
         }
-        let ino_ok = |i: Ino| -> Result<(), TraceError> {
-            if (i as usize) < n {
-                Ok(())
-            } else {
-                Err(invalid(format!("inode {i} does not exist")))
-            }
-        };
-        let kind_ok = |i: Ino, kind: InodeKind, use_: &str| -> Result<(), TraceError> {
-            ino_ok(i)?;
-            if self.inodes[i as usize] == kind {
-                Ok(())
-            } else {
-                Err(invalid(format!("inode {i} is {use_} but is not one")))
-            }
-        };
-        let dir_ok = |i: Ino| kind_ok(i, InodeKind::Dir, "used as a directory");
-        let file_ok = |i: Ino| kind_ok(i, InodeKind::File, "written as a regular file");
-        let data_ok = |r: DataRef| -> Result<(), TraceError> {
-            match r.start.checked_add(r.len) {
-                Some(end) if end <= self.data.len() as u64 => Ok(()),
-                _ => Err(invalid("a data range lies outside the data blob")),
-            }
-        };
-        let size_ok = |end: Option<u64>| -> Result<(), TraceError> {
-            match end {
-                Some(e) if e <= MODEL_FILE_BYTES_MAX => Ok(()),
-                _ => Err(invalid(format!(
-                    "a file grows past {MODEL_FILE_BYTES_MAX} bytes, the largest blackout models"
-                ))),
-            }
-        };
-        let name_ok = |name: &Name| -> Result<(), TraceError> {
-            let b = &name.0;
-            if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
-                Err(invalid(format!("`{}` is not a file name", name.display())))
-            } else {
-                Ok(())
-            }
-        };
-        for (ino, target) in &self.symlinks {
-            ino_ok(*ino)?;
+        let refs = Refs { trace: self };
+        for ino in self.symlinks.keys() {
+            refs.ino(*ino)?;
             if self.inodes[*ino as usize] != InodeKind::Symlink {
                 return Err(invalid(format!(
                     "inode {ino} has a target but is not a symlink"
                 )));
             }
-            let _ = target;
         }
         for e in &self.initial_entries {
-            dir_ok(e.dir)?;
-            ino_ok(e.ino)?;
-            name_ok(&e.name)?;
+            refs.dir(e.dir)?;
+            refs.ino(e.ino)?;
+            refs.name(&e.name)?;
             if e.dir >= self.initial_inodes || e.ino >= self.initial_inodes || e.ino == ROOT_INO {
                 return Err(invalid(
                     "an initial entry names an inode outside the initial tree",
@@ -326,84 +287,14 @@ impl Trace {
             }
         }
         for f in &self.initial_files {
-            file_ok(f.ino)?;
-            data_ok(f.data)?;
+            refs.file(f.ino)?;
+            refs.data(f.data)?;
         }
         for (i, op) in self.ops.iter().enumerate() {
-            let at = |e: TraceError| match e {
+            refs.op(i, &op.kind).map_err(|e| match e {
                 TraceError::Invalid(m) => invalid(format!("op {i}: {m}")),
                 other => other,
-            };
-            let check = || -> Result<(), TraceError> {
-                match &op.kind {
-                    OpKind::Write { ino, off, data } => {
-                        file_ok(*ino)?;
-                        data_ok(*data)?;
-                        size_ok(off.checked_add(data.len))?;
-                    }
-                    OpKind::Truncate { ino, size } => {
-                        file_ok(*ino)?;
-                        size_ok(Some(*size))?;
-                    }
-                    OpKind::SyncFileRange { ino } => file_ok(*ino)?,
-                    OpKind::Fallocate {
-                        ino,
-                        off,
-                        len,
-                        keep_size,
-                        ..
-                    } => {
-                        file_ok(*ino)?;
-                        let end = off.checked_add(*len);
-                        if *keep_size {
-                            end.ok_or_else(|| invalid("fallocate range overflows"))?;
-                        } else {
-                            size_ok(end)?;
-                        }
-                    }
-                    OpKind::Link { dir, name, ino, .. } | OpKind::Unlink { dir, name, ino } => {
-                        dir_ok(*dir)?;
-                        name_ok(name)?;
-                        ino_ok(*ino)?;
-                        if *ino == ROOT_INO {
-                            return Err(invalid("the root directory is linked"));
-                        }
-                    }
-                    OpKind::Rename {
-                        from_dir,
-                        from_name,
-                        to_dir,
-                        to_name,
-                        ino,
-                        replaced,
-                        ..
-                    } => {
-                        dir_ok(*from_dir)?;
-                        dir_ok(*to_dir)?;
-                        name_ok(from_name)?;
-                        name_ok(to_name)?;
-                        ino_ok(*ino)?;
-                        if let Some(r) = replaced {
-                            ino_ok(*r)?;
-                        }
-                    }
-                    OpKind::Fsync { ino, barrier, .. } | OpKind::Fdatasync { ino, barrier, .. } => {
-                        ino_ok(*ino)?;
-                        if *barrier > i + 1 {
-                            return Err(invalid("a sync covers ops after it"));
-                        }
-                    }
-                    OpKind::Sync { barrier } => {
-                        if *barrier > i {
-                            return Err(invalid("a sync covers ops after it"));
-                        }
-                    }
-                    OpKind::FailedSync { ino, .. } => ino_ok(*ino)?,
-                    OpKind::Output { data } => data_ok(*data)?,
-                }
-                Ok(())
-            };
-            check().map_err(at)?;
+            })?;
         }
         Ok(())
     }
@@ -592,6 +483,136 @@ impl Trace {
                 let more = if text.chars().count() > 30 { "..." } else { "" };
                 format!("len={} \"{short}\"{more}", data.len)
             }
+        }
+    }
+}
+
+/// The checks [`Trace::validate`] makes of each reference.
+struct Refs<'a> {
+    trace: &'a Trace,
+}
+
+impl Refs<'_> {
+    fn ino(&self, i: Ino) -> Result<(), TraceError> {
+        if (i as usize) < self.trace.inodes.len() {
+            Ok(())
+        } else {
+            Err(invalid(format!("inode {i} does not exist")))
+        }
+    }
+
+    fn kind(&self, i: Ino, kind: InodeKind, use_: &str) -> Result<(), TraceError> {
+        self.ino(i)?;
+        if self.trace.inodes[i as usize] == kind {
+            Ok(())
+        } else {
+            Err(invalid(format!("inode {i} is {use_} but is not one")))
+        }
+    }
+
+    fn dir(&self, i: Ino) -> Result<(), TraceError> {
+        self.kind(i, InodeKind::Dir, "used as a directory")
+    }
+
+    fn file(&self, i: Ino) -> Result<(), TraceError> {
+        self.kind(i, InodeKind::File, "written as a regular file")
+    }
+
+    fn data(&self, r: DataRef) -> Result<(), TraceError> {
+        match r.start.checked_add(r.len) {
+            Some(end) if end <= self.trace.data.len() as u64 => Ok(()),
+            _ => Err(invalid("a data range lies outside the data blob")),
+        }
+    }
+
+    fn size(&self, end: Option<u64>) -> Result<(), TraceError> {
+        match end {
+            Some(e) if e <= MODEL_FILE_BYTES_MAX => Ok(()),
+            _ => Err(invalid(format!(
+                "a file grows past {MODEL_FILE_BYTES_MAX} bytes, the largest blackout models"
+            ))),
+        }
+    }
+
+    fn name(&self, name: &Name) -> Result<(), TraceError> {
+        let b = &name.0;
+        if b.is_empty() || b == b"." || b == b".." || b.contains(&b'/') || b.contains(&0) {
+            Err(invalid(format!("`{}` is not a file name", name.display())))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Op `i`'s references: inodes of the right kind, data inside the blob,
+    /// sizes the model holds, names that are names, barriers not ahead.
+    fn op(&self, i: usize, kind: &OpKind) -> Result<(), TraceError> {
+        match kind {
+            OpKind::Write { ino, off, data } => {
+                self.file(*ino)?;
+                self.data(*data)?;
+                self.size(off.checked_add(data.len))
+            }
+            OpKind::Truncate { ino, size } => {
+                self.file(*ino)?;
+                self.size(Some(*size))
+            }
+            OpKind::SyncFileRange { ino } => self.file(*ino),
+            OpKind::Fallocate {
+                ino,
+                off,
+                len,
+                keep_size,
+                ..
+            } => {
+                self.file(*ino)?;
+                let end = off.checked_add(*len);
+                if *keep_size {
+                    end.map(|_| ())
+                        .ok_or_else(|| invalid("fallocate range overflows"))
+                } else {
+                    self.size(end)
+                }
+            }
+            OpKind::Link { dir, name, ino, .. } | OpKind::Unlink { dir, name, ino } => {
+                self.dir(*dir)?;
+                self.name(name)?;
+                self.ino(*ino)?;
+                if *ino == ROOT_INO {
+                    return Err(invalid("the root directory is linked"));
+                }
+                Ok(())
+            }
+            OpKind::Rename {
+                from_dir,
+                from_name,
+                to_dir,
+                to_name,
+                ino,
+                replaced,
+                ..
+            } => {
+                self.dir(*from_dir)?;
+                self.dir(*to_dir)?;
+                self.name(from_name)?;
+                self.name(to_name)?;
+                self.ino(*ino)?;
+                replaced.map_or(Ok(()), |r| self.ino(r))
+            }
+            OpKind::Fsync { ino, barrier, .. } | OpKind::Fdatasync { ino, barrier, .. } => {
+                self.ino(*ino)?;
+                if *barrier > i + 1 {
+                    return Err(invalid("a sync covers ops after it"));
+                }
+                Ok(())
+            }
+            OpKind::Sync { barrier } => {
+                if *barrier > i {
+                    return Err(invalid("a sync covers ops after it"));
+                }
+                Ok(())
+            }
+            OpKind::FailedSync { ino, .. } => self.ino(*ino),
+            OpKind::Output { data } => self.data(*data),
         }
     }
 }

@@ -24,13 +24,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use blackout_analysis::group::{model_report, Analysis, FIX_VERIFICATIONS_MAX};
-use blackout_analysis::report::{RunReport, Verdict};
+use blackout_analysis::report::{Checked, ModelReport, RunReport, Verdict};
 pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{Cache, Pool, PoolConfig, Scratch};
 use blackout_check::shell::ShellChecker;
+use blackout_check::slot::Slot;
 use blackout_check::Checker;
-use blackout_explore::dedup::{distinct_states, state_key};
+use blackout_explore::dedup::{distinct_states, state_key, StateKey};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
@@ -167,78 +168,28 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
 
 fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<RunReport, RunError> {
     let trace = s.pool.trace;
-    let cancelled = |o: Option<Outcome>| o.ok_or(RunError::Interrupted);
     // The pre-checks use a slot of their own, before the workers start.
     let slot0 = s.pool.scratch.slot()?;
-    let timeout_s = cfg.checker.timeout().as_secs_f64();
-
-    // The pre-check: the state before the workload, every promise handed.
-    let mut precheck = None;
-    if !cfg.consistency_only {
-        let pre = StateDesc {
-            crash: 0,
-            lost: Vec::new(),
-            torn: None,
-        };
-        let outcome = cancelled(s.pool.check_one(
-            &slot0,
-            "pre-workload",
-            &FsState::initial(trace),
-            0,
-            true,
-        )?)?;
-        let mut c = s.checked(&pre, outcome.clone());
-        c.id = "pre-workload".into();
-        c.acked = promises.clone();
-        precheck = Some(c);
-        let bad = expected(
-            &outcome,
-            false,
-            "the state before the workload",
-            timeout_s,
-            (
-                Verdict::Inconclusive,
-                format!(
-                    "the check cannot fail: the checker accepts the state before the workload ran, with all {} promise(s) handed to it",
-                    promises.len()
-                ),
-            ),
-        );
-        if let Some(stop) = bad {
-            return Ok(RunReport::early(stop, promises, precheck, None));
+    let precheck = if cfg.consistency_only {
+        None
+    } else {
+        let (checked, stop) = precheck(s, cfg, &slot0, &promises)?;
+        if let Some(stop) = stop {
+            return Ok(RunReport::early(stop, promises, Some(checked), None));
         }
-    }
-
-    // Nothing lost: every op applied, every promise made.
-    let full = StateDesc {
-        crash: trace.ops.len(),
-        lost: Vec::new(),
-        torn: None,
+        Some(checked)
     };
-    let full_fs = FsState::build(trace, &full, cfg.sector);
-    let full_key = state_key(&full_fs, s.pool.outputs, full.crash);
-    let outcome = cancelled(
-        s.pool
-            .check_one(&slot0, &full.id(), &full_fs, full.crash, false)?,
-    )?;
-    let all_applied = Some(s.checked(&full, outcome.clone()));
-    let bad = expected(
-        &outcome,
-        true,
-        "the state where nothing was lost",
-        timeout_s,
-        (
-            Verdict::HarnessBroken,
-            format!(
-                "the checker rejects the state where nothing was lost (every op applied): {}; the checker, not the program, is wrong",
-                outcome.describe()
-            ),
-        ),
-    );
-    if let Some(stop) = bad {
-        return Ok(RunReport::early(stop, promises, precheck, all_applied));
+    let (all_applied, full_key, stop) = nothing_lost(s, cfg, &slot0)?;
+    let outcome = all_applied.outcome.clone();
+    if let Some(stop) = stop {
+        return Ok(RunReport::early(
+            stop,
+            promises,
+            precheck,
+            Some(all_applied),
+        ));
     }
-
+    let all_applied = Some(all_applied);
     drop(slot0);
     let mut cache: Cache = HashMap::from([(full_key, outcome.clone())]);
     let t0 = Instant::now();
@@ -260,6 +211,100 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
     for m in &explored.models {
         models.push(model_report(s, m, &results, &mut cache)?);
     }
+    let (verdict, reason) = verdict_of(&models);
+    Ok(RunReport {
+        verdict,
+        reason,
+        promises,
+        precheck,
+        all_applied,
+        models,
+        checked: explored.distinct.len(),
+        explore_seconds,
+        check_seconds,
+        explore: cfg.explore.clone(),
+    })
+}
+
+/// The verdict that stops a run before it explores, and why; `None` goes on.
+type Stop = Option<(Verdict, String)>;
+
+/// The pre-check: the checker on the state before the workload, with every
+/// promise handed to it. It must reject it; the verdict that stops the run
+/// if it does not.
+fn precheck(
+    s: &Analysis<'_>,
+    cfg: &RunConfig,
+    slot: &Slot,
+    promises: &[String],
+) -> Result<(Checked, Stop), RunError> {
+    let trace = s.pool.trace;
+    let pre = StateDesc {
+        crash: 0,
+        lost: Vec::new(),
+        torn: None,
+    };
+    let outcome = s
+        .pool
+        .check_one(slot, "pre-workload", &FsState::initial(trace), 0, true)?
+        .ok_or(RunError::Interrupted)?;
+    let mut c = s.checked(&pre, outcome.clone());
+    c.id = "pre-workload".into();
+    c.acked = promises.to_vec();
+    let stop = expected(
+        &outcome,
+        false,
+        "the state before the workload",
+        cfg.checker.timeout().as_secs_f64(),
+        (
+            Verdict::Inconclusive,
+            format!(
+                "the check cannot fail: the checker accepts the state before the workload ran, with all {} promise(s) handed to it",
+                promises.len()
+            ),
+        ),
+    );
+    Ok((c, stop))
+}
+
+/// The nothing-lost check: the checker on the state with every op applied
+/// and every promise made. It must accept it; the verdict that stops the run
+/// if it does not. Also the state's content key, for the outcome cache.
+fn nothing_lost(
+    s: &Analysis<'_>,
+    cfg: &RunConfig,
+    slot: &Slot,
+) -> Result<(Checked, StateKey, Stop), RunError> {
+    let trace = s.pool.trace;
+    let full = StateDesc {
+        crash: trace.ops.len(),
+        lost: Vec::new(),
+        torn: None,
+    };
+    let full_fs = FsState::build(trace, &full, cfg.sector);
+    let full_key = state_key(&full_fs, s.pool.outputs, full.crash);
+    let outcome = s
+        .pool
+        .check_one(slot, &full.id(), &full_fs, full.crash, false)?
+        .ok_or(RunError::Interrupted)?;
+    let stop = expected(
+        &outcome,
+        true,
+        "the state where nothing was lost",
+        cfg.checker.timeout().as_secs_f64(),
+        (
+            Verdict::HarnessBroken,
+            format!(
+                "the checker rejects the state where nothing was lost (every op applied): {}; the checker, not the program, is wrong",
+                outcome.describe()
+            ),
+        ),
+    );
+    Ok((s.checked(&full, outcome), full_key, stop))
+}
+
+/// The run's verdict from its models' and why, in one sentence.
+fn verdict_of(models: &[ModelReport]) -> (Verdict, String) {
     let verdict = if models.iter().any(|m| m.verdict == Verdict::Fail) {
         Verdict::Fail
     } else if models.iter().any(|m| m.verdict == Verdict::Error) {
@@ -286,18 +331,7 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
         ),
         _ => "every crash state was accepted".into(),
     };
-    Ok(RunReport {
-        verdict,
-        reason,
-        promises,
-        precheck,
-        all_applied,
-        models,
-        checked: explored.distinct.len(),
-        explore_seconds,
-        check_seconds,
-        explore: cfg.explore.clone(),
-    })
+    (verdict, reason)
 }
 
 /// Judges a check the run depends on: `None` when the checker accepted
