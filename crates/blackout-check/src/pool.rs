@@ -241,6 +241,15 @@ impl<'a> Pool<'a> {
             let Some(&i) = todo.get(j) else { return };
             let desc = &distinct[i].desc;
             let fs = FsState::build(self.trace, desc, self.cfg.sector);
+            // Paired with dedup: the state rebuilt for checking must be the
+            // one deduplicated under this key, or its outcome would be
+            // filed under another state.
+            if state_key(&fs, self.outputs, desc.crash) != distinct[i].key {
+                return shared.fail(io::Error::other(format!(
+                    "internal error: state {} rebuilt with other contents than it was deduplicated with",
+                    desc.id()
+                )));
+            }
             match self.check_one(&slot, &desc.id(), &fs, desc.crash, false) {
                 Ok(Some(Outcome::CannotRun { reason })) => {
                     shared.stop.store(true, Ordering::SeqCst);

@@ -7,31 +7,19 @@
 //! made, only directories are descended into (a symlink is created as a link,
 //! never followed), and a directory reachable twice is written once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use blackout_oplog::contents;
 use blackout_oplog::ops::{Ino, InodeKind, OpKind, Part, ROOT_INO};
+pub use blackout_oplog::store::InodeState;
+use blackout_oplog::store::{self, Halves};
 use blackout_oplog::trace::Trace;
 
 use crate::enumerate::{StateDesc, Tear};
-
-/// One inode of a crash state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InodeState {
-    /// Kind.
-    pub kind: InodeKind,
-    /// File bytes (the file is `size` long; bytes past `data` read as zeros),
-    /// or a symlink's target.
-    pub data: Vec<u8>,
-    /// File size.
-    pub size: u64,
-    /// Directory entries.
-    pub entries: BTreeMap<Vec<u8>, Ino>,
-}
 
 /// The file system a crash leaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,38 +54,13 @@ pub const SECTOR_BYTES_DEFAULT: u64 = 512;
 impl FsState {
     /// The initial tree of a trace, with every later inode empty.
     pub fn initial(trace: &Trace) -> FsState {
-        let mut inodes: Vec<InodeState> = trace
-            .inodes
-            .iter()
-            .enumerate()
-            .map(|(i, kind)| InodeState {
-                kind: *kind,
-                data: match kind {
-                    InodeKind::Symlink => trace
-                        .symlinks
-                        .get(&(i as Ino))
-                        .map(|n| n.0.clone())
-                        .unwrap_or_default(),
-                    _ => Vec::new(),
-                },
-                size: 0,
-                entries: BTreeMap::new(),
-            })
-            .collect();
-        for f in &trace.initial_files {
-            let node = &mut inodes[f.ino as usize];
-            node.data = trace.bytes(f.data).to_vec();
-            node.size = f.data.len;
+        FsState {
+            inodes: store::initial_inodes(trace),
         }
-        for e in &trace.initial_entries {
-            inodes[e.dir as usize]
-                .entries
-                .insert(e.name.0.clone(), e.ino);
-        }
-        FsState { inodes }
     }
 
-    /// Builds the state a [`StateDesc`] describes.
+    /// Builds the state a [`StateDesc`] describes: the ops before the crash
+    /// that it kept, applied in order through [`store::apply`].
     pub fn build(trace: &Trace, desc: &StateDesc, sector: u64) -> FsState {
         let mut fs = FsState::initial(trace);
         let lost: HashSet<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
@@ -106,124 +69,25 @@ impl FsState {
             if lost.contains(&(i, Part::Whole)) {
                 continue;
             }
-            match &op.kind {
-                OpKind::Write { ino, off, data } => {
-                    let bytes = trace.bytes(*data);
-                    match desc.torn {
-                        Some((t, tear)) if t == i => fs.write_torn(*ino, *off, bytes, tear, sector),
-                        _ => fs.write(*ino, *off, bytes),
-                    }
-                }
-                OpKind::Truncate { ino, size } => fs.truncate(*ino, *size),
-                OpKind::Fallocate {
-                    ino,
-                    off,
-                    len,
-                    zero,
-                    keep_size,
-                } => {
-                    let node = &mut fs.inodes[*ino as usize];
-                    contents::fallocate(
-                        &mut node.data,
-                        &mut node.size,
-                        *off,
-                        *len,
-                        *zero,
-                        *keep_size,
-                    );
-                }
-                OpKind::Link { dir, name, ino, .. } => {
-                    fs.inodes[*dir as usize]
-                        .entries
-                        .insert(name.0.clone(), *ino);
-                }
-                OpKind::Unlink { dir, name, ino } => fs.unlink(*dir, &name.0, *ino),
+            let halves = match &op.kind {
                 OpKind::Rename {
-                    from_dir,
-                    from_name,
-                    to_dir,
-                    to_name,
-                    ino,
-                    replaced,
-                    exchange,
-                } => {
-                    let (keep_src, keep_dst) = if from_dir == to_dir {
-                        (true, true)
-                    } else {
-                        (
-                            !lost.contains(&(i, Part::Source)),
-                            !lost.contains(&(i, Part::Dest)),
-                        )
-                    };
-                    if *exchange {
-                        if keep_src {
-                            if let Some(r) = replaced {
-                                fs.inodes[*from_dir as usize]
-                                    .entries
-                                    .insert(from_name.0.clone(), *r);
-                            }
-                        }
-                        if keep_dst {
-                            fs.inodes[*to_dir as usize]
-                                .entries
-                                .insert(to_name.0.clone(), *ino);
-                        }
-                    } else {
-                        if keep_src {
-                            fs.unlink(*from_dir, &from_name.0, *ino);
-                        }
-                        if keep_dst {
-                            fs.inodes[*to_dir as usize]
-                                .entries
-                                .insert(to_name.0.clone(), *ino);
-                        }
-                    }
+                    from_dir, to_dir, ..
+                } if from_dir != to_dir => Halves {
+                    source: !lost.contains(&(i, Part::Source)),
+                    dest: !lost.contains(&(i, Part::Dest)),
+                },
+                _ => Halves::BOTH,
+            };
+            let bytes = match (&op.kind, desc.torn) {
+                (OpKind::Write { off, data, .. }, Some((t, tear))) if t == i => {
+                    torn_bytes(trace.bytes(*data), *off, tear, sector)
                 }
-                OpKind::Fsync { .. }
-                | OpKind::Fdatasync { .. }
-                | OpKind::Sync { .. }
-                | OpKind::SyncFileRange { .. }
-                | OpKind::FailedSync { .. }
-                | OpKind::Output { .. } => {}
-            }
+                (OpKind::Write { data, .. }, _) => Cow::Borrowed(trace.bytes(*data)),
+                _ => Cow::Borrowed(&[][..]),
+            };
+            store::apply(&mut fs.inodes, &op.kind, &bytes, halves);
         }
         fs
-    }
-
-    fn write(&mut self, ino: Ino, off: u64, bytes: &[u8]) {
-        let node = &mut self.inodes[ino as usize];
-        contents::write(&mut node.data, &mut node.size, off, bytes);
-    }
-
-    fn write_torn(&mut self, ino: Ino, off: u64, bytes: &[u8], tear: Tear, sector: u64) {
-        let len = bytes.len() as u64;
-        match tear {
-            Tear::Half => {
-                let mid = off + len / 2;
-                let mut cut = mid - mid % sector.max(1);
-                if cut <= off {
-                    cut = mid;
-                }
-                self.write(ino, off, &bytes[..(cut - off) as usize]);
-            }
-            Tear::ShortSector => {
-                let keep = len.saturating_sub(sector.max(1));
-                self.write(ino, off, &bytes[..keep as usize]);
-            }
-            Tear::Zeros => self.write(ino, off, &vec![0; bytes.len()]),
-        }
-    }
-
-    fn truncate(&mut self, ino: Ino, size: u64) {
-        let node = &mut self.inodes[ino as usize];
-        contents::truncate(&mut node.data, &mut node.size, size);
-    }
-
-    fn unlink(&mut self, dir: Ino, name: &[u8], ino: Ino) {
-        let entries = &mut self.inodes[dir as usize].entries;
-        if entries.get(name) == Some(&ino) {
-            entries.remove(name);
-        }
     }
 
     /// The bytes a reader sees in a file.
@@ -326,6 +190,28 @@ impl FsState {
             }
         });
         result
+    }
+}
+
+/// What a torn write at `off` leaves of `bytes`: half of it (cut at a
+/// sector boundary when one lies past the start), all but its last sector,
+/// or zeros over its whole range.
+fn torn_bytes(bytes: &[u8], off: u64, tear: Tear, sector: u64) -> Cow<'_, [u8]> {
+    let len = bytes.len() as u64;
+    match tear {
+        Tear::Half => {
+            let mid = off + len / 2;
+            let mut cut = mid - mid % sector.max(1);
+            if cut <= off {
+                cut = mid;
+            }
+            Cow::Borrowed(&bytes[..(cut - off) as usize])
+        }
+        Tear::ShortSector => {
+            let keep = len.saturating_sub(sector.max(1));
+            Cow::Borrowed(&bytes[..keep as usize])
+        }
+        Tear::Zeros => Cow::Owned(vec![0; bytes.len()]),
     }
 }
 

@@ -5,7 +5,8 @@
 //! initial tree and their data, self-contained and versioned. Everything
 //! after recording works from a trace alone: [`ops::synced_by`] (the forcing
 //! rules: which later sync covers each op), [`promises::Outputs`] (which
-//! lines of output were promised before each crash point) and [`naming`]
+//! lines of output were promised before each crash point), [`store`] (the
+//! inode store and the one `apply` that changes it by an op) and [`naming`]
 //! (ops in the user's terms).
 //!
 //! This crate knows nothing of strace, processes, checkers or persistence
@@ -39,5 +40,6 @@ pub mod naming;
 pub mod ops;
 pub mod origin;
 pub mod promises;
+pub mod store;
 pub mod trace;
 pub mod tree;
