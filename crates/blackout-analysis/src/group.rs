@@ -35,15 +35,15 @@ impl<'a> Analysis<'a> {
             crash: desc.crash,
             lost: desc.lost.clone(),
             torn: desc.torn,
-            acked: self.acked(desc.crash),
+            promises: self.promises(desc.crash),
             outcome,
         }
     }
 
-    fn acked(&self, crash: usize) -> Vec<String> {
+    fn promises(&self, crash: usize) -> Vec<String> {
         self.pool
             .outputs
-            .acked_at(crash)
+            .promises_at(crash)
             .iter()
             .map(|l| String::from_utf8_lossy(l).into_owned())
             .collect()

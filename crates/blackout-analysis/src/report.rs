@@ -65,7 +65,8 @@ pub struct Checked {
     /// The write torn, and how.
     pub torn: Option<(usize, Tear)>,
     /// The promises made before the crash.
-    pub acked: Vec<String>,
+    #[serde(rename = "acked")]
+    pub promises: Vec<String>,
     /// What the checker said.
     #[serde(flatten)]
     pub outcome: Outcome,

@@ -47,7 +47,7 @@ pub struct StateFiles<'a> {
     /// The state's id (`c5.lost3`).
     pub id: &'a str,
     /// The promises, one per line.
-    pub acked: &'a [u8],
+    pub promises: &'a [u8],
 }
 
 /// A way of judging one crash state.

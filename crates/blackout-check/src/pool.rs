@@ -148,10 +148,10 @@ impl<'a> Pool<'a> {
         crash: usize,
         all_promises: bool,
     ) -> io::Result<Option<Outcome>> {
-        let acked = if all_promises {
-            join_lines(&self.outputs.all_acked())
+        let promises = if all_promises {
+            join_lines(&self.outputs.all_promises())
         } else {
-            self.outputs.acked_text(crash)
+            self.outputs.promises_text(crash)
         };
         let output = if all_promises {
             self.outputs.output_at(usize::MAX)
@@ -161,10 +161,10 @@ impl<'a> Pool<'a> {
         slot.write(&StateInput {
             fs,
             materializer: self.cfg.materializer,
-            acked: &acked,
+            promises: &promises,
             output,
         })?;
-        let files = slot.files(id, &acked);
+        let files = slot.files(id, &promises);
         let outcome = self.cfg.checker.check(slot, &files, self.cfg.cancel);
         let cleared = slot.clear();
         let outcome = outcome?;

@@ -76,7 +76,7 @@ fn run_shell(
     state: &StateFiles<'_>,
     cancel: Option<&AtomicBool>,
 ) -> io::Result<Option<Outcome>> {
-    let (fs_dir, acked, id) = (&state.dir, state.acked, state.id);
+    let (fs_dir, promises, id) = (&state.dir, state.promises, state.id);
     let command = substitute(std::ffi::OsStr::new(&checker.command), fs_dir);
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
@@ -84,7 +84,7 @@ fn run_shell(
         .current_dir(fs_dir)
         .env(
             "BLACKOUT_ACKED",
-            std::ffi::OsStr::from_bytes(acked.strip_suffix(b"\n").unwrap_or(acked)),
+            std::ffi::OsStr::from_bytes(promises.strip_suffix(b"\n").unwrap_or(promises)),
         )
         .env("BLACKOUT_ACKS_FILE", &state.acks_file)
         .env("BLACKOUT_OUTPUT_FILE", &state.output_file)

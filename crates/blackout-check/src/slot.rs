@@ -14,7 +14,7 @@ pub struct StateInput<'a> {
     /// How to write it out.
     pub materializer: &'a dyn Materializer,
     /// The promises, one per line.
-    pub acked: &'a [u8],
+    pub promises: &'a [u8],
     /// Everything printed before the crash.
     pub output: &'a [u8],
 }
@@ -72,13 +72,13 @@ impl Slot {
 
     /// What the checker gets: the state's directory and files, its id and
     /// its promises.
-    pub fn files<'a>(&self, id: &'a str, acked: &'a [u8]) -> crate::StateFiles<'a> {
+    pub fn files<'a>(&self, id: &'a str, promises: &'a [u8]) -> crate::StateFiles<'a> {
         crate::StateFiles {
             dir: self.fs(),
             acks_file: self.root.join("acks"),
             output_file: self.root.join("output"),
             id,
-            acked,
+            promises,
         }
     }
 
@@ -86,7 +86,7 @@ impl Slot {
     pub fn write(&self, input: &StateInput<'_>) -> io::Result<()> {
         fs::create_dir(self.fs())?;
         input.materializer.materialize(input.fs, &self.fs())?;
-        fs::write(self.root.join("acks"), input.acked)?;
+        fs::write(self.root.join("acks"), input.promises)?;
         fs::write(self.root.join("output"), input.output)?;
         Ok(())
     }

@@ -217,7 +217,7 @@ fn render_cause(
         Some(p) => format!(
             "\"{}\" (the latest of {} before the crash)",
             escape_controls(p),
-            c.acked.len()
+            c.promises.len()
         ),
         None => "nothing yet".into(),
     };

@@ -32,9 +32,9 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// Collects the output ops of a trace. With `ack_prefix`, only lines
+    /// Collects the output ops of a trace. With `promise_prefix`, only lines
     /// starting with it are promises.
-    pub fn new(trace: &Trace, ack_prefix: Option<&[u8]>) -> Outputs {
+    pub fn new(trace: &Trace, promise_prefix: Option<&[u8]>) -> Outputs {
         let mut stream = Vec::new();
         let mut upto = Vec::with_capacity(trace.ops.len() + 1);
         upto.push(0);
@@ -47,7 +47,7 @@ impl Outputs {
         let mut out = Outputs {
             stream,
             upto,
-            prefix: ack_prefix.map(<[u8]>::to_vec),
+            prefix: promise_prefix.map(<[u8]>::to_vec),
             promises: Vec::new(),
         };
         out.promises = out.locate_promises(trace);
@@ -104,7 +104,7 @@ impl Outputs {
     }
 
     /// The promises made before crash point `k`.
-    fn promises_at(&self, k: usize) -> impl Iterator<Item = &Promise> {
+    fn promise_iter(&self, k: usize) -> impl Iterator<Item = &Promise> {
         let finished = k + 1 >= self.upto.len();
         self.promises
             .iter()
@@ -115,7 +115,7 @@ impl Outputs {
     /// The latest promise made before crash point `k`: the op that completed
     /// it, and the line.
     pub fn latest_promise_before(&self, k: usize) -> Option<(usize, &[u8])> {
-        self.promises_at(k)
+        self.promise_iter(k)
             .last()
             .map(|p| (p.op, p.line.as_slice()))
     }
@@ -134,19 +134,19 @@ impl Outputs {
     /// The promises made before crash point `k`: every complete line of
     /// output (and, once the workload has ended, its unterminated last
     /// line), narrowed by the ack prefix.
-    pub fn acked_at(&self, k: usize) -> Vec<&[u8]> {
-        self.promises_at(k).map(|p| p.line.as_slice()).collect()
+    pub fn promises_at(&self, k: usize) -> Vec<&[u8]> {
+        self.promise_iter(k).map(|p| p.line.as_slice()).collect()
     }
 
     /// All promises the workload made.
-    pub fn all_acked(&self) -> Vec<&[u8]> {
-        self.acked_at(self.upto.len() - 1)
+    pub fn all_promises(&self) -> Vec<&[u8]> {
+        self.promises_at(self.upto.len() - 1)
     }
 
     /// The promises before crash point `k` as text, one per line (a NUL,
     /// which no environment variable can hold, is shown as `\0`).
-    pub fn acked_text(&self, k: usize) -> Vec<u8> {
-        join_lines(&self.acked_at(k))
+    pub fn promises_text(&self, k: usize) -> Vec<u8> {
+        join_lines(&self.promises_at(k))
     }
 }
 
@@ -202,11 +202,11 @@ mod tests {
     #[test]
     fn promises_are_complete_lines_before_the_crash() {
         let o = outputs(&["start\nsav", "ed\n", "tail"], None);
-        assert!(o.acked_at(0).is_empty());
-        assert_eq!(o.acked_at(1), vec![&b"start"[..]]);
-        assert_eq!(o.acked_at(2), vec![&b"start"[..], b"saved"]);
+        assert!(o.promises_at(0).is_empty());
+        assert_eq!(o.promises_at(1), vec![&b"start"[..]]);
+        assert_eq!(o.promises_at(2), vec![&b"start"[..], b"saved"]);
         // The workload ended: its unterminated last line counts.
-        assert_eq!(o.all_acked(), vec![&b"start"[..], b"saved", b"tail"]);
+        assert_eq!(o.all_promises(), vec![&b"start"[..], b"saved", b"tail"]);
         assert_eq!(o.output_at(1), b"start\nsav");
         assert_eq!(o.latest_promise_before(1), Some((0, &b"start"[..])));
         assert_eq!(o.latest_promise_before(2), Some((1, &b"saved"[..])));
@@ -217,7 +217,7 @@ mod tests {
     #[test]
     fn the_ack_prefix_narrows_promises() {
         let o = outputs(&["log: x\nACK 1\n", "ACK 2\n"], Some("ACK"));
-        assert_eq!(o.all_acked(), vec![&b"ACK 1"[..], b"ACK 2"]);
-        assert_eq!(o.acked_text(1), b"ACK 1\n");
+        assert_eq!(o.all_promises(), vec![&b"ACK 1"[..], b"ACK 2"]);
+        assert_eq!(o.promises_text(1), b"ACK 1\n");
     }
 }

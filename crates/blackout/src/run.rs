@@ -115,7 +115,7 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
     cfg.validate()?;
     let outputs = Outputs::new(trace, cfg.promise_prefix.as_deref());
     let promises: Vec<String> = outputs
-        .all_acked()
+        .all_promises()
         .iter()
         .map(|l| String::from_utf8_lossy(l).into_owned())
         .collect();
@@ -250,7 +250,7 @@ fn precheck(
         .ok_or(RunError::Interrupted)?;
     let mut c = s.checked(&pre, outcome.clone());
     c.id = "pre-workload".into();
-    c.acked = promises.to_vec();
+    c.promises = promises.to_vec();
     let stop = expected(
         &outcome,
         false,
@@ -366,11 +366,11 @@ fn expected(
 pub fn write_state(
     trace: &Trace,
     desc: &StateDesc,
-    ack_prefix: Option<&[u8]>,
+    promise_prefix: Option<&[u8]>,
     sector: u64,
     out: &Path,
 ) -> io::Result<(PathBuf, PathBuf)> {
-    let outputs = Outputs::new(trace, ack_prefix);
+    let outputs = Outputs::new(trace, promise_prefix);
     match std::fs::create_dir(out) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -394,7 +394,7 @@ pub fn write_state(
     };
     let acks = side(".acks");
     let output = side(".output");
-    std::fs::write(&acks, outputs.acked_text(desc.crash))?;
+    std::fs::write(&acks, outputs.promises_text(desc.crash))?;
     std::fs::write(&output, outputs.output_at(desc.crash))?;
     Ok((acks, output))
 }
