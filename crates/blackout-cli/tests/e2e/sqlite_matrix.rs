@@ -7,12 +7,10 @@
 //!
 //! Regenerate: `BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test sqlite_matrix`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::{run_json, Scratch};
+use crate::common::{run_json, Scratch};
 use serde_json::Value;
 
 const MODES: [&str; 4] = ["delete", "truncate", "persist", "wal"];

@@ -1,14 +1,12 @@
 //! End-to-end tests of `blackout run`, `states` and `state`: real workloads
 //! under real strace, real checkers in real crash-state directories.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{examples, interrupt_when, run_json, save_checker, text, Scratch};
+use crate::common::{examples, interrupt_when, run_json, save_checker, text, Scratch};
 use serde_json::Value;
 
 /// Records the save example in `mode` into a trace, checking all models.

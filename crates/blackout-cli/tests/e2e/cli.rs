@@ -1,12 +1,10 @@
 //! End-to-end tests: live programs recorded under real strace, through the
 //! `blackout` command a user types.
 
-mod common;
-
 use std::fs;
 use std::process::Command;
 
-use common::{compile, interrupt_when, Scratch};
+use crate::common::{compile, interrupt_when, Scratch};
 use serde_json::Value;
 
 fn ops(v: &Value) -> &Vec<Value> {

@@ -6,11 +6,9 @@
 //! record`), so the reports do not depend on this machine's shell or loader;
 //! the checker's absolute path is shown as `<repo>`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{text, Scratch};
+use crate::common::{text, Scratch};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

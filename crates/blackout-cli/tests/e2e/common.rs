@@ -1,5 +1,4 @@
 //! Helpers shared by the end-to-end test files.
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

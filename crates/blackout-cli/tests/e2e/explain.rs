@@ -2,9 +2,7 @@
 //! cause kind, each with exactly that bug; the verified fixes on the save
 //! example; source lines with `--stacks`; two independent bugs.
 
-mod common;
-
-use common::{compile, examples, run_json, save_checker, text, Scratch};
+use crate::common::{compile, examples, run_json, save_checker, text, Scratch};
 use serde_json::Value;
 
 /// A checker: once `saved` was promised, `test` must hold (a shell test);
@@ -44,201 +42,243 @@ fn sentence(c: &Value) -> &str {
     c["cause"]["sentence"].as_str().unwrap()
 }
 
-/// Runs a shell workload and asserts its only cause is `kind`; returns it.
-fn only_cause(v: &Value, kind: &str) -> Value {
-    assert_eq!(kinds(v), vec![kind], "{v:#}");
-    causes(v)[0].clone()
+/// How a cause case's checker judges a state.
+enum Check {
+    /// `checker(always, after_saved, why)`.
+    Shell(&'static str, &'static str, &'static str),
+    /// The save example's checker.
+    Save,
 }
 
-#[test]
-fn an_entry_change_without_a_directory_fsync() {
-    let s = Scratch::new();
-    let v = run(
-        &s,
-        "posix",
-        "",
-        &checker(
+/// What a cause case runs.
+enum Workload {
+    /// `sh -c SCRIPT`.
+    Shell(&'static str),
+    /// A C program, compiled with debug info.
+    C(&'static str),
+    /// The save example in a mode.
+    Save(&'static str),
+}
+
+/// One real program with exactly one bug, and what blackout must say of it.
+struct CauseCase {
+    name: &'static str,
+    model: &'static str,
+    setup: &'static str,
+    check: Check,
+    workload: Workload,
+    /// The only cause's kind.
+    kind: &'static str,
+    /// Fragments its sentence must contain.
+    says: &'static [&'static str],
+    /// Whether the verified fix makes every state pass (`None`: no fix).
+    fix_passes: Option<bool>,
+    /// Other fields of the cause group, as JSON pointer → JSON value.
+    fields: &'static [(&'static str, &'static str)],
+}
+
+/// A 1024-byte record is whole `a`s or whole `b`s.
+const RECORD_WHOLE: &str =
+    "{ [ \"$(tr -d a < rec | wc -c)\" = 0 ] || [ \"$(tr -d b < rec | wc -c)\" = 0 ]; }";
+
+const SYNC_FILE_RANGE_C: &str = "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+     int main(void) {\n\
+       int fd = open(\"log\", O_WRONLY | O_APPEND);\n\
+       if (write(fd, \"b\\n\", 2) != 2) return 1;\n\
+       sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);\n\
+       puts(\"saved\");\n\
+       return 0;\n\
+     }\n";
+
+/// The program fsyncs the wrong descriptor (an O_PATH one: EBADF) and
+/// ignores the error.
+const FAILED_FSYNC_C: &str =
+    "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
+     int main(void) {\n\
+       int fd = open(\"log\", O_WRONLY | O_APPEND);\n\
+       if (write(fd, \"b\\n\", 2) != 2) return 1;\n\
+       int p = open(\"log\", O_PATH);\n\
+       fsync(p);\n\
+       puts(\"saved\");\n\
+       return 0;\n\
+     }\n";
+
+/// One case per cause kind.
+const CAUSE_CASES: &[CauseCase] = &[
+    CauseCase {
+        name: "an entry change without a directory fsync",
+        model: "posix",
+        setup: "",
+        check: Check::Shell(
             "true",
             "[ \"$(cat new.txt 2>/dev/null)\" = hello ]",
             "new.txt lost",
         ),
-        &[
-            "sh",
-            "-c",
-            "printf 'hello\\n' > new.txt; sync new.txt; echo saved",
+        workload: Workload::Shell("printf 'hello\\n' > new.txt; sync new.txt; echo saved"),
+        kind: "entry_not_synced",
+        says: &[
+            "create of new.txt (op 0",
+            "changed directory ., which is never fsynced before \"saved\" was printed",
         ],
-    );
-    let c = only_cause(&v, "entry_not_synced");
-    assert!(sentence(&c).starts_with("create of new.txt (op 0"), "{c}");
-    assert!(sentence(&c)
-        .contains("changed directory ., which is never fsynced before \"saved\" was printed"));
-    assert_eq!(c["process_passes"], true);
-    assert_eq!(c["fix"]["passes"], true, "{c}");
-    assert_eq!(c["fix"]["syncs"][0]["dir"], true);
-}
-
-#[test]
-fn data_never_synced_before_the_promise() {
-    let s = Scratch::new();
-    let v = run(
-        &s,
-        "posix",
-        "printf 'a\\n' > log",
-        &checker("true", "grep -qx b log", "b lost"),
-        &["sh", "-c", "printf 'b\\n' >> log; echo saved"],
-    );
-    let c = only_cause(&v, "data_not_synced");
-    assert!(sentence(&c).contains("the write to log"), "{c}");
-    assert!(sentence(&c).contains("is never fsynced before \"saved\" was printed"));
-    assert_eq!(
-        c["fix"]["description"]
-            .as_str()
-            .unwrap()
-            .split(" after")
-            .next(),
-        Some("fsync(log)")
-    );
-    assert_eq!(c["fix"]["passes"], true);
-}
-
-#[test]
-fn a_promise_printed_before_its_sync_completed() {
-    let s = Scratch::new();
-    let v = run(
-        &s,
-        "posix",
-        "printf 'a\\n' > log",
-        &checker("true", "grep -qx b log", "b lost"),
-        &["sh", "-c", "printf 'b\\n' >> log; echo saved; sync log"],
-    );
-    let c = only_cause(&v, "promise_before_sync");
-    assert!(
-        sentence(&c).contains("print the promise only after the sync returns"),
-        "{c}"
-    );
-    assert_eq!(c["fix"]["passes"], true);
-}
-
-#[test]
-fn a_cross_directory_rename_with_one_directory_synced() {
-    let s = Scratch::new();
-    let v = run(
-        &s,
-        "posix",
-        "mkdir a b && echo x > a/f",
-        &checker("true", "[ -f b/f ] && [ ! -e a/f ]", "f in the wrong place"),
-        &["sh", "-c", "mv a/f b/f; sync b; echo saved"],
-    );
-    let c = only_cause(&v, "cross_directory_rename_half_synced");
-    assert!(sentence(&c).contains("b was fsynced"), "{c}");
-    assert!(sentence(&c).contains("but a is not"), "{c}");
-    assert_eq!(c["cause"]["blamed"]["part"], "source");
-    assert_eq!(c["fix"]["syncs"][0]["path"], "a");
-    assert_eq!(c["fix"]["passes"], true);
-}
-
-#[test]
-fn a_torn_write_accepted_by_recovery() {
-    let s = Scratch::new();
-    // A 1024-byte record rewritten in place and fsynced: before the fsync a
-    // crash can tear it, and this "recovery" has no checksum to notice.
-    let all = "{ [ \"$(tr -d a < rec | wc -c)\" = 0 ] || [ \"$(tr -d b < rec | wc -c)\" = 0 ]; }";
-    let v = run(
-        &s,
-        "posix",
-        "head -c 1024 /dev/zero | tr '\\0' a > rec",
-        &checker(
-            all,
+        fix_passes: Some(true),
+        fields: &[("/process_passes", "true"), ("/fix/syncs/0/dir", "true")],
+    },
+    CauseCase {
+        name: "data never synced before the promise",
+        model: "posix",
+        setup: "printf 'a\\n' > log",
+        check: Check::Shell("true", "grep -qx b log", "b lost"),
+        workload: Workload::Shell("printf 'b\\n' >> log; echo saved"),
+        kind: "data_not_synced",
+        says: &[
+            "the write to log",
+            "is never fsynced before \"saved\" was printed",
+        ],
+        fix_passes: Some(true),
+        fields: &[("/fix/syncs/0/path", "\"log\"")],
+    },
+    CauseCase {
+        name: "a promise printed before its sync completed",
+        model: "posix",
+        setup: "printf 'a\\n' > log",
+        check: Check::Shell("true", "grep -qx b log", "b lost"),
+        workload: Workload::Shell("printf 'b\\n' >> log; echo saved; sync log"),
+        kind: "promise_before_sync",
+        says: &["print the promise only after the sync returns"],
+        fix_passes: Some(true),
+        fields: &[],
+    },
+    CauseCase {
+        name: "a cross-directory rename with one directory synced",
+        model: "posix",
+        setup: "mkdir a b && echo x > a/f",
+        check: Check::Shell("true", "[ -f b/f ] && [ ! -e a/f ]", "f in the wrong place"),
+        workload: Workload::Shell("mv a/f b/f; sync b; echo saved"),
+        kind: "cross_directory_rename_half_synced",
+        says: &["b was fsynced", "but a is not"],
+        fix_passes: Some(true),
+        fields: &[
+            ("/cause/blamed/part", "\"source\""),
+            ("/fix/syncs/0/path", "\"a\""),
+        ],
+    },
+    CauseCase {
+        // A 1024-byte record rewritten in place and fsynced: before the fsync
+        // a crash can tear it, and this "recovery" has no checksum to notice.
+        // A sync right after the write cannot help: the tear happens before.
+        name: "a torn write accepted by recovery",
+        model: "posix",
+        setup: "head -c 1024 /dev/zero | tr '\\0' a > rec",
+        check: Check::Shell(
+            RECORD_WHOLE,
             "[ \"$(tr -d b < rec | wc -c)\" = 0 ]",
             "old record after saved",
         ),
-        &[
-            "sh",
-            "-c",
+        workload: Workload::Shell(
             "head -c 1024 /dev/zero | tr '\\0' b 1<> rec; sync rec; echo saved",
-        ],
-    );
-    let c = only_cause(&v, "torn_write_accepted");
-    assert!(
-        sentence(&c).contains("recovery must detect torn writes"),
-        "{c}"
-    );
-    // A sync right after the write cannot help: the tear happens before it.
-    assert_eq!(c["fix"]["passes"], false, "{c}");
+        ),
+        kind: "torn_write_accepted",
+        says: &["recovery must detect torn writes"],
+        fix_passes: Some(false),
+        fields: &[],
+    },
+    CauseCase {
+        name: "reliance on sync_file_range",
+        model: "posix",
+        setup: "printf 'a\\n' > log",
+        check: Check::Shell("true", "grep -qx b log", "b lost"),
+        workload: Workload::C(SYNC_FILE_RANGE_C),
+        kind: "sync_file_range_only",
+        says: &["sync_file_range", "not a durability barrier"],
+        fix_passes: Some(true),
+        fields: &[],
+    },
+    CauseCase {
+        name: "reliance on an fsync that failed",
+        model: "posix",
+        setup: "printf 'a\\n' > log",
+        check: Check::Shell("true", "grep -qx b log", "b lost"),
+        workload: Workload::C(FAILED_FSYNC_C),
+        kind: "failed_sync",
+        says: &["failed (EBADF", "went on as if it had succeeded"],
+        fix_passes: Some(true),
+        fields: &[],
+    },
+    CauseCase {
+        name: "an update that is not atomic",
+        model: "process",
+        setup: "echo 'version 1' > doc.txt",
+        check: Check::Save,
+        workload: Workload::Save("in-place"),
+        kind: "not_atomic",
+        says: &["the update is not atomic"],
+        fix_passes: None,
+        fields: &[],
+    },
+];
+
+/// Runs one cause case; what it got wrong, if anything.
+fn check_cause_case(case: &CauseCase) -> Vec<String> {
+    let s = Scratch::new();
+    let checker = match case.check {
+        Check::Shell(always, after_saved, why) => checker(always, after_saved, why),
+        Check::Save => save_checker(),
+    };
+    let (script, bin);
+    let workload: Vec<&str> = match case.workload {
+        Workload::Shell(sh) => vec!["sh", "-c", sh],
+        Workload::C(src) => {
+            bin = compile(&s, "prog", src);
+            vec![bin.to_str().unwrap()]
+        }
+        Workload::Save(mode) => {
+            script = examples().join("save.sh");
+            vec![script.to_str().unwrap(), mode]
+        }
+    };
+    let v = run(&s, case.model, case.setup, &checker, &workload);
+    let mut wrong = Vec::new();
+    if kinds(&v) != vec![case.kind] {
+        return vec![format!(
+            "causes {:?}, expected only {}",
+            kinds(&v),
+            case.kind
+        )];
+    }
+    let c = &causes(&v)[0];
+    for frag in case.says {
+        if !sentence(c).contains(frag) {
+            wrong.push(format!("sentence lacks `{frag}`: {}", sentence(c)));
+        }
+    }
+    let passes = c["fix"]["passes"].as_bool();
+    if passes != case.fix_passes {
+        wrong.push(format!(
+            "fix passes {passes:?}, expected {:?}",
+            case.fix_passes
+        ));
+    }
+    for (pointer, want) in case.fields {
+        let want: Value = serde_json::from_str(want).unwrap();
+        if c.pointer(pointer) != Some(&want) {
+            wrong.push(format!(
+                "{pointer} is {:?}, expected {want}",
+                c.pointer(pointer)
+            ));
+        }
+    }
+    wrong
 }
 
 #[test]
-fn reliance_on_sync_file_range() {
-    let s = Scratch::new();
-    let bin = compile(
-        &s,
-        "sfr",
-        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
-         int main(void) {\n\
-           int fd = open(\"log\", O_WRONLY | O_APPEND);\n\
-           if (write(fd, \"b\\n\", 2) != 2) return 1;\n\
-           sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);\n\
-           puts(\"saved\");\n\
-           return 0;\n\
-         }\n",
-    );
-    let v = run(
-        &s,
-        "posix",
-        "printf 'a\\n' > log",
-        &checker("true", "grep -qx b log", "b lost"),
-        &[bin.to_str().unwrap()],
-    );
-    let c = only_cause(&v, "sync_file_range_only");
-    assert!(sentence(&c).contains("sync_file_range"), "{c}");
-    assert!(sentence(&c).contains("not a durability barrier"));
-    assert_eq!(c["fix"]["passes"], true);
-}
-
-#[test]
-fn reliance_on_an_fsync_that_failed() {
-    let s = Scratch::new();
-    // The program fsyncs the wrong descriptor (an O_PATH one: EBADF) and
-    // ignores the error.
-    let bin = compile(
-        &s,
-        "failed",
-        "#define _GNU_SOURCE\n#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\n\
-         int main(void) {\n\
-           int fd = open(\"log\", O_WRONLY | O_APPEND);\n\
-           if (write(fd, \"b\\n\", 2) != 2) return 1;\n\
-           int p = open(\"log\", O_PATH);\n\
-           fsync(p);\n\
-           puts(\"saved\");\n\
-           return 0;\n\
-         }\n",
-    );
-    let v = run(
-        &s,
-        "posix",
-        "printf 'a\\n' > log",
-        &checker("true", "grep -qx b log", "b lost"),
-        &[bin.to_str().unwrap()],
-    );
-    let c = only_cause(&v, "failed_sync");
-    assert!(sentence(&c).contains("failed (EBADF"), "{c}");
-    assert!(sentence(&c).contains("went on as if it had succeeded"));
-}
-
-#[test]
-fn an_update_that_is_not_atomic() {
-    let s = Scratch::new();
-    let script = examples().join("save.sh");
-    let v = run(
-        &s,
-        "process",
-        "echo 'version 1' > doc.txt",
-        &save_checker(),
-        &[script.to_str().unwrap(), "in-place"],
-    );
-    let c = only_cause(&v, "not_atomic");
-    assert!(sentence(&c).contains("the update is not atomic"), "{c}");
-    assert!(c["fix"].is_null());
+fn each_cause_kind_is_named_on_a_real_program() {
+    let mut wrong = Vec::new();
+    for case in CAUSE_CASES {
+        for w in check_cause_case(case) {
+            wrong.push(format!("{}: {w}", case.name));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// The save example's text report under posix.

@@ -1,0 +1,10 @@
+//! End-to-end tests of the `blackout` command: real workloads under real
+//! strace, real checkers in real crash-state directories. One test binary
+//! (its modules share the helpers in `common`).
+
+mod cli;
+mod common;
+mod explain;
+mod reports;
+mod run;
+mod sqlite_matrix;
