@@ -284,3 +284,85 @@ fn the_checker_catches_an_edge_against_the_direction() {
         .unwrap();
     assert!(!explore.1.contains(&"blackout-record"));
 }
+
+/// Whether `name` is defined somewhere in the crates (an item, a module
+/// file or directory, an enum variant), or is a method the code calls.
+fn defined(sources: &str, files: &BTreeSet<String>, name: &str) -> bool {
+    let items = [
+        "fn", "struct", "enum", "trait", "const", "type", "mod", "static",
+    ];
+    files.contains(name)
+        || items
+            .iter()
+            .any(|kw| has_word(sources, &format!("{kw} {name}")))
+        || [",", " {", "(", " =>"]
+            .iter()
+            .any(|end| sources.contains(&format!("    {name}{end}")))
+        || sources.contains(&format!(".{name}("))
+        || sources.contains(&format!("\"{name}\""))
+}
+
+/// Whether `text` contains `word` not followed by an identifier character.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        text[i + word.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+    })
+}
+
+/// Whether a backticked token reads as Rust code: a path (`a::B`), a type
+/// (`FsState`), a function or constant (`check_trace`, `BUDGET_MAX`).
+fn code_name(token: &str) -> Option<&str> {
+    let is_ident = |s: &str| {
+        !s.is_empty()
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let segments: Vec<&str> = token.split("::").collect();
+    if !segments.iter().all(|s| is_ident(s)) {
+        return None;
+    }
+    let last = segments[segments.len() - 1];
+    let camel = last.starts_with(|c: char| c.is_ascii_uppercase())
+        && last.chars().any(|c| c.is_ascii_lowercase());
+    (segments.len() > 1 || last.contains('_') || camel).then_some(last)
+}
+
+#[test]
+fn architecture_md_names_only_what_exists() {
+    let doc = fs::read_to_string(crates_dir().join("../ARCHITECTURE.md")).unwrap();
+    let mut sources = String::new();
+    let mut files = BTreeSet::new();
+    for krate in CRATES.iter().map(|(n, _)| *n) {
+        for f in rust_files(&crates_dir().join(krate)) {
+            sources.push_str(&fs::read_to_string(&f).unwrap());
+            for part in f.iter().map(|p| p.to_string_lossy().into_owned()) {
+                files.insert(part.trim_end_matches(".rs").to_string());
+            }
+        }
+    }
+    // Odd pieces are inside backticks.
+    let missing: Vec<&str> = doc
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| code_name(t).is_some_and(|n| !defined(&sources, &files, n)))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what the code does not define: {missing:?}"
+    );
+}
+
+#[test]
+fn the_name_check_finds_a_name_that_does_not_exist() {
+    let sources = "pub fn check_trace() {}\nenum Model {\n    Posix,\n}\n";
+    let files = BTreeSet::new();
+    assert_eq!(code_name("run::check_trace"), Some("check_trace"));
+    assert!(defined(sources, &files, "check_trace"));
+    assert!(defined(sources, &files, "Posix"));
+    assert!(!defined(sources, &files, "explore_all"));
+    assert_eq!(code_name("--stacks"), None);
+}
