@@ -44,17 +44,46 @@ impl Default for Tree {
 }
 
 impl Tree {
-    /// The path of an entry's inode from the root, for display.
+    /// The path of an entry's inode from the root, for display: its first
+    /// entry's name under its directory's path, walked up iteratively (at
+    /// most one step per inode, so a tree whose entries form a loop ends).
     pub fn path_of(&self, ino: Ino) -> Option<Vec<u8>> {
-        if ino == ROOT_INO {
-            return Some(Vec::new());
+        let mut names: Vec<&[u8]> = Vec::new();
+        let mut at = ino;
+        while at != ROOT_INO {
+            if names.len() > self.nodes.len() {
+                return None;
+            }
+            let e = self.entries.iter().find(|e| e.ino == at)?;
+            names.push(&e.name.0);
+            at = e.dir;
         }
-        let e = self.entries.iter().find(|e| e.ino == ino)?;
-        let mut p = self.path_of(e.dir)?;
-        if !p.is_empty() {
-            p.push(b'/');
-        }
-        p.extend_from_slice(&e.name.0);
-        Some(p)
+        names.reverse();
+        Some(names.join(&b'/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_found_and_a_looping_tree_ends() {
+        let mut tree = Tree::default();
+        tree.nodes.extend([Node::Dir, Node::File(Vec::new())]);
+        tree.entries.push(Entry {
+            dir: 0,
+            name: "d".into(),
+            ino: 1,
+        });
+        tree.entries.push(Entry {
+            dir: 1,
+            name: "f".into(),
+            ino: 2,
+        });
+        assert_eq!(tree.path_of(2).unwrap(), b"d/f");
+        // A hostile tree: d's entry says it lives in f.
+        tree.entries[0].dir = 2;
+        assert_eq!(tree.path_of(2), None);
     }
 }
