@@ -14,7 +14,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
-use blackout::check::shell::ShellChecker;
+use blackout::check::shell::{ShellChecker, CHECKER_TIMEOUT_SECONDS_DEFAULT};
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{
     ExploreConfig, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT, EXHAUSTIVE_LIMIT_MAX,
@@ -82,7 +82,7 @@ struct RunArgs {
     jobs: Option<usize>,
     /// Seconds one checker run may take; then it is killed with its process
     /// group and the state counts as an error.
-    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    #[arg(long, value_name = "SECS", default_value_t = CHECKER_TIMEOUT_SECONDS_DEFAULT as f64)]
     timeout: f64,
     /// The checker tests consistency alone: run even if nothing was promised,
     /// and skip the pre-check.

@@ -38,18 +38,37 @@
 //! reach back into an earlier one: exploration knows nothing of processes,
 //! checking draws no verdict, exporters never explore.
 //!
+//! A whole run on a recording, with a shell checker:
+//!
+//! ```
+//! use blackout::analysis::report::Verdict;
+//! use blackout::oplog::trace::{Trace, TraceMeta};
+//! use blackout::oplog::tree::Tree;
+//! use blackout::record::replay::replay;
+//! use blackout::run::{check_trace, RunConfig};
+//!
+//! // A program that creates `a`, writes "hi" and prints "saved" without
+//! // any fsync, as `strace -f -xx -y` logged it in a directory `/d`.
+//! let log = b"1 openat(AT_FDCWD</d>, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3</d/a>\n\
+//!             1 write(3</d/a>, \"\\x68\\x69\", 2) = 2\n\
+//!             1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n";
+//! let tree = Tree::default();
+//! let trace = Trace::new(&tree, replay(log, &tree, b"/d").unwrap(), TraceMeta::default());
+//! // The checker: once "saved" was promised, `a` must hold "hi".
+//! let checker = r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a 2>/dev/null)" = hi ]"#;
+//! let report = check_trace(&trace, &RunConfig::new(checker)).unwrap();
+//! // Under posix the create and the write may both be lost after "saved".
+//! assert_eq!(report.verdict, Verdict::Fail);
+//! ```
+//!
+//! Recording a live workload instead (it needs strace):
+//!
 //! ```no_run
 //! use blackout::record::{RecordConfig, Recorder, StraceRecorder};
-//! use blackout::run::{check_trace, RunConfig};
-//! use blackout::explore::model::Model;
 //!
-//! // Record a save, then check every crash state with a shell checker.
 //! let command = vec!["/opt/app/save.sh".into(), "full".into()];
 //! let recording = StraceRecorder.record(&RecordConfig::new(command)).unwrap();
-//! let mut cfg = RunConfig::new("sh /opt/app/check.sh");
-//! cfg.models = Model::ALL.to_vec();
-//! let report = check_trace(&recording.trace, &cfg).unwrap();
-//! println!("{}", report.verdict.name());
+//! println!("{} ops", recording.trace.ops.len());
 //! ```
 #![deny(missing_docs)]
 

@@ -412,6 +412,35 @@ mod tests {
     }
 
     #[test]
+    fn settings_out_of_range_are_errors_before_anything_runs() {
+        let t = trace("1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n");
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = RunConfig::new("exit 1");
+        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        for limit in [21, 64, usize::MAX] {
+            cfg.explore.exhaustive_limit = limit;
+            match check_trace(&t, &cfg) {
+                Err(RunError::Config(ConfigError::ExhaustiveLimit(n))) => assert_eq!(n, limit),
+                other => panic!("{limit}: {other:?}"),
+            }
+        }
+        cfg.explore.exhaustive_limit = 10;
+        cfg.jobs = 0;
+        assert!(matches!(
+            check_trace(&t, &cfg),
+            Err(RunError::Config(ConfigError::Jobs))
+        ));
+        cfg.jobs = 1;
+        cfg.sector = 0;
+        assert!(matches!(
+            check_trace(&t, &cfg),
+            Err(RunError::Config(ConfigError::Sector))
+        ));
+        // Nothing was made in the scratch parent.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn a_written_state_has_its_promises_beside_it() {
         let t = trace(
             "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
