@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use anyhow::{anyhow, Context, Result};
@@ -33,8 +33,38 @@ use blackout::record::snapshot::snapshot;
 use blackout::record::{RecordConfig, Recorder, StraceRecorder};
 use blackout::run::{check_trace, write_state, RunConfig, RunError};
 
-/// Set by the Ctrl-C handler; checked after each stage.
+/// Set when SIGINT (Ctrl-C), SIGTERM or SIGHUP arrives: every stage stops,
+/// kills its children's process groups and removes its scratch directories.
 static INTERRUPTED: LazyLock<Arc<AtomicBool>> = LazyLock::new(|| Arc::new(AtomicBool::new(false)));
+
+/// The number of the signal that stopped the run (0: none), for the exit
+/// code 128 + N.
+static STOP_SIGNAL: LazyLock<Arc<AtomicUsize>> = LazyLock::new(|| Arc::new(AtomicUsize::new(0)));
+
+/// The signals that stop a run: Ctrl-C, what `timeout`, CI runners and
+/// systemd send, and a closed terminal.
+const STOP_SIGNALS: [i32; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
+
+/// Routes every stop signal to the cancel flag (the handlers only set
+/// atomics; the stages look at the flag).
+fn install_signal_handlers() {
+    for sig in STOP_SIGNALS {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&INTERRUPTED));
+        let _ = signal_hook::flag::register_usize(sig, Arc::clone(&STOP_SIGNAL), sig as usize);
+    }
+}
+
+/// The exit code of a run stopped by a signal: 128 + its number (130 for
+/// Ctrl-C, 143 for SIGTERM, 129 for SIGHUP).
+fn stopped_exit_code() -> u8 {
+    let sig = STOP_SIGNAL.load(Ordering::SeqCst);
+    let sig = if sig == 0 { 2 } else { sig };
+    u8::try_from(128 + sig).unwrap_or(130)
+}
 
 /// blackout: crash-consistency testing for storage code.
 ///
@@ -300,7 +330,7 @@ struct OpsArgs {
 }
 
 fn main() -> ExitCode {
-    let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    install_signal_handlers();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -314,7 +344,7 @@ fn main() -> ExitCode {
         Err(e) => {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 eprintln!("blackout: interrupted");
-                return ExitCode::from(130);
+                return ExitCode::from(stopped_exit_code());
             }
             if is_broken_pipe(&e) {
                 return ExitCode::from(0);

@@ -4,7 +4,7 @@
 use std::fs;
 use std::process::Command;
 
-use crate::common::{compile, interrupt_when, Scratch};
+use crate::common::{compile, interrupt_when, processes_with, signal_when, unique_sleep, Scratch};
 use serde_json::Value;
 
 fn ops(v: &Value) -> &Vec<Value> {
@@ -442,6 +442,43 @@ fn a_damaged_trace_is_refused() {
     assert_eq!(code, Some(2));
     assert!(err.contains("not a valid trace"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// Records a workload that sleeps, stops blackout with `sig` once the
+/// recording has run a bit, and asserts nothing is left: no temp dir, no
+/// trace, no strace and no workload process.
+fn stop_a_recording(sig: nix::sys::signal::Signal) {
+    use std::time::{Duration, Instant};
+    let s = Scratch::new();
+    let marker = unique_sleep();
+    let mut c = s.blackout();
+    c.args(["record", "-o"]).arg(s.path("t")).args([
+        "--",
+        "sh",
+        "-c",
+        &format!("echo x > f; sleep {marker}"),
+    ]);
+    let mut child = c.spawn().unwrap();
+    let tmp = s.path("tmp");
+    let mut since: Option<Instant> = None;
+    signal_when(&s, &mut child, sig, || {
+        if fs::read_dir(&tmp).unwrap().count() == 0 {
+            return false;
+        }
+        since.get_or_insert_with(Instant::now).elapsed() > Duration::from_millis(300)
+    });
+    assert!(!s.path("t").exists());
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
+#[test]
+fn sigterm_during_a_recording_leaves_nothing() {
+    stop_a_recording(nix::sys::signal::Signal::SIGTERM);
+}
+
+#[test]
+fn sighup_during_a_recording_leaves_nothing() {
+    stop_a_recording(nix::sys::signal::Signal::SIGHUP);
 }
 
 #[test]

@@ -71,9 +71,16 @@ impl Scratch {
 
 /// Waits (up to 30 s) until `ready` holds, then sends SIGINT to `child` as a
 /// Ctrl-C would, and asserts blackout exits 130 leaving no temp dir.
-pub fn interrupt_when(
+pub fn interrupt_when(s: &Scratch, child: &mut std::process::Child, ready: impl FnMut() -> bool) {
+    signal_when(s, child, nix::sys::signal::Signal::SIGINT, ready);
+}
+
+/// Waits (up to 30 s) until `ready` holds, then sends `sig` to `child`, and
+/// asserts blackout exits 128 + the signal's number, leaving no temp dir.
+pub fn signal_when(
     s: &Scratch,
     child: &mut std::process::Child,
+    sig: nix::sys::signal::Signal,
     mut ready: impl FnMut() -> bool,
 ) {
     use std::time::{Duration, Instant};
@@ -82,15 +89,43 @@ pub fn interrupt_when(
         assert!(start.elapsed() < Duration::from_secs(30), "never got ready");
         std::thread::sleep(Duration::from_millis(20));
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    assert_eq!(status.code(), Some(128 + sig as i32), "after {sig}");
     assert!(start.elapsed() < Duration::from_secs(30), "slow to stop");
     s.assert_clean();
+}
+
+/// The processes whose command line contains `marker` (a process-tree scan
+/// of /proc: whatever a run left behind, reparented or not).
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.bytes().all(|b| b.is_ascii_digit()) || name == std::process::id().to_string() {
+            continue;
+        }
+        let Ok(cmdline) = fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!("{name}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// A marker no other process has: a sleep duration unique to this test
+/// process and call.
+pub fn unique_sleep() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "1000.{}{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 /// Compiles a C program with debug info into the scratch.

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::{examples, interrupt_when, run_json, save_checker, text, Scratch};
+use crate::common::{
+    examples, interrupt_when, processes_with, run_json, save_checker, signal_when, text,
+    unique_sleep, Scratch,
+};
 use serde_json::Value;
 
 /// Records the save example in `mode` into a trace, checking all models.
@@ -426,6 +429,40 @@ fn states_lists_the_distinct_states_of_a_model() {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), ids.len());
+}
+
+/// Stops blackout with `sig` while a checker sleeps, and asserts nothing is
+/// left: no temp dir, no checker process.
+fn stop_while_checking(sig: nix::sys::signal::Signal) {
+    let s = Scratch::new();
+    let started = s.path("started");
+    let marker = unique_sleep();
+    let checker = format!("touch {}; sleep {marker}", started.display());
+    let mut child = s
+        .blackout()
+        .args([
+            "run",
+            "--checker",
+            &checker,
+            "--",
+            "sh",
+            "-c",
+            "echo x > f; echo saved",
+        ])
+        .spawn()
+        .unwrap();
+    signal_when(&s, &mut child, sig, || started.exists());
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
+#[test]
+fn sigterm_while_checking_leaves_nothing() {
+    stop_while_checking(nix::sys::signal::Signal::SIGTERM);
+}
+
+#[test]
+fn sighup_while_checking_leaves_nothing() {
+    stop_while_checking(nix::sys::signal::Signal::SIGHUP);
 }
 
 #[test]
