@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 
 use blackout_explore::state::{FsState, Materializer};
 
+/// How much of a checker's stdout or stderr is read back for its reason, in
+/// bytes (the tail; the rest stays in the slot's file until the next state).
+pub const CHECKER_OUTPUT_TAIL_BYTES: u64 = 64 * 1024;
+
 /// One state to check: its files and what was printed before it.
 pub struct StateInput<'a> {
     /// The file system.
@@ -58,10 +62,16 @@ impl Slot {
     }
 
     /// What the last checker wrote to a file.
+    /// At most the last [`CHECKER_OUTPUT_TAIL_BYTES`] of it: a checker may
+    /// print gigabytes, and only its last line is its reason.
     pub(crate) fn read_back(file: &fs::File) -> io::Result<Vec<u8>> {
+        let len = file.metadata()?.len();
+        let start = len.saturating_sub(CHECKER_OUTPUT_TAIL_BYTES);
         let mut v = Vec::new();
-        (&*file).seek(io::SeekFrom::Start(0))?;
-        (&*file).read_to_end(&mut v)?;
+        (&*file).seek(io::SeekFrom::Start(start))?;
+        (&*file)
+            .take(CHECKER_OUTPUT_TAIL_BYTES)
+            .read_to_end(&mut v)?;
         Ok(v)
     }
 
