@@ -68,10 +68,9 @@ impl Slot {
         let len = file.metadata()?.len();
         let start = len.saturating_sub(CHECKER_OUTPUT_TAIL_BYTES);
         let mut v = Vec::new();
-        (&*file).seek(io::SeekFrom::Start(start))?;
-        (&*file)
-            .take(CHECKER_OUTPUT_TAIL_BYTES)
-            .read_to_end(&mut v)?;
+        let mut reader: &fs::File = file;
+        reader.seek(io::SeekFrom::Start(start))?;
+        reader.take(CHECKER_OUTPUT_TAIL_BYTES).read_to_end(&mut v)?;
         Ok(v)
     }
 

@@ -3,9 +3,10 @@
 //! A [`Recorder`] runs a workload in a fresh directory under test and hands
 //! back a [`blackout_oplog::trace::Trace`]. The one recorder today, [`record::StraceRecorder`], runs
 //! it under `strace -f`; [`strace`] parses the log into completed calls,
-//! [`replay`] applies each call to a model of the file system (inodes,
-//! entries, per-process fd tables) and emits the ops that changed the
-//! directory under test. A faster recorder (LD_PRELOAD, eBPF) would emit the
+//! [`decode`] turns each into a typed [`syscall::SyscallEvent`], and
+//! [`replay`] applies these to a model of the file system ([`fsmodel`]:
+//! inodes, entries, per-process fd tables), which emits the ops that changed
+//! the directory under test. A faster recorder (LD_PRELOAD, eBPF) would emit the
 //! same ops into the same trace; nothing after this crate knows strace.
 //!
 //! Replay never does I/O: paths in a log are only looked up in the model, so
@@ -23,11 +24,15 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod decode;
+pub mod error;
+pub mod fsmodel;
 pub mod record;
 pub mod replay;
 pub mod snapshot;
 pub mod stacks;
 pub mod strace;
+pub mod syscall;
 
 pub use record::{RecordConfig, RecordError, Recording, StraceRecorder};
 

@@ -207,16 +207,51 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     let base = fs::canonicalize(scratch.path())?;
     let dir = base.join("dir");
     fs::create_dir(&dir)?;
+    prepare_dir(cfg, &dir)?;
+    let tree = snapshot(&dir)?;
+
+    let mut command: Vec<OsString> = vec![program.into_os_string()];
+    command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
+    let run = run_strace(cfg, &version, &command, &base, &dir)?;
+    let shown = command[0].to_string_lossy().into_owned();
+    if let Some(reason) = exec_failure(&run.log, &run.stderr) {
+        return Err(RecordError::CannotStart {
+            program: shown,
+            reason,
+        });
+    }
+    if let Some(sig) = run.status.signal() {
+        return Err(RecordError::Killed {
+            signal: signal_name(sig),
+            stderr: stderr_tail(&run.stderr),
+        });
+    }
+    let exit = WorkloadExit {
+        code: run.status.code(),
+        signal: None,
+    };
+    let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();
+    let trace = replay_log(cfg, &run.log, &tree, dir_bytes, version, &command, exit)?;
+    Ok(Recording {
+        trace,
+        stdout: run.stdout,
+        stderr: run.stderr,
+        log: run.log,
+    })
+}
+
+/// Applies `--init` and `--setup` to the directory under test.
+fn prepare_dir(cfg: &RecordConfig, dir: &Path) -> Result<(), RecordError> {
     if let Some(init) = &cfg.init {
-        copy_tree(init, &dir)
+        copy_tree(init, dir)
             .map_err(|e| RecordError::Prepare(format!("--init {}: {e}", init.display())))?;
     }
     if let Some(setup) = &cfg.setup {
-        let cmd = substitute(std::ffi::OsStr::new(setup), &dir);
+        let cmd = substitute(std::ffi::OsStr::new(setup), dir);
         let out = Command::new("sh")
             .arg("-c")
             .arg(&cmd)
-            .current_dir(&dir)
+            .current_dir(dir)
             .stdin(Stdio::null())
             .output()?;
         if !out.status.success() {
@@ -227,14 +262,29 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
             )));
         }
     }
-    let tree = snapshot(&dir)?;
+    Ok(())
+}
 
+/// What a run of the workload under strace left.
+struct StraceRun {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    log: Vec<u8>,
+}
+
+/// Runs `command` under strace in `dir`, with the log, stdout and stderr
+/// written into `base`; keeps a copy of the log when the config asks.
+fn run_strace(
+    cfg: &RecordConfig,
+    version: &str,
+    command: &[OsString],
+    base: &Path,
+    dir: &Path,
+) -> Result<StraceRun, RecordError> {
     let log_path = base.join("strace.log");
     let stdout_path = base.join("stdout");
     let stderr_path = base.join("stderr");
-    let mut command: Vec<OsString> = vec![program.into_os_string()];
-    command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
-
     let mut strace = Command::new(&cfg.strace);
     strace.args([
         "-f",
@@ -246,7 +296,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         "-e",
         "signal=none",
     ]);
-    if cfg.seccomp && version_at_least(&version, 5, 3) {
+    if cfg.seccomp && version_at_least(version, 5, 3) {
         strace.arg("--seccomp-bpf");
     }
     if cfg.stacks {
@@ -258,8 +308,8 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         .arg("-o")
         .arg(&log_path)
         .arg("--")
-        .args(&command)
-        .current_dir(&dir)
+        .args(command)
+        .current_dir(dir)
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&stdout_path)?)
@@ -279,38 +329,37 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     if let Some(keep) = &cfg.keep_log {
         fs::write(keep, &log)?;
     }
+    Ok(StraceRun {
+        status,
+        stdout,
+        stderr,
+        log,
+    })
+}
 
-    let shown = command[0].to_string_lossy().into_owned();
-    if let Some(reason) = exec_failure(&log, &stderr) {
-        return Err(RecordError::CannotStart {
-            program: shown,
-            reason,
-        });
-    }
-    if let Some(sig) = status.signal() {
-        return Err(RecordError::Killed {
-            signal: signal_name(sig),
-            stderr: stderr_tail(&stderr),
-        });
-    }
-    let exit = WorkloadExit {
-        code: status.code(),
-        signal: None,
-    };
-    let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();
+/// Replays the log into a trace, with the recording's metadata; names each
+/// op's source line when the config asks for stacks.
+fn replay_log(
+    cfg: &RecordConfig,
+    log: &[u8],
+    tree: &blackout_oplog::tree::Tree,
+    dir: Vec<u8>,
+    version: String,
+    command: &[OsString],
+    exit: WorkloadExit,
+) -> Result<Trace, RecordError> {
     let opts = ReplayOptions {
         volatile: cfg.volatile.clone(),
     };
-    let replayed =
-        replay_with(&log, &tree, &dir_bytes, &opts).map_err(|err| RecordError::Replay {
-            log: match &cfg.keep_log {
-                Some(p) => p.display().to_string(),
-                None => "strace log".into(),
-            },
-            err,
-        })?;
+    let replayed = replay_with(log, tree, &dir, &opts).map_err(|err| RecordError::Replay {
+        log: match &cfg.keep_log {
+            Some(p) => p.display().to_string(),
+            None => "strace log".into(),
+        },
+        err,
+    })?;
     let mut trace = Trace::new(
-        &tree,
+        tree,
         replayed,
         TraceMeta {
             strace_version: Some(version),
@@ -318,7 +367,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
-            dir: dir_bytes,
+            dir,
             exit,
             volatile: cfg.volatile.clone(),
         },
@@ -326,12 +375,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     if cfg.stacks {
         crate::stacks::resolve_trace(&mut trace);
     }
-    Ok(Recording {
-        trace,
-        stdout,
-        stderr,
-        log,
-    })
+    Ok(trace)
 }
 
 /// The reason the workload's first execve failed, if it did.

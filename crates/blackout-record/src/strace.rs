@@ -591,16 +591,11 @@ impl<'a> Pending<'a> {
 /// assert_eq!(parsed.events.len(), 2);
 /// ```
 pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
-    let mut events = Vec::new();
-    let mut stats = ParseStats::default();
-    let mut pending: HashMap<u32, Pending<'_>> = HashMap::new();
-    let mut line_no: u32 = 0;
+    let mut parser = Parser::default();
     let mut rest = log;
-    // The event the previous line completed, if it was a call.
-    let mut last_call: Option<usize> = None;
     while !rest.is_empty() {
-        line_no = line_no.checked_add(1).ok_or_else(|| ParseError {
-            line: line_no,
+        parser.line_no = parser.line_no.checked_add(1).ok_or_else(|| ParseError {
+            line: parser.line_no,
             message: "log has too many lines".into(),
         })?;
         let (line, next, complete) = match memchr::memchr(b'\n', rest) {
@@ -608,164 +603,223 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
             None => (rest, &rest[rest.len()..], false),
         };
         rest = next;
-        stats.lines += 1;
-        let err = |message: String| ParseError {
-            line: line_no,
+        parser.stats.lines += 1;
+        parser.line(line, complete)?;
+    }
+    Ok(parser.finish())
+}
+
+/// The state of [`parse_log`] between lines.
+#[derive(Default)]
+struct Parser<'a> {
+    events: Vec<Event<'a>>,
+    stats: ParseStats,
+    /// Calls left `<unfinished ...>`, by thread.
+    pending: HashMap<u32, Pending<'a>>,
+    /// The line being parsed (1-based).
+    line_no: u32,
+    /// The event the previous line completed, if it was a call.
+    last_call: Option<usize>,
+}
+
+impl<'a> Parser<'a> {
+    fn err(&self, message: String) -> ParseError {
+        ParseError {
+            line: self.line_no,
             message,
-        };
+        }
+    }
+
+    /// One line of the log; `complete` is false for a last line without its
+    /// newline.
+    fn line(&mut self, line: &'a [u8], complete: bool) -> Result<(), ParseError> {
         let line = trim(line);
         if line.is_empty() {
-            continue;
+            return Ok(());
         }
         // A stack frame (`-k`) belongs to the call on the line before it.
         if line.starts_with(b"> ") {
-            if let Some(Event::Call(c)) = last_call.and_then(|i| events.get_mut(i)) {
+            if let Some(Event::Call(c)) = self.last_call.and_then(|i| self.events.get_mut(i)) {
                 c.stack.push(line);
             }
-            continue;
+            return Ok(());
         }
-        last_call = None;
+        self.last_call = None;
         let (pid, body) = split_pid(line);
         let body = skip_timestamp(body);
         if let Some(exit) = body.strip_prefix(b"+++ ") {
-            if let Some(from) = parse_superseded(exit) {
-                // Thread `from` called execve while it was not the thread
-                // group leader: it takes over the leader's id `pid`, so its
-                // unfinished execve resumes under `pid`, and its own id ends.
-                if let Some(p) = pending.remove(&pid) {
-                    events.push(p.into_unfinished(pid, line_no));
-                }
-                if let Some(p) = pending.remove(&from) {
-                    pending.insert(pid, p);
-                }
-                events.push(Event::Exit(Exit {
-                    pid: from,
-                    line: line_no,
-                    code: None,
-                    signal: None,
-                }));
-                continue;
-            }
-            let exit = parse_exit(pid, line_no, exit)
-                .ok_or_else(|| err(format!("unrecognised exit record `{}`", show(body))))?;
-            if let Some(p) = pending.remove(&pid) {
-                events.push(p.into_unfinished(pid, line_no));
-            }
-            events.push(Event::Exit(exit));
-            continue;
+            return self.exit(pid, body, exit);
         }
         if body.starts_with(b"--- ") || body.starts_with(b"strace: ") {
-            continue;
+            return Ok(());
         }
         if let Some(resumed) = body.strip_prefix(b"<... ") {
-            let marker = memmem::find(resumed, b" resumed>")
-                .ok_or_else(|| err(format!("unrecognised resumed call `{}`", show(body))))?;
-            let name = &resumed[..marker];
-            let tail = &resumed[marker + b" resumed>".len()..];
-            let Some(p) = pending.remove(&pid) else {
-                // Its start was before the log began, or it is a call we skip.
-                if interesting(name) {
-                    return Err(err(format!(
-                        "`{}` resumed in process {pid} but never started",
-                        show(name)
-                    )));
-                }
-                stats.skipped += 1;
-                continue;
-            };
-            if &p.text[..p.name_len] != name {
-                return Err(err(format!(
-                    "`{}` resumed in process {pid}, but `{}` was unfinished there",
-                    show(name),
-                    show(&p.text[..p.name_len])
+            return self.resumed(pid, body, resumed, complete);
+        }
+        self.call(pid, body, complete)
+    }
+
+    /// A `+++ ... +++` record: `exit` is what follows the `+++ `.
+    fn exit(&mut self, pid: u32, body: &[u8], exit: &[u8]) -> Result<(), ParseError> {
+        let line_no = self.line_no;
+        if let Some(from) = parse_superseded(exit) {
+            // Thread `from` called execve while it was not the thread
+            // group leader: it takes over the leader's id `pid`, so its
+            // unfinished execve resumes under `pid`, and its own id ends.
+            if let Some(p) = self.pending.remove(&pid) {
+                self.events.push(p.into_unfinished(pid, line_no));
+            }
+            if let Some(p) = self.pending.remove(&from) {
+                self.pending.insert(pid, p);
+            }
+            self.events.push(Event::Exit(Exit {
+                pid: from,
+                line: line_no,
+                code: None,
+                signal: None,
+            }));
+            return Ok(());
+        }
+        let exit = parse_exit(pid, line_no, exit)
+            .ok_or_else(|| self.err(format!("unrecognised exit record `{}`", show(body))))?;
+        if let Some(p) = self.pending.remove(&pid) {
+            self.events.push(p.into_unfinished(pid, line_no));
+        }
+        self.events.push(Event::Exit(exit));
+        Ok(())
+    }
+
+    /// A `<... NAME resumed>` line: `resumed` is what follows the `<... `.
+    fn resumed(
+        &mut self,
+        pid: u32,
+        body: &[u8],
+        resumed: &'a [u8],
+        complete: bool,
+    ) -> Result<(), ParseError> {
+        let marker = memmem::find(resumed, b" resumed>")
+            .ok_or_else(|| self.err(format!("unrecognised resumed call `{}`", show(body))))?;
+        let name = &resumed[..marker];
+        let tail = &resumed[marker + b" resumed>".len()..];
+        let Some(p) = self.pending.remove(&pid) else {
+            // Its start was before the log began, or it is a call we skip.
+            if interesting(name) {
+                return Err(self.err(format!(
+                    "`{}` resumed in process {pid} but never started",
+                    show(name)
                 )));
             }
-            let mut text = p.text.into_owned();
-            let (tail, again) = strip_unfinished(tail);
-            text.extend_from_slice(trim_start(tail));
-            if again {
-                pending.insert(
-                    pid,
-                    Pending {
-                        line: p.line,
-                        text: Cow::Owned(text),
-                        name_len: p.name_len,
-                    },
-                );
-                continue;
-            }
-            if !complete {
-                return Err(err("the log ends in the middle of a line".into()));
-            }
-            events.push(Event::Call(Call {
-                pid,
-                line: p.line,
-                end_line: line_no,
-                text: Cow::Owned(text),
-                name_len: p.name_len,
-                stack: Vec::new(),
-            }));
-            last_call = Some(events.len() - 1);
-            continue;
+            self.stats.skipped += 1;
+            return Ok(());
+        };
+        if &p.text[..p.name_len] != name {
+            return Err(self.err(format!(
+                "`{}` resumed in process {pid}, but `{}` was unfinished there",
+                show(name),
+                show(&p.text[..p.name_len])
+            )));
         }
+        let mut text = p.text.into_owned();
+        let (tail, again) = strip_unfinished(tail);
+        text.extend_from_slice(trim_start(tail));
+        if again {
+            self.pending.insert(
+                pid,
+                Pending {
+                    line: p.line,
+                    text: Cow::Owned(text),
+                    name_len: p.name_len,
+                },
+            );
+            return Ok(());
+        }
+        if !complete {
+            return Err(self.err("the log ends in the middle of a line".into()));
+        }
+        self.push_call(Call {
+            pid,
+            line: p.line,
+            end_line: self.line_no,
+            text: Cow::Owned(text),
+            name_len: p.name_len,
+            stack: Vec::new(),
+        });
+        Ok(())
+    }
+
+    /// A line starting a call: `name(args) = ret`, or `name(args
+    /// <unfinished ...>`.
+    fn call(&mut self, pid: u32, body: &'a [u8], complete: bool) -> Result<(), ParseError> {
         let name_len = body
             .iter()
             .take_while(|b| b.is_ascii_alphanumeric() || **b == b'_')
             .count();
         if name_len == 0 || body.get(name_len) != Some(&b'(') {
-            return Err(err(format!("not a strace line: `{}`", show(body))));
+            return Err(self.err(format!("not a strace line: `{}`", show(body))));
         }
-        stats.calls += 1;
+        self.stats.calls += 1;
         let name = &body[..name_len];
         let keep = interesting(name);
         let (text, unfinished) = strip_unfinished(body);
         if unfinished {
-            if pending.contains_key(&pid) {
-                return Err(err(format!(
+            if self.pending.contains_key(&pid) {
+                return Err(self.err(format!(
                     "process {pid} starts `{}` while another call of it is unfinished",
                     show(name)
                 )));
             }
             if keep {
-                pending.insert(
-                    pid,
-                    Pending {
-                        line: line_no,
-                        text: Cow::Borrowed(text),
-                        name_len,
-                    },
-                );
+                let pending = Pending {
+                    line: self.line_no,
+                    text: Cow::Borrowed(text),
+                    name_len,
+                };
+                self.pending.insert(pid, pending);
             } else {
-                stats.skipped += 1;
+                self.stats.skipped += 1;
             }
-            continue;
+            return Ok(());
         }
         if !keep {
-            stats.skipped += 1;
-            continue;
+            self.stats.skipped += 1;
+            return Ok(());
         }
         if !complete || memmem::rfind(body, b" = ").is_none() {
-            return Err(err(format!(
+            return Err(self.err(format!(
                 "`{}` has no return value (truncated log?)",
                 show(name)
             )));
         }
-        events.push(Event::Call(Call {
+        self.push_call(Call {
             pid,
-            line: line_no,
-            end_line: line_no,
+            line: self.line_no,
+            end_line: self.line_no,
             text: Cow::Borrowed(body),
             name_len,
             stack: Vec::new(),
-        }));
-        last_call = Some(events.len() - 1);
+        });
+        Ok(())
     }
-    let mut left: Vec<_> = pending.into_iter().collect();
-    left.sort_by_key(|(_, p)| p.line);
-    for (pid, p) in left {
-        events.push(p.into_unfinished(pid, line_no));
+
+    /// A completed call; stack frames on the lines after it go to it.
+    fn push_call(&mut self, call: Call<'a>) {
+        self.events.push(Event::Call(call));
+        self.last_call = Some(self.events.len() - 1);
     }
-    Ok(Log { events, stats })
+
+    /// The events, with the calls still unfinished at the end of the log
+    /// (in the order they started).
+    fn finish(mut self) -> Log<'a> {
+        let mut left: Vec<_> = self.pending.into_iter().collect();
+        left.sort_by_key(|(_, p)| p.line);
+        for (pid, p) in left {
+            self.events.push(p.into_unfinished(pid, self.line_no));
+        }
+        Log {
+            events: self.events,
+            stats: self.stats,
+        }
+    }
 }
 
 fn trim_start(mut s: &[u8]) -> &[u8] {

@@ -7,6 +7,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use blackout_oplog::ops::{InodeKind, OpKind};
+use blackout_oplog::store::{self, InodeState};
 use blackout_oplog::trace::{Trace, TraceMeta};
 use blackout_oplog::tree::Tree;
 use blackout_record::replay::replay;
@@ -71,4 +73,54 @@ fn every_golden_case_matches_its_expected_op_log() {
     }
     assert!(failed.is_empty(), "golden cases differ: {failed:?}");
     assert!(cases.len() >= 15, "only {} golden cases", cases.len());
+}
+
+/// A file-system state for comparison: kinds, sizes, the bytes a reader
+/// sees, entries.
+fn visible(inodes: &[InodeState]) -> Vec<(InodeKind, u64, Vec<u8>, Vec<(Vec<u8>, u32)>)> {
+    inodes
+        .iter()
+        .map(|i| {
+            let mut bytes = i.data.clone();
+            if i.kind == InodeKind::File {
+                bytes.resize(i.size as usize, 0);
+            }
+            let entries = i.entries.iter().map(|(n, x)| (n.clone(), *x)).collect();
+            (i.kind, i.size, bytes, entries)
+        })
+        .collect()
+}
+
+/// Paired: the state replay's file-system model ends with equals the state
+/// that applying every op of the trace to the initial tree gives (the path
+/// every crash state is built by).
+#[test]
+fn replay_ends_where_applying_every_op_ends() {
+    let mut failed = Vec::new();
+    for case in cases() {
+        let log = fs::read(case.join("strace.log")).unwrap();
+        let dir = fs::read_to_string(case.join("dir.txt")).unwrap();
+        let tree = if case.join("init").is_dir() {
+            blackout_record::snapshot::snapshot(&case.join("init")).unwrap()
+        } else {
+            Tree::default()
+        };
+        let Ok(r) = replay(&log, &tree, dir.trim().as_bytes()) else {
+            continue; // a refusal case
+        };
+        let model = visible(&r.final_inodes);
+        let trace = Trace::new(&tree, r, TraceMeta::default());
+        let mut inodes = store::initial_inodes(&trace);
+        for op in &trace.ops {
+            let bytes = match op.kind {
+                OpKind::Write { data, .. } => trace.bytes(data),
+                _ => &[],
+            };
+            store::apply(&mut inodes, &op.kind, bytes, store::Halves::BOTH);
+        }
+        if visible(&inodes) != model {
+            failed.push(case.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    assert!(failed.is_empty(), "replay and the op log disagree: {failed:?}");
 }

@@ -70,7 +70,10 @@ const MODULES: &[(&str, &[&str])] = &[
     ("blackout-sys", &["command", "proc", "scratch"]),
     (
         "blackout-record",
-        &["strace", "stacks", "snapshot", "replay", "record"],
+        &[
+            "error", "syscall", "fsmodel", "strace", "stacks", "decode", "snapshot", "replay",
+            "record",
+        ],
     ),
     (
         "blackout-explore",
@@ -308,7 +311,7 @@ fn has_word(text: &str, word: &str) -> bool {
         text[i + word.len()..]
             .chars()
             .next()
-            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+            .map_or(true, |c| !(c.is_alphanumeric() || c == '_'))
     })
 }
 

@@ -488,6 +488,7 @@ fn ctrl_c_while_checking_leaves_no_temp_dir() {
 
 /// Runs `cmd` to its end and returns (exit code, its peak resident set in
 /// KiB), as wait4 reports them for that one child.
+#[allow(clippy::zombie_processes)] // reaped by wait4, not Child::wait
 fn run_measured(cmd: &mut std::process::Command) -> (i32, i64) {
     let child = cmd
         .stdout(std::process::Stdio::null())
