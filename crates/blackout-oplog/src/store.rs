@@ -52,18 +52,23 @@ pub fn initial_inodes(trace: &Trace) -> Vec<InodeState> {
         .inodes
         .iter()
         .enumerate()
-        .map(|(i, kind)| InodeState {
-            kind: *kind,
-            data: match kind {
+        .map(|(i, kind)| {
+            // A symlink holds its target, and its size is the target's
+            // length (as lstat says).
+            let data = match kind {
                 InodeKind::Symlink => trace
                     .symlinks
                     .get(&(i as Ino))
                     .map(|n| n.0.clone())
                     .unwrap_or_default(),
                 _ => Vec::new(),
-            },
-            size: 0,
-            entries: BTreeMap::new(),
+            };
+            InodeState {
+                kind: *kind,
+                size: data.len() as u64,
+                data,
+                entries: BTreeMap::new(),
+            }
         })
         .collect();
     for f in &trace.initial_files {

@@ -51,6 +51,10 @@ pub struct Replayed {
     pub symlinks: BTreeMap<Ino, Name>,
     /// The bytes that ops' [`DataRef`]s point into.
     pub data: Vec<u8>,
+    /// The file-system model's inodes after the last call. Applying every
+    /// op in order to the initial tree ([`crate::store::apply`]) must give
+    /// the same: the two paths are compared in tests. Not part of a trace.
+    pub final_inodes: Vec<crate::store::InodeState>,
     /// Counts.
     pub stats: ReplayStats,
 }
@@ -659,6 +663,7 @@ mod tests {
             symlinks: BTreeMap::new(),
             data: b"hiok\n".to_vec(),
             stats: ReplayStats::default(),
+            final_inodes: Vec::new(),
         };
         Trace::new(&tree, r, TraceMeta::default())
     }

@@ -119,8 +119,16 @@ fn replay_ends_where_applying_every_op_ends() {
             store::apply(&mut inodes, &op.kind, bytes, store::Halves::BOTH);
         }
         if visible(&inodes) != model {
+            for (i, (a, b)) in visible(&inodes).iter().zip(&model).enumerate() {
+                if a != b {
+                    eprintln!("inode {i}: ops give {a:?}, the model {b:?}");
+                }
+            }
             failed.push(case.file_name().unwrap().to_string_lossy().into_owned());
         }
     }
-    assert!(failed.is_empty(), "replay and the op log disagree: {failed:?}");
+    assert!(
+        failed.is_empty(),
+        "replay and the op log disagree: {failed:?}"
+    );
 }
