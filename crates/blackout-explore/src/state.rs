@@ -55,7 +55,7 @@ impl FsState {
     /// The initial tree of a trace, with every later inode empty.
     pub fn initial(trace: &Trace) -> FsState {
         FsState {
-            inodes: store::initial_inodes(trace),
+            inodes: trace.initial_inodes(),
         }
     }
 

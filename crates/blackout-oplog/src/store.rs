@@ -11,7 +11,6 @@ use std::collections::BTreeMap;
 
 use crate::contents;
 use crate::ops::{Ino, InodeKind, OpKind};
-use crate::trace::Trace;
 
 /// One inode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,50 +44,11 @@ impl Halves {
     };
 }
 
-/// The inodes of a trace's initial tree, with every later inode empty
-/// (symlinks hold their targets).
-pub fn initial_inodes(trace: &Trace) -> Vec<InodeState> {
-    let mut inodes: Vec<InodeState> = trace
-        .inodes
-        .iter()
-        .enumerate()
-        .map(|(i, kind)| {
-            // A symlink holds its target, and its size is the target's
-            // length (as lstat says).
-            let data = match kind {
-                InodeKind::Symlink => trace
-                    .symlinks
-                    .get(&(i as Ino))
-                    .map(|n| n.0.clone())
-                    .unwrap_or_default(),
-                _ => Vec::new(),
-            };
-            InodeState {
-                kind: *kind,
-                size: data.len() as u64,
-                data,
-                entries: BTreeMap::new(),
-            }
-        })
-        .collect();
-    for f in &trace.initial_files {
-        let node = &mut inodes[f.ino as usize];
-        node.data = trace.bytes(f.data).to_vec();
-        node.size = f.data.len;
-    }
-    for e in &trace.initial_entries {
-        inodes[e.dir as usize]
-            .entries
-            .insert(e.name.0.clone(), e.ino);
-    }
-    inodes
-}
-
 /// Applies one op to the inodes. `bytes` are what a write puts at its
 /// offset (the op's data, or what a tear left of it); `halves` says which
 /// halves of a rename to apply (ignored for every other op). Syncs and
 /// outputs change nothing. Inode numbers must be valid (as
-/// [`Trace::validate`] ensures).
+/// `Trace::validate` ensures).
 pub fn apply(inodes: &mut [InodeState], kind: &OpKind, bytes: &[u8], halves: Halves) {
     match kind {
         OpKind::Write { ino, off, .. } => {

@@ -19,6 +19,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::ops::{escape_controls, synced_by, DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
+use crate::store::InodeState;
 use crate::tree::{Entry, Node, Tree};
 
 /// The largest file the model holds, in bytes. A log that writes past it is
@@ -54,7 +55,7 @@ pub struct Replayed {
     /// The file-system model's inodes after the last call. Applying every
     /// op in order to the initial tree ([`crate::store::apply`]) must give
     /// the same: the two paths are compared in tests. Not part of a trace.
-    pub final_inodes: Vec<crate::store::InodeState>,
+    pub final_inodes: Vec<InodeState>,
     /// Counts.
     pub stats: ReplayStats,
 }
@@ -301,6 +302,46 @@ impl Trace {
             })?;
         }
         Ok(())
+    }
+
+    /// The inodes of a trace's initial tree, with every later inode empty
+    /// (symlinks hold their targets).
+    pub fn initial_inodes(&self) -> Vec<InodeState> {
+        let trace = self;
+        let mut inodes: Vec<InodeState> = trace
+            .inodes
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| {
+                // A symlink holds its target, and its size is the target's
+                // length (as lstat says).
+                let data = match kind {
+                    InodeKind::Symlink => trace
+                        .symlinks
+                        .get(&(i as Ino))
+                        .map(|n| n.0.clone())
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                InodeState {
+                    kind: *kind,
+                    size: data.len() as u64,
+                    data,
+                    entries: BTreeMap::new(),
+                }
+            })
+            .collect();
+        for f in &trace.initial_files {
+            let node = &mut inodes[f.ino as usize];
+            node.data = trace.bytes(f.data).to_vec();
+            node.size = f.data.len;
+        }
+        for e in &trace.initial_entries {
+            inodes[e.dir as usize]
+                .entries
+                .insert(e.name.0.clone(), e.ino);
+        }
+        inodes
     }
 
     /// The initial tree.

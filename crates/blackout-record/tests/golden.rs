@@ -77,7 +77,9 @@ fn every_golden_case_matches_its_expected_op_log() {
 
 /// A file-system state for comparison: kinds, sizes, the bytes a reader
 /// sees, entries.
-fn visible(inodes: &[InodeState]) -> Vec<(InodeKind, u64, Vec<u8>, Vec<(Vec<u8>, u32)>)> {
+type Visible = (InodeKind, u64, Vec<u8>, Vec<(Vec<u8>, u32)>);
+
+fn visible(inodes: &[InodeState]) -> Vec<Visible> {
     inodes
         .iter()
         .map(|i| {
@@ -110,7 +112,7 @@ fn replay_ends_where_applying_every_op_ends() {
         };
         let model = visible(&r.final_inodes);
         let trace = Trace::new(&tree, r, TraceMeta::default());
-        let mut inodes = store::initial_inodes(&trace);
+        let mut inodes = trace.initial_inodes();
         for op in &trace.ops {
             let bytes = match op.kind {
                 OpKind::Write { data, .. } => trace.bytes(data),

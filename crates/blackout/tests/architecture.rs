@@ -64,7 +64,7 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-oplog",
         &[
-            "origin", "ops", "contents", "tree", "trace", "promises", "store", "naming",
+            "origin", "ops", "contents", "tree", "store", "trace", "promises", "naming",
         ],
     ),
     ("blackout-sys", &["command", "proc", "scratch"]),
