@@ -207,6 +207,9 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
         }
     };
     let check_seconds = t1.elapsed().as_secs_f64();
+    if let Some(stop) = rejects_the_start(s, &cache) {
+        return Ok(RunReport::early(stop, promises, precheck, all_applied));
+    }
     let mut models = Vec::new();
     for m in &explored.models {
         models.push(model_report(s, m, &results, &mut cache)?);
@@ -301,6 +304,28 @@ fn nothing_lost(
         ),
     );
     Ok((s.checked(&full, outcome), full_key, stop))
+}
+
+/// The state before the workload, with nothing promised yet (`c0`), must be
+/// accepted: the program has done nothing and owes nothing. A checker that
+/// rejects it demands more than was promised, so the checker, not the
+/// program, is wrong: HARNESS BROKEN, with its reason.
+fn rejects_the_start(s: &Analysis<'_>, cache: &Cache) -> Stop {
+    let start = StateDesc {
+        crash: 0,
+        lost: Vec::new(),
+        torn: None,
+    };
+    match cache.get(&s.pool.key(&start))? {
+        outcome @ Outcome::Fail { .. } => Some((
+            Verdict::HarnessBroken,
+            format!(
+                "the checker rejects the state before the workload with nothing promised (c0): {}; it must accept what the program had before it promised anything: the checker, not the program, is wrong",
+                outcome.describe()
+            ),
+        )),
+        _ => None,
+    }
 }
 
 /// The run's verdict from its models' and why, in one sentence.

@@ -530,3 +530,31 @@ fn a_checker_printing_200_mb_costs_no_memory() {
     assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
     s.assert_clean();
 }
+
+#[test]
+fn a_checker_that_rejects_the_start_with_nothing_promised_is_harness_broken() {
+    // It demands the new document whatever was promised: the state before
+    // the workload, with nothing promised, fails it.
+    let s = Scratch::new();
+    let script = examples().join("save.sh");
+    let (code, v, out) = run_json(
+        &s,
+        &[
+            "--setup",
+            "echo 'version 1' > doc.txt",
+            "--checker",
+            "grep -qx 'version 2' doc.txt || { echo 'doc.txt is not version 2' >&2; exit 1; }",
+            "--",
+            script.to_str().unwrap(),
+            "full",
+        ],
+    );
+    assert_eq!(code, 2, "{}", text(&out.stderr));
+    assert_eq!(v["verdict"], "HARNESS BROKEN");
+    let reason = v["result"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("before the workload with nothing promised"),
+        "{reason}"
+    );
+    assert!(reason.contains("doc.txt is not version 2"), "{reason}");
+}
