@@ -4,7 +4,7 @@
 
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{Cache, Pool};
-use blackout_explore::dedup::{distinct_states, simplicity, ModelStates};
+use blackout_explore::dedup::{distinct_states_watched, simplicity, ModelStates, Watch};
 use blackout_explore::enumerate::{ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
 use blackout_oplog::promises::Outputs;
@@ -229,7 +229,18 @@ pub fn verify_fix(
         pool: s.pool.for_trace(&trace, &outputs),
         ..*s
     };
-    let explored = distinct_states(&trace, &outputs, &[model], s.explore, s.pool.cfg.sector)?;
+    let watch = Watch {
+        cancel: s.pool.cfg.cancel,
+        progress: None,
+    };
+    let explored = distinct_states_watched(
+        &trace,
+        &outputs,
+        &[model],
+        s.explore,
+        s.pool.cfg.sector,
+        watch,
+    )?;
     let Ok(results) = s2.pool.check_distinct(&explored, cache)? else {
         return Ok(None);
     };

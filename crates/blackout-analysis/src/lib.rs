@@ -22,6 +22,7 @@ pub mod group;
 pub mod report;
 
 use blackout_check::pool::PoolError;
+use blackout_explore::dedup::ExploreError;
 use blackout_explore::enumerate::ConfigError;
 
 /// Why a run could not finish (the checker's own failures are verdicts, not
@@ -37,6 +38,15 @@ pub enum RunError {
     /// A setting is out of range.
     #[error("{0}")]
     Config(#[from] ConfigError),
+}
+
+impl From<ExploreError> for RunError {
+    fn from(e: ExploreError) -> Self {
+        match e {
+            ExploreError::Config(c) => RunError::Config(c),
+            ExploreError::Interrupted => RunError::Interrupted,
+        }
+    }
 }
 
 impl From<PoolError> for RunError {

@@ -331,6 +331,9 @@ struct OpsArgs {
 
 fn main() -> ExitCode {
     install_signal_handlers();
+    // What a workload or checker leaves running is reparented to us, so its
+    // process group can be reaped and waited out (best effort).
+    let _ = blackout::sys::proc::become_subreaper();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -469,12 +472,23 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         indicatif::ProgressStyle::with_template("checking {pos}/{len} states {wide_bar} {eta}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
+    let building =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    building.set_style(
+        indicatif::ProgressStyle::with_template("building crash states: {pos} {spinner}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let building_bar = building.clone();
+    cfg.explore_progress = Some(Box::new(move |n| building_bar.set_position(n as u64)));
     let progress_bar = bar.clone();
+    let building_bar = building.clone();
     cfg.progress = Some(Box::new(move |done, total| {
+        building_bar.finish_and_clear();
         progress_bar.set_length(total as u64);
         progress_bar.set_position(done as u64);
     }));
     let result = check_trace(&trace, &cfg);
+    building.finish_and_clear();
     bar.finish_and_clear();
     let report = match result {
         Ok(r) => r,

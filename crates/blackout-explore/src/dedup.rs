@@ -3,11 +3,12 @@
 //! before the crash), each kept under its simplest description.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
-use crate::enumerate::{enumerate, ConfigError, Coverage, ExploreConfig, StateDesc};
+use crate::enumerate::{enumerate_until, ConfigError, Coverage, ExploreConfig, StateDesc};
 use crate::model::Model;
 use crate::state::FsState;
 
@@ -63,6 +64,30 @@ pub fn state_key(fs: &FsState, outputs: &Outputs, crash: usize) -> StateKey {
     (*fs.content_hash().as_bytes(), outputs.printed_len(crash))
 }
 
+/// How a caller follows and stops an exploration.
+#[derive(Clone, Copy, Default)]
+pub struct Watch<'a> {
+    /// Set from outside (Ctrl-C) to stop; looked at before each state is
+    /// built.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Called every [`PROGRESS_EVERY_STATES`] states built, with how many.
+    pub progress: Option<&'a (dyn Fn(usize) + Send + Sync)>,
+}
+
+/// How often [`Watch::progress`] is called, in states built.
+pub const PROGRESS_EVERY_STATES: usize = 1024;
+
+/// Why an exploration did not finish.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExploreError {
+    /// A setting is out of range.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// The cancel flag was set.
+    #[error("interrupted")]
+    Interrupted,
+}
+
 /// Enumerates the states of each model, builds each, and deduplicates them by
 /// content: the visible tree plus the bytes printed before the crash. Fails
 /// only on settings out of range.
@@ -73,10 +98,33 @@ pub fn distinct_states(
     cfg: &ExploreConfig,
     sector: u64,
 ) -> Result<Explored, ConfigError> {
+    match distinct_states_watched(trace, outputs, models, cfg, sector, Watch::default()) {
+        Ok(e) => Ok(e),
+        Err(ExploreError::Config(c)) => Err(c),
+        // No cancel flag was given.
+        Err(ExploreError::Interrupted) => Ok(Explored {
+            distinct: Vec::new(),
+            models: Vec::new(),
+        }),
+    }
+}
+
+/// [`distinct_states`], stopping when `watch.cancel` is set and reporting
+/// progress as states are built.
+pub fn distinct_states_watched(
+    trace: &Trace,
+    outputs: &Outputs,
+    models: &[Model],
+    cfg: &ExploreConfig,
+    sector: u64,
+    watch: Watch<'_>,
+) -> Result<Explored, ExploreError> {
     cfg.validate()?;
     if sector == 0 {
-        return Err(ConfigError::Sector);
+        return Err(ConfigError::Sector.into());
     }
+    let cancelled = || watch.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let mut built = 0usize;
     let mut index: HashMap<StateKey, usize> = HashMap::new();
     let mut distinct: Vec<Distinct> = Vec::new();
     let mut per_model = Vec::new();
@@ -84,31 +132,44 @@ pub fn distinct_states(
         let mut reach: HashMap<usize, StateDesc> = HashMap::new();
         let mut order: Vec<usize> = Vec::new();
         let mut states = 0usize;
-        let coverage = enumerate(&trace.ops, model.crash_model(), cfg, |desc| {
-            states += 1;
-            let key = state_key(&FsState::build(trace, &desc, sector), outputs, desc.crash);
-            let next = distinct.len();
-            let i = *index.entry(key).or_insert(next);
-            if i == next {
-                distinct.push(Distinct {
-                    desc: desc.clone(),
-                    key,
-                });
-            } else if simpler(&desc, &distinct[i].desc) {
-                distinct[i].desc = desc.clone();
-            }
-            match reach.get_mut(&i) {
-                Some(d) => {
-                    if simpler(&desc, d) {
-                        *d = desc;
+        let coverage =
+            enumerate_until(&trace.ops, model.crash_model(), cfg, watch.cancel, |desc| {
+                if cancelled() {
+                    return;
+                }
+                states += 1;
+                built += 1;
+                if built % PROGRESS_EVERY_STATES == 0 {
+                    if let Some(p) = watch.progress {
+                        p(built);
                     }
                 }
-                None => {
-                    order.push(i);
-                    reach.insert(i, desc);
+                let key = state_key(&FsState::build(trace, &desc, sector), outputs, desc.crash);
+                let next = distinct.len();
+                let i = *index.entry(key).or_insert(next);
+                if i == next {
+                    distinct.push(Distinct {
+                        desc: desc.clone(),
+                        key,
+                    });
+                } else if simpler(&desc, &distinct[i].desc) {
+                    distinct[i].desc = desc.clone();
                 }
-            }
-        })?;
+                match reach.get_mut(&i) {
+                    Some(d) => {
+                        if simpler(&desc, d) {
+                            *d = desc;
+                        }
+                    }
+                    None => {
+                        order.push(i);
+                        reach.insert(i, desc);
+                    }
+                }
+            })?;
+        if cancelled() {
+            return Err(ExploreError::Interrupted);
+        }
         let reach = order
             .into_iter()
             .map(|i| {

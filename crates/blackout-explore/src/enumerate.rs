@@ -20,6 +20,8 @@
 
 use serde::Serialize;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use blackout_oplog::ops::{synced_by, Op, OpKind, SyncedBy};
 pub use blackout_oplog::ops::{Part, Unit};
 
@@ -308,6 +310,18 @@ pub fn enumerate(
     ops: &[Op],
     model: &dyn CrashModel,
     cfg: &ExploreConfig,
+    emit: impl FnMut(StateDesc),
+) -> Result<Coverage, ConfigError> {
+    enumerate_until(ops, model, cfg, None, emit)
+}
+
+/// [`enumerate`], stopping soon after `cancel` is set (models look at it in
+/// their loops; what was emitted by then is all there is).
+pub fn enumerate_until(
+    ops: &[Op],
+    model: &dyn CrashModel,
+    cfg: &ExploreConfig,
+    cancel: Option<&AtomicBool>,
     mut emit: impl FnMut(StateDesc),
 ) -> Result<Coverage, ConfigError> {
     cfg.validate()?;
@@ -320,7 +334,11 @@ pub fn enumerate(
             synced: &synced,
             k,
             cfg,
+            cancel,
         };
+        if point.stopped() {
+            break;
+        }
         model.states_at(&point, &mut cov, &mut emit);
     }
     Ok(cov)
@@ -358,6 +376,8 @@ pub struct CrashPoint<'a> {
     pub k: usize,
     /// The enumeration settings.
     pub cfg: &'a ExploreConfig,
+    /// Set from outside to stop.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 impl CrashPoint<'_> {
@@ -368,6 +388,11 @@ impl CrashPoint<'_> {
             lost: Vec::new(),
             torn: None,
         }
+    }
+
+    /// Whether the enumeration should stop now.
+    pub fn stopped(&self) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
     /// The units still pending here.

@@ -64,7 +64,9 @@ pub fn wait_group(
             Ok(_) => {
                 // Exited (a zombie until reaped): end its group, then reap.
                 kill_group(child);
-                return Ok(Waited::Exited(child.wait()?));
+                let status = child.wait()?;
+                wait_group_gone(child);
+                return Ok(Waited::Exited(status));
             }
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
@@ -72,7 +74,41 @@ pub fn wait_group(
     };
     kill_group(child);
     child.wait()?;
+    wait_group_gone(child);
     Ok(outcome)
+}
+
+/// How long [`wait_group_gone`] waits for a killed group's members to die.
+const GROUP_GONE_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits until no process is left in the group the (reaped) child led, so
+/// that nothing it started is still alive when blackout goes on or exits:
+/// SIGKILL is delivered at once, but a process takes a moment to die. A
+/// group id is not reused while the group has members, so the child's pid
+/// still names its group.
+fn wait_group_gone(child: &Child) {
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let deadline = Instant::now() + GROUP_GONE_WAIT;
+    let any_member = nix::unistd::Pid::from_raw(-group.as_raw());
+    let no_hang = Some(nix::sys::wait::WaitPidFlag::WNOHANG);
+    while nix::sys::signal::killpg(group, None).is_ok() && Instant::now() < deadline {
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+        // Members orphaned to us (a child subreaper) are reaped here: only
+        // this group's, so other children's statuses are left for their
+        // waiters. Elsewhere init reaps them.
+        while let Ok(
+            nix::sys::wait::WaitStatus::Exited(..) | nix::sys::wait::WaitStatus::Signaled(..),
+        ) = nix::sys::wait::waitpid(any_member, no_hang)
+        {}
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants
+/// (`PR_SET_CHILD_SUBREAPER`), so that what a workload or checker leaves
+/// running is reparented to blackout, not to init, and can be found.
+pub fn become_subreaper() -> io::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true).map_err(io::Error::from)
 }
 
 /// Sends SIGKILL to the process group the child leads (errors ignored: the

@@ -31,7 +31,7 @@ use blackout_check::pool::{Cache, Pool, PoolConfig, Scratch};
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
 use blackout_check::Checker;
-use blackout_explore::dedup::{distinct_states, state_key, StateKey};
+use blackout_explore::dedup::{distinct_states_watched, state_key, StateKey, Watch};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
@@ -65,6 +65,8 @@ pub struct RunConfig {
     pub cancel: Option<Arc<AtomicBool>>,
     /// Called after each checked state with (checked, total).
     pub progress: Option<Box<dyn Fn(usize, usize) + Send + Sync>>,
+    /// Called while states are built, with how many so far.
+    pub explore_progress: Option<Box<dyn Fn(usize) + Send + Sync>>,
     /// Distinct fixes verified per model.
     pub fix_verifications: usize,
 }
@@ -89,6 +91,7 @@ impl RunConfig {
             scratch_parent: None,
             cancel: None,
             progress: None,
+            explore_progress: None,
             fix_verifications: FIX_VERIFICATIONS_MAX,
         }
     }
@@ -193,7 +196,18 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
     drop(slot0);
     let mut cache: Cache = HashMap::from([(full_key, outcome.clone())]);
     let t0 = Instant::now();
-    let explored = distinct_states(trace, s.pool.outputs, &cfg.models, &cfg.explore, cfg.sector)?;
+    let watch = Watch {
+        cancel: cfg.cancel.as_deref(),
+        progress: cfg.explore_progress.as_deref(),
+    };
+    let explored = distinct_states_watched(
+        trace,
+        s.pool.outputs,
+        &cfg.models,
+        &cfg.explore,
+        cfg.sector,
+        watch,
+    )?;
     let explore_seconds = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let results = match s.pool.check_distinct(&explored, &mut cache)? {

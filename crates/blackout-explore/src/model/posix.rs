@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use blackout_oplog::ops::{Op, OpKind, Unit};
+use blackout_oplog::ops::{OpKind, Unit};
 
 use crate::enumerate::{Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
 use crate::model::CrashModel;
@@ -27,7 +27,7 @@ impl CrashModel for Posix {
         emit: &mut dyn FnMut(StateDesc),
     ) {
         let pending = point.pending();
-        posix_at(point.ops, point.k, &pending, point.cfg, cov, emit);
+        posix_at(point, &pending, cov, emit);
     }
 
     fn coverage_text(&self, cov: &Coverage, cfg: &ExploreConfig) -> String {
@@ -48,14 +48,15 @@ impl SplitMix {
     }
 }
 
+/// The states at one crash point. Every loop looks at the cancel flag: with
+/// thousands of pending ops one family alone is millions of units.
 fn posix_at(
-    ops: &[Op],
-    k: usize,
+    point: &CrashPoint<'_>,
     pending: &[Unit],
-    cfg: &ExploreConfig,
     cov: &mut Coverage,
     emit: &mut dyn FnMut(StateDesc),
 ) {
+    let (ops, k, cfg) = (point.ops, point.k, point.cfg);
     let n = pending.len();
     let state = |lost: Vec<Unit>| StateDesc {
         crash: k,
@@ -64,6 +65,9 @@ fn posix_at(
     };
     if n <= cfg.exhaustive_limit {
         for mask in 0u64..(1u64 << n) {
+            if point.stopped() {
+                return;
+            }
             let lost = (0..n)
                 .filter(|b| mask & (1 << b) != 0)
                 .map(|b| pending[b])
@@ -80,6 +84,9 @@ fn posix_at(
         push(Vec::new(), emit);
         push(pending.to_vec(), emit);
         for u in pending {
+            if point.stopped() {
+                return;
+            }
             push(vec![*u], emit);
             push(pending.iter().filter(|p| *p != u).copied().collect(), emit);
         }
@@ -96,11 +103,17 @@ fn posix_at(
         }
         for units in by_ino.values() {
             for j in 1..units.len() {
+                if point.stopped() {
+                    return;
+                }
                 push(units[j..].to_vec(), emit);
             }
         }
         let mut rng = SplitMix(cfg.seed ^ (k as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
         for _ in 0..cfg.budget {
+            if point.stopped() {
+                return;
+            }
             let lost: Vec<Unit> = pending
                 .iter()
                 .filter(|_| rng.next() & 1 == 1)
