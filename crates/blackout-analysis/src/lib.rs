@@ -33,10 +33,10 @@ pub enum RunError {
     #[error("interrupted")]
     Interrupted,
     /// Writing states or running the checker failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// A setting is out of range.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
 }
 

@@ -31,7 +31,7 @@ pub enum PoolError {
     #[error("interrupted")]
     Interrupted,
     /// Writing states or running the checker failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
 }
 

@@ -91,20 +91,38 @@ impl Slot {
         }
     }
 
-    /// Writes a state and its promises.
+    /// Writes a state and its promises. An error names the path and what
+    /// was being done (a checker may have removed or changed the slot).
     pub fn write(&self, input: &StateInput<'_>) -> io::Result<()> {
-        fs::create_dir(self.fs())?;
-        input.materializer.materialize(input.fs, &self.fs())?;
-        fs::write(self.root.join("acks"), input.promises)?;
-        fs::write(self.root.join("output"), input.output)?;
+        let fs_dir = self.fs();
+        fs::create_dir(&fs_dir).map_err(|e| at("creating the state directory", &fs_dir, e))?;
+        input.materializer.materialize(input.fs, &fs_dir)?;
+        for (name, bytes) in [("acks", input.promises), ("output", input.output)] {
+            let path = self.root.join(name);
+            fs::write(&path, bytes).map_err(|e| at("writing", &path, e))?;
+        }
         Ok(())
     }
 
     /// Removes the state directory and everything in it (a checker may have
     /// left anything there, including directories it made read-only).
     pub fn clear(&self) -> io::Result<()> {
-        blackout_sys::scratch::remove_tree(&self.fs())
+        let fs_dir = self.fs();
+        blackout_sys::scratch::remove_tree(&fs_dir)
+            .map_err(|e| at("removing the state directory", &fs_dir, e))
     }
+}
+
+/// An I/O error that names what was done to which path, and that a checker
+/// can have caused it (they run with the slot's parent reachable).
+fn at(what: &str, path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(
+        e.kind(),
+        format!(
+            "{what} {}: {e} (did a checker change files outside its own state directory?)",
+            path.display()
+        ),
+    )
 }
 
 impl Drop for Slot {

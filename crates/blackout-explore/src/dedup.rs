@@ -81,7 +81,7 @@ pub const PROGRESS_EVERY_STATES: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExploreError {
     /// A setting is out of range.
-    #[error("{0}")]
+    #[error(transparent)]
     Config(#[from] ConfigError),
     /// The cancel flag was set.
     #[error("interrupted")]

@@ -128,7 +128,7 @@ pub struct Trace {
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     /// Could not read or write it.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] io::Error),
     /// Not a trace, or a damaged one.
     #[error("not a valid trace: {0}")]

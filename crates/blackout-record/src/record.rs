@@ -108,7 +108,7 @@ pub enum RecordError {
     #[error("interrupted")]
     Interrupted,
     /// Any other I/O failure.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
 }
 

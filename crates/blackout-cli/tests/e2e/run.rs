@@ -578,3 +578,48 @@ fn ctrl_c_while_states_are_built_stops_within_a_second() {
     assert_eq!(fs::read_dir(&runs).unwrap().count(), 2);
     s.assert_clean();
 }
+
+#[test]
+fn a_checker_that_deletes_a_siblings_slot_stops_the_run_naming_the_path() {
+    // Two workers; the checker of every state removes the other worker's
+    // whole slot: the next state written there fails, and the error names
+    // the path and what was being done.
+    let s = Scratch::new();
+    let script = examples().join("save.sh");
+    let checker = format!(
+        "rm -rf ../../w0 ../../w1 2>/dev/null; sh {}",
+        examples().join("check.sh").display()
+    );
+    let out = s
+        .blackout()
+        .args([
+            "run",
+            "-j",
+            "2",
+            "--model",
+            "posix",
+            "--setup",
+            "echo 'version 1' > doc.txt",
+        ])
+        .args([
+            "--checker",
+            &checker,
+            "--",
+            script.to_str().unwrap(),
+            "no-fsync",
+        ])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    let err = text(&out.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(last.starts_with("error: "), "{err}");
+    assert!(last.contains("/w"), "the path is named: {last}");
+    assert_eq!(
+        last.matches("did a checker change files outside its own state directory")
+            .count(),
+        1,
+        "said once: {last}"
+    );
+}
