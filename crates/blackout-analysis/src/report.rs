@@ -176,6 +176,14 @@ pub struct RunReport {
     /// The enumeration settings, for the coverage statement.
     #[serde(skip)]
     pub explore: ExploreConfig,
+    /// Processes the checker left running outside its process group
+    /// (detached with `setsid`, say); they were killed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub orphans_killed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl RunReport {
@@ -197,6 +205,7 @@ impl RunReport {
             explore_seconds: 0.0,
             check_seconds: 0.0,
             explore: ExploreConfig::default(),
+            orphans_killed: 0,
         }
     }
 }

@@ -93,7 +93,7 @@ fn run_shell(
         .stdout(Slot::fresh(&slot.stdout)?)
         .stderr(Slot::fresh(&slot.stderr)?)
         .process_group(0);
-    let mut child = cmd.spawn()?;
+    let mut child = blackout_sys::proc::spawn(&mut cmd)?;
     let outcome = match wait_group(&mut child, Some(checker.timeout), cancel)? {
         Waited::Cancelled => return Ok(None),
         Waited::TimedOut => Outcome::TimedOut {

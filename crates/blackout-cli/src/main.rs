@@ -403,6 +403,12 @@ fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) -> Result<T
             .save(out)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
+    if rec.orphans_killed > 0 {
+        eprintln!(
+            "note: the workload left {} background process(es) running outside its process group; killed",
+            rec.orphans_killed
+        );
+    }
     let t = &rec.trace;
     let outputs = t
         .ops

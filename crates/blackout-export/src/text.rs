@@ -113,6 +113,15 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
     for m in &report.models {
         render_model(&mut out, trace, m, ctx, &report.explore);
     }
+    if report.orphans_killed > 0 {
+        let n = report.orphans_killed;
+        let _ = writeln!(
+            out,
+            "note: the checker left {n} background process{} running outside its process group; {} killed",
+            if n == 1 { "" } else { "es" },
+            if n == 1 { "it was" } else { "they were" }
+        );
+    }
     let _ = writeln!(
         out,
         "verdict: {} — {}",

@@ -123,6 +123,9 @@ pub struct Recording {
     pub stderr: Vec<u8>,
     /// The raw strace log.
     pub log: Vec<u8>,
+    /// Processes the workload left running outside its process group
+    /// (detached with `setsid`, say); they were killed.
+    pub orphans_killed: usize,
 }
 
 /// strace's version (`6.1`), or an error when it cannot run.
@@ -237,6 +240,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         stdout: run.stdout,
         stderr: run.stderr,
         log: run.log,
+        orphans_killed: run.orphans,
     })
 }
 
@@ -268,6 +272,7 @@ fn prepare_dir(cfg: &RecordConfig, dir: &Path) -> Result<(), RecordError> {
 /// What a run of the workload under strace left.
 struct StraceRun {
     status: std::process::ExitStatus,
+    orphans: usize,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     log: Vec<u8>,
@@ -314,12 +319,15 @@ fn run_strace(
         .stdin(Stdio::null())
         .stdout(fs::File::create(&stdout_path)?)
         .stderr(fs::File::create(&stderr_path)?);
-    let mut child = strace
-        .spawn()
+    let mut child = blackout_sys::proc::spawn(&mut strace)
         .map_err(|e| RecordError::NoStrace(format!("{}: {e}", cfg.strace.display())))?;
     // strace and the workload run in their own process group: a cancel ends
     // all of it (strace blocks fatal signals while it writes a log).
-    let status = match wait_group(&mut child, None, cfg.cancel.as_deref())? {
+    let waited = wait_group(&mut child, None, cfg.cancel.as_deref());
+    // What the workload detached from its group (`setsid daemon &`) was
+    // reparented to us (when we are a subreaper): it dies with the run.
+    let orphans = blackout_sys::proc::reap_orphans();
+    let status = match waited? {
         Waited::Exited(status) => status,
         Waited::Cancelled | Waited::TimedOut => return Err(RecordError::Interrupted),
     };
@@ -331,6 +339,7 @@ fn run_strace(
     }
     Ok(StraceRun {
         status,
+        orphans,
         stdout,
         stderr,
         log,

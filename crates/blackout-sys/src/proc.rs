@@ -3,9 +3,11 @@
 //! deadline and a cancel flag, and always ending the whole group so nothing
 //! the child started outlives it in a directory blackout is about to remove.
 
+use std::collections::BTreeSet;
 use std::io;
-use std::process::{Child, ExitStatus};
+use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags};
@@ -65,6 +67,7 @@ pub fn wait_group(
                 // Exited (a zombie until reaped): end its group, then reap.
                 kill_group(child);
                 let status = child.wait()?;
+                spawned().remove(&child.id());
                 wait_group_gone(child);
                 return Ok(Waited::Exited(status));
             }
@@ -74,6 +77,7 @@ pub fn wait_group(
     };
     kill_group(child);
     child.wait()?;
+    spawned().remove(&child.id());
     wait_group_gone(child);
     Ok(outcome)
 }
@@ -102,6 +106,70 @@ fn wait_group_gone(child: &Child) {
         {}
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+/// The children blackout started itself and has not reaped yet: every other
+/// child it has is an orphan it inherited as a subreaper (something a
+/// workload or checker left running).
+static SPAWNED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+fn spawned() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    SPAWNED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Spawns `cmd` and notes it as blackout's own child (under the same lock
+/// [`reap_orphans`] takes, so a child just spawned is never taken for an
+/// orphan). [`wait_group`] forgets it once reaped.
+pub fn spawn(cmd: &mut Command) -> io::Result<Child> {
+    let mut own = spawned();
+    let child = cmd.spawn()?;
+    own.insert(child.id());
+    Ok(child)
+}
+
+/// Kills and reaps every orphan blackout inherited (processes that a
+/// workload or checker detached, e.g. with `setsid cmd &`, whose parent
+/// has exited), and returns how many were still running. Does nothing
+/// unless this process is a subreaper ([`become_subreaper`]).
+pub fn reap_orphans() -> usize {
+    let own = spawned();
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut running = 0;
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Some((state, ppid)) = stat_of(pid) else {
+            continue;
+        };
+        if ppid != me || own.contains(&pid) {
+            continue;
+        }
+        if state != 'Z' {
+            running += 1;
+        }
+        let p = nix::unistd::Pid::from_raw(pid as i32);
+        let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(p, None);
+    }
+    running
+}
+
+/// A process's state letter and parent, from `/proc/PID/stat` (its name,
+/// which may hold anything, sits in parentheses before them).
+fn stat_of(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    Some((state, ppid))
 }
 
 /// Makes this process the reaper of its orphaned descendants

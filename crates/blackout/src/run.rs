@@ -162,10 +162,14 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
         fix_verifications: cfg.fix_verifications,
     };
     let result = run_in(&analysis, cfg, promises);
-    // The checker may have left read-only directories; remove_tree copes.
+    // What checkers detached from their groups dies before their
+    // directories go; the checker may have left read-only directories,
+    // which remove_tree copes with.
+    let orphans_killed = blackout_sys::proc::reap_orphans();
     let removed = scratch.remove();
-    let report = result?;
+    let mut report = result?;
     removed?;
+    report.orphans_killed = orphans_killed;
     Ok(report)
 }
 
@@ -240,6 +244,7 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
         explore_seconds,
         check_seconds,
         explore: cfg.explore.clone(),
+        orphans_killed: 0,
     })
 }
 

@@ -623,3 +623,40 @@ fn a_checker_that_deletes_a_siblings_slot_stops_the_run_naming_the_path() {
         "said once: {last}"
     );
 }
+
+#[test]
+fn what_a_checker_detaches_is_killed_and_reported() {
+    let s = Scratch::new();
+    let script = examples().join("save.sh");
+    let marker = unique_sleep();
+    let checker = format!(
+        "setsid sleep {marker} >/dev/null 2>&1 & sh {}",
+        examples().join("check.sh").display()
+    );
+    let out = s
+        .blackout()
+        .args([
+            "run",
+            "--model",
+            "process",
+            "--setup",
+            "echo 'version 1' > doc.txt",
+        ])
+        .args([
+            "--checker",
+            &checker,
+            "--",
+            script.to_str().unwrap(),
+            "full",
+        ])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    let report = text(&out.stdout);
+    assert!(
+        report.contains("note: the checker left") && report.contains("killed"),
+        "{report}"
+    );
+}
