@@ -28,6 +28,7 @@ use blackout::oplog::ops::escape_controls;
 use blackout::oplog::promises::Outputs;
 use blackout::oplog::trace::{Trace, TraceMeta};
 use blackout::oplog::tree::Tree;
+use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;
 use blackout::record::replay::{replay_with, ReplayOptions};
 use blackout::record::snapshot::snapshot;
 use blackout::record::{RecordConfig, Recorder, StraceRecorder};
@@ -108,8 +109,8 @@ struct RunArgs {
     #[command(flatten)]
     explore: ExploreArgs,
     /// Checkers run at once (default: the number of CPUs).
-    #[arg(short = 'j', long, value_name = "N")]
-    jobs: Option<usize>,
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
     /// Seconds one checker run may take; then it is killed with its process
     /// group and the state counts as an error.
     #[arg(long, value_name = "SECS", default_value_t = CHECKER_TIMEOUT_SECONDS_DEFAULT as f64)]
@@ -132,6 +133,14 @@ struct RunArgs {
         required_unless_present = "trace"
     )]
     command: Vec<OsString>,
+}
+
+/// A number of seconds that is positive and finite.
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() && v < 1e9 => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
 }
 
 /// The models a `--model` value names, in the order process, ordered, posix.
@@ -274,6 +283,10 @@ struct RecordingArgs {
     /// it are allowed and what is written through memory is not modelled.
     #[arg(long, value_name = "GLOB")]
     volatile: Vec<String>,
+    /// Seconds the workload may run under the recorder; then it is killed
+    /// with everything it started and the recording fails.
+    #[arg(long, value_name = "SECS", default_value_t = WORKLOAD_TIMEOUT_SECONDS_DEFAULT as f64, value_parser = positive_seconds)]
+    workload_timeout: f64,
 }
 
 impl RecordingArgs {
@@ -285,6 +298,7 @@ impl RecordingArgs {
         cfg.seccomp = !self.no_seccomp;
         cfg.stacks = self.stacks;
         cfg.volatile = self.volatile;
+        cfg.timeout = std::time::Duration::from_secs_f64(self.workload_timeout);
         cfg.cancel = Some(Arc::clone(&INTERRUPTED));
         cfg
     }
@@ -342,18 +356,41 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let json = cli.command.json();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                eprintln!("blackout: interrupted");
-                return ExitCode::from(stopped_exit_code());
-            }
             if is_broken_pipe(&e) {
                 return ExitCode::from(0);
             }
-            eprintln!("error: {}", escape_controls(&format!("{e:#}")));
-            ExitCode::from(2)
+            let (message, code) = if INTERRUPTED.load(Ordering::SeqCst) {
+                eprintln!("blackout: interrupted");
+                ("interrupted".to_string(), stopped_exit_code())
+            } else {
+                let message = escape_controls(&format!("{e:#}"));
+                eprintln!("error: {message}");
+                (message, 2)
+            };
+            if json {
+                // A machine reading --json gets the error as JSON too.
+                println!(
+                    "{}",
+                    serde_json::json!({ "error": message, "exit_code": code })
+                );
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+impl Cmd {
+    /// Whether the command was asked for JSON.
+    fn json(&self) -> bool {
+        match self {
+            Cmd::Run(a) => a.json,
+            Cmd::Ops(a) => a.json,
+            Cmd::States(a) => a.json,
+            Cmd::Record(_) | Cmd::State(_) => false,
         }
     }
 }
@@ -464,7 +501,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         timeout: std::time::Duration::from_secs_f64(a.timeout),
     });
     if let Some(j) = a.jobs {
-        cfg.jobs = j.max(1);
+        cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
     }
     cfg.explore = a.explore.config();
     cfg.sector = a.explore.sector;

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Duration;
 
 use blackout_oplog::trace::{Trace, TraceMeta, WorkloadExit};
 use blackout_sys::command::{signal_name, substitute};
@@ -20,6 +21,10 @@ use blackout_sys::proc::{wait_group, Waited};
 use crate::replay::{replay_with, ReplayError, ReplayOptions};
 use crate::snapshot::{copy_tree, snapshot};
 use crate::strace::TRACED_SYSCALLS;
+
+/// How long a workload may run under the recorder by default, in seconds:
+/// generous (tracing makes programs many times slower), but not forever.
+pub const WORKLOAD_TIMEOUT_SECONDS_DEFAULT: u64 = 1800;
 
 /// What to record.
 #[derive(Debug, Clone)]
@@ -42,6 +47,9 @@ pub struct RecordConfig {
     /// Set from outside (a Ctrl-C handler) to stop the workload and return
     /// [`RecordError::Interrupted`]; the scratch directory is removed.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// How long the workload may run before it is killed with its process
+    /// group and the recording fails (`--workload-timeout`).
+    pub timeout: Duration,
     /// Record each call's stack (strace `-k`) and name the source line of
     /// every op.
     pub stacks: bool,
@@ -62,6 +70,7 @@ impl RecordConfig {
             scratch_parent: None,
             keep_log: None,
             cancel: None,
+            timeout: Duration::from_secs(WORKLOAD_TIMEOUT_SECONDS_DEFAULT),
             stacks: false,
             volatile: Vec::new(),
         }
@@ -107,6 +116,9 @@ pub enum RecordError {
     /// The cancel flag was set while the workload ran.
     #[error("interrupted")]
     Interrupted,
+    /// The workload ran past its timeout; it was killed.
+    #[error("the workload did not finish within {0} s (--workload-timeout); it was killed with its process group, and whatever it had detached")]
+    TimedOut(f64),
     /// Any other I/O failure.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -323,13 +335,14 @@ fn run_strace(
         .map_err(|e| RecordError::NoStrace(format!("{}: {e}", cfg.strace.display())))?;
     // strace and the workload run in their own process group: a cancel ends
     // all of it (strace blocks fatal signals while it writes a log).
-    let waited = wait_group(&mut child, None, cfg.cancel.as_deref());
+    let waited = wait_group(&mut child, Some(cfg.timeout), cfg.cancel.as_deref());
     // What the workload detached from its group (`setsid daemon &`) was
     // reparented to us (when we are a subreaper): it dies with the run.
     let orphans = blackout_sys::proc::reap_orphans();
     let status = match waited? {
         Waited::Exited(status) => status,
-        Waited::Cancelled | Waited::TimedOut => return Err(RecordError::Interrupted),
+        Waited::Cancelled => return Err(RecordError::Interrupted),
+        Waited::TimedOut => return Err(RecordError::TimedOut(cfg.timeout.as_secs_f64())),
     };
     let stdout = fs::read(&stdout_path)?;
     let stderr = fs::read(&stderr_path)?;

@@ -501,3 +501,71 @@ fn ctrl_c_during_a_recording_leaves_no_temp_dir() {
     });
     assert!(!s.path("t").exists());
 }
+
+#[test]
+fn a_workload_past_its_timeout_is_killed_and_the_recording_fails() {
+    let s = Scratch::new();
+    let marker = unique_sleep();
+    let started = std::time::Instant::now();
+    let out = s
+        .blackout()
+        .args(["record", "--workload-timeout", "1", "-o"])
+        .arg(s.path("t"))
+        .args(["--", "sh", "-c", &format!("sleep {marker}")])
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: the workload did not finish within 1 s (--workload-timeout)"),
+        "{err}"
+    );
+    assert!(!s.path("t").exists());
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    s.assert_clean();
+    // A timeout that is not a positive number is refused.
+    let out = s
+        .blackout()
+        .args(["record", "--workload-timeout", "0", "-o"])
+        .arg(s.path("t"))
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_fatal_error_under_json_is_a_json_object_too() {
+    let s = Scratch::new();
+    let out = s
+        .blackout()
+        .args(["run", "--json", "--checker", "true", "--trace"])
+        .arg(s.path("missing.trace"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["error"].as_str().unwrap().contains("missing.trace"),
+        "{v}"
+    );
+    assert_eq!(v["exit_code"], 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+}
+
+#[test]
+fn zero_jobs_is_refused() {
+    let s = Scratch::new();
+    let out = s
+        .blackout()
+        .args(["run", "-j", "0", "--checker", "true", "--trace"])
+        .arg(s.path("t"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-j"));
+}
