@@ -55,7 +55,16 @@ impl Scratch {
     pub fn new(parent: &Path) -> io::Result<Scratch> {
         let tmp = tempfile::Builder::new()
             .prefix("blackout-")
-            .tempdir_in(parent)?;
+            .tempdir_in(parent)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot make a scratch directory for crash states in {} (it comes from TMPDIR, else /dev/shm): {e}",
+                        parent.display()
+                    ),
+                )
+            })?;
         Ok(Scratch {
             dir: Some(tmp.keep()),
             slots: AtomicUsize::new(0),

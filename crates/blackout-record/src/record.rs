@@ -5,8 +5,9 @@
 //! when the [`Recording`] or the error is dropped): the directory under test
 //! `dir/`, the raw strace log, and the workload's stdout and stderr.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -116,6 +117,12 @@ pub enum RecordError {
     /// The cancel flag was set while the workload ran.
     #[error("interrupted")]
     Interrupted,
+    /// The scratch directory's file system filled up while recording.
+    #[error("the strace log is incomplete: the file system holding {0} (TMPDIR) is full; set TMPDIR to a directory with more room")]
+    ScratchFull(String),
+    /// The scratch directory could not be made.
+    #[error("cannot make a scratch directory in {0} (it comes from TMPDIR, else /tmp): {1}")]
+    Scratch(String, std::io::Error),
     /// The workload ran past its timeout; it was killed.
     #[error("the workload did not finish within {0} s (--workload-timeout); it was killed with its process group, and whatever it had detached")]
     TimedOut(f64),
@@ -216,8 +223,14 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     let program = resolve_program(program)?;
 
     let scratch = match &cfg.scratch_parent {
-        Some(p) => tempfile::Builder::new().prefix("blackout-").tempdir_in(p)?,
-        None => tempfile::Builder::new().prefix("blackout-").tempdir()?,
+        Some(p) => tempfile::Builder::new()
+            .prefix("blackout-")
+            .tempdir_in(p)
+            .map_err(|e| scratch_error(p, e))?,
+        None => tempfile::Builder::new()
+            .prefix("blackout-")
+            .tempdir()
+            .map_err(|e| scratch_error(&std::env::temp_dir(), e))?,
     };
     let base = fs::canonicalize(scratch.path())?;
     let dir = base.join("dir");
@@ -348,7 +361,12 @@ fn run_strace(
     let stderr = fs::read(&stderr_path)?;
     let log = fs::read(&log_path).unwrap_or_default();
     if let Some(keep) = &cfg.keep_log {
-        fs::write(keep, &log)?;
+        fs::write(keep, &log).map_err(|e| {
+            RecordError::Prepare(format!(
+                "--keep-log {}: cannot write it: {e}",
+                keep.display()
+            ))
+        })?;
     }
     Ok(StraceRun {
         status,
@@ -373,12 +391,22 @@ fn replay_log(
     let opts = ReplayOptions {
         volatile: cfg.volatile.clone(),
     };
-    let replayed = replay_with(log, tree, &dir, &opts).map_err(|err| RecordError::Replay {
-        log: match &cfg.keep_log {
-            Some(p) => p.display().to_string(),
-            None => "strace log".into(),
-        },
-        err,
+    let replayed = replay_with(log, tree, &dir, &opts).map_err(|err| {
+        // A log cut short on a full scratch file system is not the
+        // workload's fault: say what filled up.
+        let scratch = Path::new(OsStr::from_bytes(&dir))
+            .parent()
+            .and_then(Path::parent);
+        match scratch.filter(|s| nearly_full(s)) {
+            Some(s) => RecordError::ScratchFull(s.display().to_string()),
+            None => RecordError::Replay {
+                log: match &cfg.keep_log {
+                    Some(p) => p.display().to_string(),
+                    None => "strace log".into(),
+                },
+                err,
+            },
+        }
     })?;
     let mut trace = Trace::new(
         tree,
@@ -398,6 +426,16 @@ fn replay_log(
         crate::stacks::resolve_trace(&mut trace);
     }
     Ok(trace)
+}
+
+/// A scratch directory that could not be made in `parent`, said so.
+fn scratch_error(parent: &Path, e: std::io::Error) -> RecordError {
+    RecordError::Scratch(parent.display().to_string(), e)
+}
+
+/// Whether the file system holding `path` has less than 1 MiB left.
+fn nearly_full(path: &Path) -> bool {
+    rustix::fs::statvfs(path).is_ok_and(|s| s.f_bavail.saturating_mul(s.f_frsize) < 1 << 20)
 }
 
 /// The reason the workload's first execve failed, if it did.

@@ -569,3 +569,99 @@ fn zero_jobs_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("-j"));
 }
+
+/// Runs blackout with `args` and `TMPDIR` set to `tmpdir`; returns its exit
+/// code and its stderr, which must be one `error:` line.
+fn one_error_line(s: &Scratch, tmpdir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = s
+        .blackout()
+        .env("TMPDIR", tmpdir)
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    (out.status.code(), errors[0].to_string())
+}
+
+#[test]
+fn errors_name_the_path_and_the_cause() {
+    let s = Scratch::new();
+    let trace = s.path("t");
+    let t = trace.to_str().unwrap();
+    let tmp = s.path("tmp");
+    // --keep-log into a missing directory.
+    let (code, e) = one_error_line(
+        &s,
+        &tmp,
+        &[
+            "record",
+            "-o",
+            t,
+            "--keep-log",
+            "/missing/dir/log",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code, Some(2));
+    assert!(
+        e.contains("--keep-log /missing/dir/log: cannot write it"),
+        "{e}"
+    );
+    // A missing TMPDIR, recording and checking.
+    let missing = s.path("no-such-tmp");
+    let (code, e) = one_error_line(&s, &missing, &["record", "-o", t, "--", "true"]);
+    assert_eq!(code, Some(2));
+    assert!(e.contains("no-such-tmp") && e.contains("TMPDIR"), "{e}");
+    let ok = s
+        .blackout()
+        .args(["record", "-o", t, "--", "sh", "-c", "echo saved"])
+        .output()
+        .unwrap();
+    assert_eq!(ok.status.code(), Some(0));
+    let (code, e) = one_error_line(&s, &missing, &["run", "--checker", "true", "--trace", t]);
+    assert_eq!(code, Some(2));
+    assert!(e.contains("no-such-tmp") && e.contains("TMPDIR"), "{e}");
+    // A trace that is a directory: said once.
+    let dir = s.path("adir");
+    fs::create_dir(&dir).unwrap();
+    let (code, e) = one_error_line(&s, &tmp, &["ops", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert_eq!(e.matches("Is a directory").count(), 1, "{e}");
+}
+
+#[test]
+fn a_full_tmpdir_while_recording_is_named() {
+    // A tiny file system of our own (root only; elsewhere there is nothing
+    // to check here).
+    let s = Scratch::new();
+    let small = s.path("small");
+    fs::create_dir(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        eprintln!("cannot mount a tmpfs here; not checked");
+        return;
+    }
+    let script = "for i in $(seq 300); do printf %0200d 0 > f$i; done; echo saved";
+    let out = s
+        .blackout()
+        .env("TMPDIR", &small)
+        .args(["record", "-o"])
+        .arg(s.path("t"))
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let left: Vec<_> = fs::read_dir(&small).unwrap().collect();
+    let _ = std::process::Command::new("umount").arg(&small).status();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("is full") && last.contains("TMPDIR"), "{err}");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
