@@ -256,6 +256,10 @@ struct StateArgs {
     /// The checker, to print the command that checks the state by hand.
     #[arg(long, value_name = "CMD")]
     checker: Option<String>,
+    /// The content id of the recording the state was found in (from a
+    /// `reproduce:` line): a trace with another id is refused.
+    #[arg(long, value_name = "ID")]
+    trace_id: Option<String>,
 }
 
 /// How a workload is recorded (`record` and a live `run`).
@@ -414,27 +418,24 @@ fn run(cli: Cli) -> Result<u8> {
 
 /// Records a workload into a trace, saved at `output` if given.
 fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) -> Result<Trace> {
-    // Fail on a bad output path before running anything.
+    // Fail on a bad output path before running anything, without touching
+    // the path itself (another run may be using a trace there): the trace
+    // is written beside it and renamed into place at the end.
     if let Some(out) = output {
-        std::fs::write(out, b"").with_context(|| format!("cannot write {}", out.display()))?;
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => std::path::Path::new("."),
+        };
+        tempfile::Builder::new()
+            .prefix(".blackout-trace-")
+            .tempfile_in(parent)
+            .with_context(|| format!("cannot write {}", out.display()))?;
     }
     let result = StraceRecorder.record(&cfg);
-    let remove = || {
-        if let Some(out) = output {
-            let _ = std::fs::remove_file(out);
-        }
-    };
     if INTERRUPTED.load(Ordering::SeqCst) {
-        remove();
         return Err(anyhow!("interrupted"));
     }
-    let rec = match result {
-        Ok(r) => r,
-        Err(e) => {
-            remove();
-            return Err(e.into());
-        }
-    };
+    let rec = result?;
     if let Some(out) = output {
         rec.trace
             .save(out)
@@ -539,9 +540,11 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         Err(e) => return Err(e).context("checking crash states"),
     };
     let shown = trace_path.as_ref().map(|p| p.display().to_string());
+    let trace_id = trace.content_id();
     let ctx = ExportContext {
         trace: &trace,
         trace_path: shown.as_deref(),
+        trace_id: &trace_id,
         checker: &a.checker,
         state_flags: &a.explore.state_flags(),
     };
@@ -601,6 +604,15 @@ fn cmd_states(a: StatesArgs) -> Result<u8> {
 
 fn cmd_state(a: StateArgs) -> Result<u8> {
     let trace = load_trace(&a.trace)?;
+    if let Some(want) = &a.trace_id {
+        let have = trace.content_id();
+        if &have != want {
+            return Err(anyhow!(
+                "{} is not the recording that state was found in (its id is {have}, the reproduce line names {want}): it was overwritten, or is another run's",
+                a.trace.display()
+            ));
+        }
+    }
     let desc = StateDesc::parse(&a.id).ok_or_else(|| {
         anyhow!(
             "`{}` is not a state id (expected e.g. c9, c9.lost6, c9.lost3+6s, c9.torn4h)",

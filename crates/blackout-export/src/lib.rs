@@ -27,6 +27,9 @@ pub struct ExportContext<'a> {
     pub trace: &'a Trace,
     /// The trace file, if there is one (for the `reproduce:` line).
     pub trace_path: Option<&'a str>,
+    /// The trace's content id ([`Trace::content_id`]), which `reproduce:`
+    /// lines carry.
+    pub trace_id: &'a str,
     /// The checker command.
     pub checker: &'a str,
     /// Extra flags `blackout state` needs to rebuild the same state

@@ -303,7 +303,11 @@ pub fn reproduce(ctx: &ExportContext<'_>, id: &str) -> String {
         shell_quote(ctx.checker)
     );
     match ctx.trace_path {
-        Some(t) => format!("blackout state {} {tail}", shell_quote(t)),
+        Some(t) => format!(
+            "blackout state {} {tail} --trace-id {}",
+            shell_quote(t),
+            ctx.trace_id
+        ),
         None => format!("record with -o run.trace, then: blackout state run.trace {tail}"),
     }
 }

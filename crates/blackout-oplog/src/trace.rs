@@ -211,6 +211,16 @@ impl Trace {
         w.flush()
     }
 
+    /// The trace's content id: the first 12 hex digits of the BLAKE3 hash of
+    /// its file. `reproduce:` lines carry it, so a state is never rebuilt
+    /// from another recording saved at the same path.
+    pub fn content_id(&self) -> String {
+        let mut h = blake3::Hasher::new();
+        // Writing into a hasher cannot fail.
+        let _ = self.write_to(&mut h);
+        h.finalize().to_hex()[..12].to_string()
+    }
+
     /// Writes the trace to a file (via a temporary file beside it, renamed
     /// into place, so a failed write leaves no half trace).
     pub fn save(&self, path: &Path) -> io::Result<()> {

@@ -19,9 +19,11 @@ fn report(bug: &str) -> String {
     let mut cfg = RunConfig::new(checker.clone());
     cfg.models = Model::ALL.to_vec();
     let report = check_trace(&trace, &cfg).unwrap();
+    let trace_id = trace.content_id();
     let ctx = ExportContext {
         trace: &trace,
         trace_path: Some(&rel),
+        trace_id: &trace_id,
         checker: &checker,
         state_flags: "",
     };

@@ -660,3 +660,53 @@ fn what_a_checker_detaches_is_killed_and_reported() {
         "{report}"
     );
 }
+
+#[test]
+fn a_reproduce_line_refuses_a_trace_overwritten_by_another_run() {
+    let s = Scratch::new();
+    let script = examples().join("save.sh");
+    let trace = s.path("run.trace");
+    let record = |mode: &str| {
+        s.blackout()
+            .current_dir(s.root.path())
+            .args(["run", "--model", "posix", "-o", "run.trace"])
+            .args(["--setup", "echo 'version 1' > doc.txt"])
+            .args(["--checker", &save_checker(), "--"])
+            .arg(&script)
+            .arg(mode)
+            .output()
+            .unwrap()
+    };
+    let out = record("no-dir-fsync");
+    assert_eq!(out.status.code(), Some(1));
+    let report = text(&out.stdout);
+    let line = report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("reproduce: "))
+        .unwrap()
+        .to_string();
+    assert!(line.contains("--trace-id "), "{line}");
+    let reproduce = || {
+        Command::new("sh")
+            .arg("-c")
+            .arg(line.replacen("blackout", s.blackout().get_program().to_str().unwrap(), 1))
+            .current_dir(s.root.path())
+            .output()
+            .unwrap()
+    };
+    let ok = reproduce();
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    // Another run saves its recording at the same path: the line no longer
+    // names that recording, and says so.
+    assert_eq!(record("full").status.code(), Some(0));
+    assert!(trace.exists());
+    fs::remove_dir_all(s.root.path().join(line.split_whitespace().nth(4).unwrap())).unwrap();
+    let refused = reproduce();
+    assert_eq!(refused.status.code(), Some(2));
+    let err = text(&refused.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("is not the recording that state was found in"),
+        "{err}"
+    );
+}
