@@ -1,0 +1,26 @@
+//! The trace loader on arbitrary bytes: a trace it accepts is safe to use
+//! (every later stage indexes without checking again), so the op log, the
+//! initial inodes and every op applied through the store must not panic.
+#![no_main]
+
+use blackout_oplog::ops::OpKind;
+use blackout_oplog::store::{self, Halves};
+use blackout_oplog::trace::Trace;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(trace) = Trace::read(data) {
+        let _ = trace.op_log_text();
+        let mut inodes = trace.initial_inodes();
+        for op in &trace.ops {
+            let bytes = match op.kind {
+                OpKind::Write { data, .. } => trace.bytes(data),
+                _ => &[],
+            };
+            // Writes are capped by the trace's size limit; keep memory sane.
+            if bytes.len() < 1 << 20 {
+                store::apply(&mut inodes, &op.kind, bytes, Halves::BOTH);
+            }
+        }
+    }
+});
