@@ -11,7 +11,9 @@ fuzz_target!(|data: &[u8]| {
     let tree = Tree::default();
     if let Ok(r) = replay(data, &tree, b"/d") {
         let trace = Trace::new(&tree, r, TraceMeta::default());
-        assert!(trace.validate().is_ok(), "replay made an invalid trace");
+        if let Err(e) = trace.validate() {
+            panic!("replay made an invalid trace: {e}");
+        }
         let _ = trace.op_log_text();
     }
 });

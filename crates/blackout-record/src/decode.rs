@@ -155,6 +155,14 @@ fn str_arg(args: &[&[u8]], i: usize) -> R<Vec<u8>> {
             ),
         ));
     }
+    // Every string argument replay reads is a path or a symlink target: a
+    // C string, which cannot hold a NUL (a hostile or damaged log can).
+    if d.bytes.contains(&0) {
+        return Err(Fault::malformed(format!(
+            "argument {} holds a NUL byte, which no path can",
+            i + 1
+        )));
+    }
     Ok(d.bytes)
 }
 
