@@ -204,7 +204,9 @@ proptest! {
 #[test]
 fn a_path_with_a_nul_byte_is_refused() {
     let log = b"1 openat(AT_FDCWD, \"\\x61\\x00\\x62\", O_WRONLY|O_CREAT, 0644) = 3\n";
-    let e = replay(log, &Tree::default(), b"/d").unwrap_err().to_string();
+    let e = replay(log, &Tree::default(), b"/d")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("1: openat: "), "{e}");
     assert!(e.contains("NUL"), "{e}");
 }

@@ -30,22 +30,40 @@ fn report(bug: &str) -> String {
     render(&report, &ctx).replace(kvstore, "kvstore")
 }
 
+/// Compares with the checked-in snapshot, found by an absolute path: no
+/// workspace lookup (which can fail while another cargo runs).
+fn snapshot(name: &str, text: &str) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
 #[test]
 fn ack_before_fsync_report() {
-    insta::assert_snapshot!(report("ack-before-fsync"));
+    snapshot(
+        "reports__ack_before_fsync_report",
+        &report("ack-before-fsync"),
+    );
 }
 
 #[test]
 fn no_checksum_report() {
-    insta::assert_snapshot!(report("no-checksum"));
+    snapshot("reports__no_checksum_report", &report("no-checksum"));
 }
 
 #[test]
 fn snapshot_unsynced_data_report() {
-    insta::assert_snapshot!(report("snapshot-unsynced-data"));
+    snapshot(
+        "reports__snapshot_unsynced_data_report",
+        &report("snapshot-unsynced-data"),
+    );
 }
 
 #[test]
 fn snapshot_in_place_report() {
-    insta::assert_snapshot!(report("snapshot-in-place"));
+    snapshot(
+        "reports__snapshot_in_place_report",
+        &report("snapshot-in-place"),
+    );
 }

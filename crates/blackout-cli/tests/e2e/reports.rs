@@ -34,6 +34,15 @@ fn blackout_at_repo(s: &Scratch, args: &[&str]) -> (String, i32) {
     )
 }
 
+/// Compares with the checked-in snapshot, found by an absolute path: no
+/// workspace lookup (which can fail while another cargo runs).
+fn snapshot(name: &str, text: &str) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
 fn report(mode: &str) -> (String, i32) {
     let s = Scratch::new();
     let checker = format!("sh {}/examples/save/check.sh", repo().display());
@@ -53,28 +62,28 @@ fn states(mode: &str) -> String {
 fn save_full_report() {
     let (text, code) = report("full");
     assert_eq!(code, 0);
-    insta::assert_snapshot!(text);
+    snapshot("e2e__reports__save_full_report", &text);
 }
 
 #[test]
 fn save_no_dir_fsync_report() {
     let (text, code) = report("no-dir-fsync");
     assert_eq!(code, 1);
-    insta::assert_snapshot!(text);
+    snapshot("e2e__reports__save_no_dir_fsync_report", &text);
 }
 
 #[test]
 fn save_no_fsync_report() {
     let (text, code) = report("no-fsync");
     assert_eq!(code, 1);
-    insta::assert_snapshot!(text);
+    snapshot("e2e__reports__save_no_fsync_report", &text);
 }
 
 #[test]
 fn save_in_place_report() {
     let (text, code) = report("in-place");
     assert_eq!(code, 1);
-    insta::assert_snapshot!(text);
+    snapshot("e2e__reports__save_in_place_report", &text);
 }
 
 #[test]
@@ -83,5 +92,5 @@ fn save_variant_states() {
         .iter()
         .map(|m| format!("## {m}\n{}", states(m)))
         .collect();
-    insta::assert_snapshot!(all.join("\n"));
+    snapshot("e2e__reports__save_variant_states", &all.join("\n"));
 }
