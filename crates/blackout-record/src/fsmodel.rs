@@ -1444,6 +1444,11 @@ impl FsModel {
             self.stats.outside += 1;
             return Ok(());
         };
+        if self.inodes[ino as usize].kind != InodeKind::File {
+            return Err(Fault::divergence(
+                "fallocates an inode that is not a regular file",
+            ));
+        }
         if mode.collapse_or_insert {
             return Err(Fault::unmodelable(
                 "collapses or inserts a range; blackout does not model that",

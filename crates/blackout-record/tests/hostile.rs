@@ -210,3 +210,16 @@ fn a_path_with_a_nul_byte_is_refused() {
     assert!(e.starts_with("1: openat: "), "{e}");
     assert!(e.contains("NUL"), "{e}");
 }
+
+/// Found by the replay fuzz target: a log claiming that fallocate succeeded
+/// on a directory made an op no trace may hold. It is a divergence.
+#[test]
+fn fallocate_on_a_directory_is_a_divergence() {
+    let log = b"1 openat(AT_FDCWD, \"\\x2e\", O_RDONLY|O_DIRECTORY) = 3\n\
+                1 fallocate(3, FALLOC_FL_ZERO_RANGE, 16, 8) = 0\n";
+    let e = replay(log, &Tree::default(), b"/d")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("2: fallocate: "), "{e}");
+    assert!(e.contains("not a regular file"), "{e}");
+}
