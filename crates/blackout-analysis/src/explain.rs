@@ -686,13 +686,8 @@ pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
 mod tests {
     use super::*;
 
-    use blackout_oplog::trace::TraceMeta;
-    use blackout_oplog::tree::Tree;
-
     fn trace(log: &str) -> Trace {
-        let tree = Tree::default();
-        let r = blackout_record::replay::replay(log.as_bytes(), &tree, b"/d").unwrap();
-        Trace::new(&tree, r, TraceMeta::default())
+        blackout_record::replay::trace_of_log(log.as_bytes(), b"/d").unwrap()
     }
 
     fn cause(t: &Trace, id: &str) -> Cause {

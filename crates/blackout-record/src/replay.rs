@@ -30,6 +30,16 @@ impl From<strace::ParseError> for ReplayError {
     }
 }
 
+/// Replays a log on an empty initial tree into a trace without metadata:
+/// for tests and tools that have a log and no recording. `dir` as for
+/// [`replay`].
+pub fn trace_of_log(log: &[u8], dir: &[u8]) -> Result<blackout_oplog::trace::Trace, ReplayError> {
+    use blackout_oplog::trace::{Trace, TraceMeta};
+    let tree = Tree::default();
+    let replayed = replay(log, &tree, dir)?;
+    Ok(Trace::new(&tree, replayed, TraceMeta::default()))
+}
+
 /// Replays a log against an initial tree. `dir` is the absolute path the
 /// directory under test had when the log was recorded.
 pub fn replay(log: &[u8], tree: &Tree, dir: &[u8]) -> Result<Replayed, ReplayError> {

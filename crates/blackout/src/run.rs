@@ -446,13 +446,9 @@ pub fn write_state(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use blackout_oplog::trace::TraceMeta;
-    use blackout_oplog::tree::Tree;
 
     fn trace(log: &str) -> Trace {
-        let tree = Tree::default();
-        let r = blackout_record::replay::replay(log.as_bytes(), &tree, b"/d").unwrap();
-        Trace::new(&tree, r, TraceMeta::default())
+        blackout_record::replay::trace_of_log(log.as_bytes(), b"/d").unwrap()
     }
 
     #[test]

@@ -69,12 +69,6 @@ impl Scratch {
     }
 }
 
-/// Waits (up to 30 s) until `ready` holds, then sends SIGINT to `child` as a
-/// Ctrl-C would, and asserts blackout exits 130 leaving no temp dir.
-pub fn interrupt_when(s: &Scratch, child: &mut std::process::Child, ready: impl FnMut() -> bool) {
-    signal_when(s, child, nix::sys::signal::Signal::SIGINT, ready);
-}
-
 /// Waits (up to 30 s) until `ready` holds, then sends `sig` to `child`, and
 /// asserts blackout exits 128 + the signal's number, leaving no temp dir.
 pub fn signal_when(

@@ -7,8 +7,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    examples, interrupt_when, processes_with, run_json, save_checker, signal_when, text,
-    unique_sleep, Scratch,
+    examples, processes_with, run_json, save_checker, signal_when, text, unique_sleep, Scratch,
 };
 use serde_json::Value;
 
@@ -467,23 +466,7 @@ fn sighup_while_checking_leaves_nothing() {
 
 #[test]
 fn ctrl_c_while_checking_leaves_no_temp_dir() {
-    let s = Scratch::new();
-    let started = s.path("started");
-    let checker = format!("touch {}; sleep 30", started.display());
-    let mut child = s
-        .blackout()
-        .args([
-            "run",
-            "--checker",
-            &checker,
-            "--",
-            "sh",
-            "-c",
-            "echo x > f; echo saved",
-        ])
-        .spawn()
-        .unwrap();
-    interrupt_when(&s, &mut child, || started.exists());
+    stop_while_checking(nix::sys::signal::Signal::SIGINT);
 }
 
 #[test]
