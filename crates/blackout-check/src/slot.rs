@@ -96,7 +96,10 @@ impl Slot {
     pub fn write(&self, input: &StateInput<'_>) -> io::Result<()> {
         let fs_dir = self.fs();
         fs::create_dir(&fs_dir).map_err(|e| at("creating the state directory", &fs_dir, e))?;
-        input.materializer.materialize(input.fs, &fs_dir)?;
+        input
+            .materializer
+            .materialize(input.fs, &fs_dir)
+            .map_err(|e| at("writing the state into", &fs_dir, e))?;
         for (name, bytes) in [("acks", input.promises), ("output", input.output)] {
             let path = self.root.join(name);
             fs::write(&path, bytes).map_err(|e| at("writing", &path, e))?;
@@ -116,13 +119,16 @@ impl Slot {
 /// An I/O error that names what was done to which path, and that a checker
 /// can have caused it (they run with the slot's parent reachable).
 fn at(what: &str, path: &Path, e: io::Error) -> io::Error {
-    io::Error::new(
-        e.kind(),
-        format!(
-            "{what} {}: {e} (did a checker change files outside its own state directory?)",
-            path.display()
-        ),
-    )
+    // A full, read-only or forbidden scratch file system, not a checker.
+    let hint = match e.kind() {
+        io::ErrorKind::StorageFull
+        | io::ErrorKind::ReadOnlyFilesystem
+        | io::ErrorKind::PermissionDenied => {
+            "the scratch directory comes from TMPDIR, else /dev/shm: point TMPDIR at a writable directory with room"
+        }
+        _ => "did a checker change files outside its own state directory?",
+    };
+    io::Error::new(e.kind(), format!("{what} {}: {e} ({hint})", path.display()))
 }
 
 impl Drop for Slot {

@@ -311,7 +311,7 @@ fn has_word(text: &str, word: &str) -> bool {
         text[i + word.len()..]
             .chars()
             .next()
-            .map_or(true, |c| !(c.is_alphanumeric() || c == '_'))
+            .is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
     })
 }
 

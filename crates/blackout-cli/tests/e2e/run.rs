@@ -693,3 +693,46 @@ fn a_reproduce_line_refuses_a_trace_overwritten_by_another_run() {
         "{err}"
     );
 }
+
+#[test]
+fn a_full_tmpdir_while_writing_states_is_named() {
+    // A tiny file system of our own (root only; elsewhere there is nothing
+    // to check here), too small for the state with every op applied.
+    let s = Scratch::new();
+    let trace = s.path("many.trace");
+    many_files_trace(&trace, 2_000);
+    let small = s.path("small");
+    fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        eprintln!("cannot mount a tmpfs here; not checked");
+        return;
+    }
+    let out = s
+        .blackout()
+        .env("TMPDIR", &small)
+        .args([
+            "run",
+            "--model",
+            "process",
+            "--consistency-only",
+            "--checker",
+            "true",
+        ])
+        .arg("--trace")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let left: Vec<_> = fs::read_dir(&small).unwrap().collect();
+    let _ = Command::new("umount").arg(&small).status();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("No space left on device"), "{err}");
+    assert!(last.contains("TMPDIR"), "{err}");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
