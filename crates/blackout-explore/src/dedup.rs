@@ -90,23 +90,15 @@ pub enum ExploreError {
 
 /// Enumerates the states of each model, builds each, and deduplicates them by
 /// content: the visible tree plus the bytes printed before the crash. Fails
-/// only on settings out of range.
+/// only on settings out of range (nothing can cancel it).
 pub fn distinct_states(
     trace: &Trace,
     outputs: &Outputs,
     models: &[Model],
     cfg: &ExploreConfig,
     sector: u64,
-) -> Result<Explored, ConfigError> {
-    match distinct_states_watched(trace, outputs, models, cfg, sector, Watch::default()) {
-        Ok(e) => Ok(e),
-        Err(ExploreError::Config(c)) => Err(c),
-        // No cancel flag was given.
-        Err(ExploreError::Interrupted) => Ok(Explored {
-            distinct: Vec::new(),
-            models: Vec::new(),
-        }),
-    }
+) -> Result<Explored, ExploreError> {
+    distinct_states_watched(trace, outputs, models, cfg, sector, Watch::default())
 }
 
 /// [`distinct_states`], stopping when `watch.cancel` is set and reporting

@@ -4,7 +4,9 @@
 use std::fs;
 use std::process::Command;
 
-use crate::common::{compile, processes_with, signal_when, unique_sleep, Scratch};
+use crate::common::{
+    compile, on_a_small_tmpfs, processes_with, signal_when, unique_sleep, Scratch,
+};
 use serde_json::Value;
 
 fn ops(v: &Value) -> &Vec<Value> {
@@ -618,31 +620,22 @@ fn errors_name_the_path_and_the_cause() {
 
 #[test]
 fn a_full_tmpdir_while_recording_is_named() {
-    // A tiny file system of our own (root only; elsewhere there is nothing
-    // to check here).
     let s = Scratch::new();
-    let small = s.path("small");
-    fs::create_dir(&small).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&small)
-        .status()
-        .is_ok_and(|st| st.success());
-    if !mounted {
-        eprintln!("cannot mount a tmpfs here; not checked");
-        return;
-    }
+    let t = s.path("t");
     let script = "for i in $(seq 300); do printf %0200d 0 > f$i; done; echo saved";
-    let out = s
-        .blackout()
-        .env("TMPDIR", &small)
-        .args(["record", "-o"])
-        .arg(s.path("t"))
-        .args(["--", "sh", "-c", script])
-        .output()
-        .unwrap();
-    let left: Vec<_> = fs::read_dir(&small).unwrap().collect();
-    let _ = std::process::Command::new("umount").arg(&small).status();
+    let args = [
+        "record",
+        "-o",
+        t.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    let Some((out, left)) = on_a_small_tmpfs(&s, &args) else {
+        return;
+    };
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     let last = err.lines().last().unwrap_or_default();

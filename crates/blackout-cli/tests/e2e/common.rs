@@ -172,3 +172,33 @@ pub fn run_json(s: &Scratch, args: &[&str]) -> (i32, Value, Output) {
     s.assert_clean();
     (out.status.code().unwrap(), v, out)
 }
+
+/// Runs blackout with `args` and `TMPDIR` on a 256 KiB tmpfs of its own,
+/// mounted for the call; returns its output and what it left in that
+/// `TMPDIR`. `None` where a tmpfs cannot be mounted (not root): there is
+/// nothing to check there.
+pub fn on_a_small_tmpfs(s: &Scratch, args: &[&std::ffi::OsStr]) -> Option<(Output, Vec<PathBuf>)> {
+    let small = s.path("small");
+    fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|st| st.success());
+    if !mounted {
+        eprintln!("cannot mount a tmpfs here; not checked");
+        return None;
+    }
+    let out = s
+        .blackout()
+        .env("TMPDIR", &small)
+        .args(args)
+        .output()
+        .unwrap();
+    let left = fs::read_dir(&small)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let _ = Command::new("umount").arg(&small).status();
+    Some((out, left))
+}

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    examples, processes_with, run_json, save_checker, signal_when, text, unique_sleep, Scratch,
+    examples, on_a_small_tmpfs, processes_with, run_json, save_checker, signal_when, text,
+    unique_sleep, Scratch,
 };
 use serde_json::Value;
 
@@ -569,10 +570,7 @@ fn a_checker_that_deletes_a_siblings_slot_stops_the_run_naming_the_path() {
     // the path and what was being done.
     let s = Scratch::new();
     let script = examples().join("save.sh");
-    let checker = format!(
-        "rm -rf ../../w0 ../../w1 2>/dev/null; sh {}",
-        examples().join("check.sh").display()
-    );
+    let checker = format!("rm -rf ../../w0 ../../w1 2>/dev/null; {}", save_checker());
     let out = s
         .blackout()
         .args([
@@ -612,10 +610,7 @@ fn what_a_checker_detaches_is_killed_and_reported() {
     let s = Scratch::new();
     let script = examples().join("save.sh");
     let marker = unique_sleep();
-    let checker = format!(
-        "setsid sleep {marker} >/dev/null 2>&1 & sh {}",
-        examples().join("check.sh").display()
-    );
+    let checker = format!("setsid sleep {marker} >/dev/null 2>&1 & {}", save_checker());
     let out = s
         .blackout()
         .args([
@@ -696,39 +691,24 @@ fn a_reproduce_line_refuses_a_trace_overwritten_by_another_run() {
 
 #[test]
 fn a_full_tmpdir_while_writing_states_is_named() {
-    // A tiny file system of our own (root only; elsewhere there is nothing
-    // to check here), too small for the state with every op applied.
+    // The state with every op applied does not fit in the scratch.
     let s = Scratch::new();
     let trace = s.path("many.trace");
     many_files_trace(&trace, 2_000);
-    let small = s.path("small");
-    fs::create_dir(&small).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
-        .arg(&small)
-        .status()
-        .is_ok_and(|st| st.success());
-    if !mounted {
-        eprintln!("cannot mount a tmpfs here; not checked");
+    let args = [
+        "run",
+        "--model",
+        "process",
+        "--consistency-only",
+        "--checker",
+        "true",
+        "--trace",
+    ];
+    let mut args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    args.push(trace.as_os_str());
+    let Some((out, left)) = on_a_small_tmpfs(&s, &args) else {
         return;
-    }
-    let out = s
-        .blackout()
-        .env("TMPDIR", &small)
-        .args([
-            "run",
-            "--model",
-            "process",
-            "--consistency-only",
-            "--checker",
-            "true",
-        ])
-        .arg("--trace")
-        .arg(&trace)
-        .output()
-        .unwrap();
-    let left: Vec<_> = fs::read_dir(&small).unwrap().collect();
-    let _ = Command::new("umount").arg(&small).status();
+    };
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     let last = err.lines().last().unwrap_or_default();
