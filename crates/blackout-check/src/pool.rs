@@ -71,11 +71,25 @@ impl Scratch {
         })
     }
 
-    /// A new slot for a worker (removed when dropped).
+    /// A new slot (removed when dropped).
     pub fn slot(&self) -> io::Result<Slot> {
         let n = self.slots.fetch_add(1, Ordering::SeqCst);
         let dir = self.dir.as_deref().unwrap_or(Path::new("."));
         Slot::new(&dir.join(format!("w{n}")))
+    }
+
+    /// A new slot for a worker thread of its own, which, where this process
+    /// may make mount namespaces, moves into one where the scratch directory
+    /// holds only this slot: the checkers it starts cannot reach another
+    /// worker's (see [`blackout_sys::isolate`]). The thread must do nothing
+    /// else under the scratch directory.
+    pub fn worker_slot(&self) -> io::Result<Slot> {
+        let slot = self.slot()?;
+        if blackout_sys::isolate::available() {
+            let dir = self.dir.as_deref().unwrap_or(Path::new("."));
+            blackout_sys::isolate::enter(dir, &slot.root)?;
+        }
+        Ok(slot)
     }
 
     /// Removes the directory and everything in it.
@@ -238,7 +252,7 @@ impl<'a> Pool<'a> {
 
     /// One worker: its slot, then states until none is left or all stop.
     fn worker(&self, shared: &Shared, distinct: &[Distinct], todo: &[usize]) {
-        let slot = match self.scratch.slot() {
+        let slot = match self.scratch.worker_slot() {
             Ok(slot) => slot,
             Err(e) => return shared.fail(e),
         };

@@ -11,7 +11,8 @@
 //! Exit 0 accepts the state; anything else is a violation, and the last line
 //! the checker wrote to stderr (else stdout) is its reason. The checker runs
 //! in its own process group, which is killed when it exits, times out or the
-//! run is cancelled.
+//! run is cancelled. Where mount namespaces are allowed, a checker started
+//! by a pool worker sees no other worker's slot ([`blackout_sys::isolate`]).
 
 use std::io;
 use std::os::unix::ffi::OsStrExt;

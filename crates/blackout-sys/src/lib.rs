@@ -18,5 +18,6 @@
 #![deny(missing_docs)]
 
 pub mod command;
+pub mod isolate;
 pub mod proc;
 pub mod scratch;

@@ -67,7 +67,7 @@ const MODULES: &[(&str, &[&str])] = &[
             "origin", "ops", "contents", "tree", "store", "trace", "promises", "naming",
         ],
     ),
-    ("blackout-sys", &["command", "proc", "scratch"]),
+    ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
     (
         "blackout-record",
         &[

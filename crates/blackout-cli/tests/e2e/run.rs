@@ -563,34 +563,78 @@ fn ctrl_c_while_states_are_built_stops_within_a_second() {
     s.assert_clean();
 }
 
+/// Runs the no-fsync save with `-j 2` and a checker that first removes
+/// every other worker's slot it can reach (`../../w*` but its own).
+fn run_with_a_sibling_deleting_checker(s: &Scratch, isolation: bool) -> std::process::Output {
+    let script = examples().join("save.sh");
+    let checker = format!(
+        r#"own=$(cd .. && pwd); for d in ../../w*; do [ "$(cd "$d" && pwd)" = "$own" ] || rm -rf "$d"; done 2>/dev/null; {}"#,
+        save_checker()
+    );
+    let mut cmd = s.blackout();
+    if !isolation {
+        cmd.env("BLACKOUT_NO_ISOLATION", "1");
+    }
+    cmd.args([
+        "run",
+        "-j",
+        "2",
+        "--model",
+        "posix",
+        "--setup",
+        "echo 'version 1' > doc.txt",
+    ])
+    .args([
+        "--checker",
+        &checker,
+        "--",
+        script.to_str().unwrap(),
+        "no-fsync",
+    ])
+    .output()
+    .unwrap()
+}
+
 #[test]
-fn a_checker_that_deletes_a_siblings_slot_stops_the_run_naming_the_path() {
+fn a_checker_cannot_reach_a_siblings_slot() {
+    // Isolated (root here may make mount namespaces): the removal fails
+    // inside the checker's own view, and the verdict is the one the plain
+    // checker gets.
+    if std::env::var_os("BLACKOUT_NO_ISOLATION").is_some() {
+        return;
+    }
+    let s = Scratch::new();
+    let out = run_with_a_sibling_deleting_checker(&s, true);
+    s.assert_clean();
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(report.contains("FAIL"), "{report}");
+    let script = examples().join("save.sh");
+    let plain = s
+        .blackout()
+        .args(["run", "-j", "2", "--model", "posix"])
+        .args(["--setup", "echo 'version 1' > doc.txt"])
+        .args(["--checker", &save_checker(), "--"])
+        .args([script.to_str().unwrap(), "no-fsync"])
+        .output()
+        .unwrap();
+    s.assert_clean();
+    let verdicts = |r: &str| {
+        r.lines()
+            .filter(|l| l.contains("states") || l.starts_with("cause"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(verdicts(&report), verdicts(&text(&plain.stdout)));
+}
+
+#[test]
+fn without_isolation_a_checker_that_deletes_a_siblings_slot_stops_the_run_naming_the_path() {
     // Two workers; the checker of every state removes the other worker's
     // whole slot: the next state written there fails, and the error names
     // the path and what was being done.
     let s = Scratch::new();
-    let script = examples().join("save.sh");
-    let checker = format!("rm -rf ../../w0 ../../w1 2>/dev/null; {}", save_checker());
-    let out = s
-        .blackout()
-        .args([
-            "run",
-            "-j",
-            "2",
-            "--model",
-            "posix",
-            "--setup",
-            "echo 'version 1' > doc.txt",
-        ])
-        .args([
-            "--checker",
-            &checker,
-            "--",
-            script.to_str().unwrap(),
-            "no-fsync",
-        ])
-        .output()
-        .unwrap();
+    let out = run_with_a_sibling_deleting_checker(&s, false);
     s.assert_clean();
     let err = text(&out.stderr);
     let last = err.lines().last().unwrap_or_default();
