@@ -12,11 +12,15 @@
 //! - a promise printed before the sync that covers the op completed;
 //! - a rename between two directories with only one of them synced;
 //! - reliance on `sync_file_range` or on an fsync that failed;
-//! - a torn or zero-filled write that recovery accepted;
+//! - a write torn while a later write to the same file reached the disk;
+//! - a torn last write that recovery does not tolerate;
 //! - an update that is not atomic (the state fails with nothing lost).
 //!
 //! Each cause but the last two names a sync to insert after an op; fix
-//! verification (grouping, later in this crate) re-explores with it.
+//! verification (grouping, later in this crate) re-explores with it. A
+//! torn write's cause is told from what the state holds (a later write, a
+//! promise after it, a rename publishing it), never from a guess at what
+//! recovery did: the checker's own reason says that.
 
 use serde::Serialize;
 
@@ -48,8 +52,13 @@ pub enum CauseKind {
     SyncFileRangeOnly,
     /// The program went on after an fsync failed.
     FailedSync,
-    /// A torn or zero-filled write that recovery accepted.
-    TornWriteAccepted,
+    /// A write torn while a later write to the same file reached the disk:
+    /// no sync orders them (recovery meets damage followed by good data).
+    TornWriteUnordered,
+    /// The last write to a file before the crash was torn, before anything
+    /// promised it, and the checker rejects the state: recovery must
+    /// tolerate a torn tail (no sync can prevent it).
+    TornTail,
     /// The state fails with nothing lost or torn: the update is not atomic.
     NotAtomic,
 }
@@ -274,8 +283,8 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
         _ => (0, 0),
     };
     let path = cx.trace.show_path(&cx.ops()[op].path);
-    let data = format!(
-        "the write of {len} bytes to {path} (op {}, log line {}), torn ({how}),",
+    let write = format!(
+        "the write of {len} bytes to {path} (op {}, log line {})",
         cx.n(op),
         cx.ops()[op].line
     );
@@ -286,25 +295,68 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
         dir: false,
         path: path.clone(),
     };
-    if let Some(j) = publishing_rename(cx, op, f, desc) {
-        let (sentence, fix) = published_unsynced(cx, &data, j, fix);
-        return Cause {
-            kind: CauseKind::DataNotSyncedBeforeRename,
-            blamed: unit,
-            op: cx.describe(unit),
-            sentence,
-            fix: Some(fix),
-        };
-    }
-    Cause {
-        kind: CauseKind::TornWriteAccepted,
+    let mk = |kind, sentence, fix| Cause {
+        kind,
         blamed: unit,
         op: cx.describe(unit),
-        sentence: format!(
-            "{data} was accepted by recovery before {}: recovery must detect torn writes (e.g. a checksum per record it verifies)",
-            cx.promise_text(desc.crash)
-        ),
-        fix: Some(fix),
+        sentence,
+        fix,
+    };
+    if let Some(j) = publishing_rename(cx, op, f, desc) {
+        let (sentence, fix) = published_unsynced(cx, &format!("{write}, torn ({how}),"), j, fix);
+        return mk(CauseKind::DataNotSyncedBeforeRename, sentence, Some(fix));
+    }
+    // The next write to the file, kept: it reached the disk while this one
+    // was torn.
+    let next = (op + 1..desc.crash).find(|&j| {
+        matches!(&cx.ops()[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
+            && !desc.lost.iter().any(|l| l.op == j)
+    });
+    if let Some(j) = next {
+        return mk(
+            CauseKind::TornWriteUnordered,
+            format!(
+                "{write} was torn ({how}) while the next write to {path} (op {}, log line {}) reached the disk, and the state is rejected: no sync between them orders them; fsync {path} before op {}",
+                cx.n(j),
+                cx.ops()[j].line,
+                cx.n(j)
+            ),
+            Some(SyncFix {
+                after: j - 1,
+                before: Some(j),
+                ..fix
+            }),
+        );
+    }
+    match cx.outputs.latest_promise_before(desc.crash) {
+        // Promised after it was made: the cause is the one its loss has (a
+        // missing sync, or a promise printed before the sync completed),
+        // and its states are one group with the loss's.
+        Some((p, _)) if p > op => {
+            let alone = StateDesc {
+                crash: desc.crash,
+                lost: vec![unit],
+                torn: None,
+            };
+            let mut cause = lost_cause(cx, desc.crash, unit, &alone);
+            cause
+                .sentence
+                .push_str(&format!(" (here it is torn: {how})"));
+            cause
+        }
+        promised => {
+            let when = match promised {
+                Some(_) => format!("made after {}", cx.promise_text(desc.crash)),
+                None => "made before any promise".to_string(),
+            };
+            mk(
+                CauseKind::TornTail,
+                format!(
+                    "{write}, the last write to {path} before the crash ({when}), was torn ({how}) and the state is rejected: no sync can prevent a torn last write, so recovery must tolerate it (discard a torn tail, e.g. verify a checksum per record and truncate at the first bad one) or the program must write a new file and rename it into place"
+                ),
+                None,
+            )
+        }
     }
 }
 

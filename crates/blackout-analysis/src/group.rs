@@ -10,7 +10,7 @@ use blackout_explore::model::Model;
 use blackout_oplog::promises::Outputs;
 
 use crate::explain::{self, SyncFix};
-use crate::report::{CauseGroup, Checked, FixCheck, ModelReport, Verdict};
+use crate::report::{CauseGroup, Checked, FixCheck, FixSet, ModelReport, Verdict};
 use crate::RunError;
 
 /// What analysing a run needs: the pool that checked it (to check the states
@@ -155,7 +155,10 @@ pub fn model_report(
             }
         }
     }
-    // Verify each distinct fix once, in the order of the causes. A cause
+    merge_torn_into_lost(&mut groups);
+    order_by_what_breaks(s, &mut groups);
+    // Verify each distinct fix once, in the order of the causes (most
+    // serious first, so a small budget goes to them). A cause
     // found at one source line is fixed at every op that line issued.
     let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
     for g in groups.iter_mut() {
@@ -171,7 +174,11 @@ pub fn model_report(
             verified.push((fixes, g.fix.clone()));
         }
     }
-    merge_torn_into_lost(&mut groups);
+    let fix_set = if verdict == Verdict::Fail && s.fix_verifications > 0 {
+        fix_set(s, m.model, &groups, cache)?
+    } else {
+        None
+    };
     Ok(ModelReport {
         model: m.model,
         verdict,
@@ -181,30 +188,125 @@ pub fn model_report(
         errors,
         coverage: m.coverage.clone(),
         causes: groups,
+        fix_set,
     })
 }
 
-/// A torn write whose loss is also a cause, where the same verified sync
-/// fixes both, is one cause: the missing sync. Its states join that group.
+/// What a cause breaks, most serious first: a promise lost (its blamed op
+/// came before the latest promise), damage after a promise to something
+/// not yet promised, a failure before anything was promised.
+fn breaks(s: &Analysis<'_>, g: &CauseGroup) -> u8 {
+    match s.pool.outputs.latest_promise_before(g.simplest.crash) {
+        Some((p, _)) if g.cause.blamed.op < p => 0,
+        Some(_) => 1,
+        None => 2,
+    }
+}
+
+/// Orders causes by what they break, keeping simplest-first within each
+/// rank (the sort is stable).
+fn order_by_what_breaks(s: &Analysis<'_>, groups: &mut [CauseGroup]) {
+    groups.sort_by_key(|g| breaks(s, g));
+}
+
+/// Verifications one fix-set search may make.
+pub const FIX_SET_VERIFICATIONS_MAX: usize = 8;
+
+/// When no cause's own fix makes every state pass, the smallest set of the
+/// proposed syncs found that does: all of them verified together, then each
+/// dropped in turn while the rest still pass (at most
+/// [`FIX_SET_VERIFICATIONS_MAX`] re-explorations, and no more than
+/// `--verify-fixes`). `None` when one cause's fix already passes, when a
+/// cause no sync can fix says so itself, or when the set is one cause's
+/// fix, already verified.
+fn fix_set(
+    s: &Analysis<'_>,
+    model: Model,
+    groups: &[CauseGroup],
+    cache: &mut Cache,
+) -> Result<Option<FixSet>, RunError> {
+    if groups.is_empty()
+        || groups
+            .iter()
+            .any(|g| g.fix.as_ref().is_some_and(|f| f.passes))
+    {
+        return Ok(None);
+    }
+    // A cause no sync can fix says so itself.
+    if groups.iter().any(|g| g.fixes.is_empty()) {
+        return Ok(None);
+    }
+    let mut set: Vec<SyncFix> = Vec::new();
+    for f in groups.iter().flat_map(|g| g.fixes.iter()) {
+        if !set.contains(f) {
+            set.push(f.clone());
+        }
+    }
+    set.sort_by_key(|f| (f.after, f.ino));
+    // Already verified as one cause's fix (and not enough).
+    if groups
+        .iter()
+        .any(|g| g.fix.as_ref().is_some_and(|f| f.syncs == set))
+    {
+        return Ok(None);
+    }
+    let mut budget = FIX_SET_VERIFICATIONS_MAX.min(s.fix_verifications);
+    let mut best = match verify_fix(s, model, &set, None, cache)? {
+        Some(check) if check.passes => check,
+        Some(check) => return Ok(Some(FixSet::NotFound { tried: check })),
+        None => return Ok(None),
+    };
+    budget -= 1;
+    let mut i = 0;
+    while i < set.len() && set.len() > 1 && budget > 0 {
+        let mut fewer = set.clone();
+        fewer.remove(i);
+        budget -= 1;
+        match verify_fix(s, model, &fewer, None, cache)? {
+            Some(check) if check.passes => {
+                set = fewer;
+                best = check;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(Some(FixSet::Found {
+        minimal: i >= set.len() || set.len() == 1,
+        check: best,
+    }))
+}
+
+/// Whether a cause kind is only ever given to a torn write.
+fn is_torn(kind: explain::CauseKind) -> bool {
+    matches!(
+        kind,
+        explain::CauseKind::TornWriteUnordered | explain::CauseKind::TornTail
+    )
+}
+
+/// A torn write whose loss is also a cause, where the same sync is the fix
+/// of both, is one cause: the missing sync. Its states join that group.
 fn merge_torn_into_lost(groups: &mut Vec<CauseGroup>) {
     let mut i = 0;
     while i < groups.len() {
         let g = &groups[i];
-        let same = (g.cause.kind == explain::CauseKind::TornWriteAccepted
-            && g.fix.as_ref().is_some_and(|f| f.passes))
-        .then(|| {
-            groups.iter().position(|h| {
-                h.cause.kind != explain::CauseKind::TornWriteAccepted
-                    && h.cause.blamed.op == g.cause.blamed.op
-                    && h.fix.as_ref().is_some_and(|f| f.passes)
-                    && h.fixes == g.fixes
+        let same = (is_torn(g.cause.kind) && !g.fixes.is_empty())
+            .then(|| {
+                groups.iter().position(|h| {
+                    !is_torn(h.cause.kind)
+                        && h.cause.blamed.op == g.cause.blamed.op
+                        && h.fixes == g.fixes
+                })
             })
-        })
-        .flatten();
+            .flatten();
         match same {
             Some(j) => {
                 let g = groups.remove(i);
                 let j = if j > i { j - 1 } else { j };
+                let torn = &g.simplest.id;
+                groups[j].cause.sentence.push_str(&format!(
+                    "; torn instead of lost ({torn}), it is rejected too"
+                ));
                 groups[j].states += g.states;
                 groups[j].ids.extend(g.ids);
             }
@@ -255,6 +357,11 @@ pub fn verify_fix(
     });
     let description = match (fixes, source) {
         ([one], _) => one.describe(s.pool.trace),
+        ([a, b], None) => format!(
+            "{} and {}",
+            a.describe(s.pool.trace),
+            b.describe(s.pool.trace)
+        ),
         (many, Some(src)) => format!(
             "fsync({}) after each of the {} ops issued at {src}",
             many[0].path,

@@ -147,9 +147,32 @@ pub struct ModelReport {
     pub errors: Vec<Checked>,
     /// What the enumeration did not cover.
     pub coverage: Coverage,
-    /// The distinct causes of the failing states, in the order of their
-    /// simplest states.
+    /// The distinct causes of the failing states, by what they break (a
+    /// promise lost, damage after a promise, a failure before any), then
+    /// in the order of their simplest states.
     pub causes: Vec<CauseGroup>,
+    /// When no single cause's fix makes every state pass: the set of syncs
+    /// that does, or why none was found.
+    pub fix_set: Option<FixSet>,
+}
+
+/// The syncs that together make every state pass.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "snake_case", tag = "result")]
+pub enum FixSet {
+    /// Verified: with these syncs every state passes.
+    Found {
+        /// The re-exploration with the set.
+        check: FixCheck,
+        /// Whether each sync was tried without and found needed (the
+        /// search stops at its bound).
+        minimal: bool,
+    },
+    /// Every proposed sync together still leaves failing states.
+    NotFound {
+        /// The re-exploration with all of them.
+        tried: FixCheck,
+    },
 }
 
 /// The result of a run.
@@ -180,6 +203,11 @@ pub struct RunReport {
     /// (detached with `setsid`, say); they were killed.
     #[serde(skip_serializing_if = "is_zero")]
     pub orphans_killed: usize,
+    /// The promises were too long for the checker's environment: it got
+    /// them only in a file (`BLACKOUT_ACKS_FILE`), on the states that hold
+    /// them all at least.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub promises_in_file_only: bool,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -206,6 +234,7 @@ impl RunReport {
             check_seconds: 0.0,
             explore: ExploreConfig::default(),
             orphans_killed: 0,
+            promises_in_file_only: false,
         }
     }
 }

@@ -3,11 +3,11 @@
 //! A [`Checker`] looks at one crash state written into a worker's
 //! [`slot::Slot`] and says whether it is acceptable ([`outcome::Outcome`]).
 //! The one checker today is [`shell::ShellChecker`]: the user's shell
-//! command, run in the state's directory with the promises in its
-//! environment; an in-process closure will sit beside it. The
-//! [`pool::Pool`] checks many distinct states in parallel (`-j` workers,
-//! each reusing one slot), under a scratch directory that is always
-//! removed, with cancellation and progress.
+//! command, run in the state's directory with the promises in a file and,
+//! when they fit, in its environment; an in-process closure will sit
+//! beside it. The [`pool::Pool`] checks many distinct states in parallel
+//! (`-j` workers, each reusing one slot), under a scratch directory that is
+//! always removed, with cancellation and progress.
 //!
 //! Checking knows states only as built [`blackout_explore::state::FsState`]s
 //! and their ids; it never enumerates, and it draws no verdict.
@@ -71,4 +71,12 @@ pub trait Checker: Send + Sync {
 
     /// The command that checks a state by hand (for `reproduce:` lines).
     fn command(&self) -> &str;
+
+    /// Whether this checker gets these promises (one per line) only in a
+    /// file, too long for where it looks first (the shell checker's
+    /// `BLACKOUT_ACKED`, see [`shell::ACKED_ENV_BYTES_MAX`]); a run says so
+    /// once.
+    fn promises_in_file_only(&self, _promises: &[u8]) -> bool {
+        false
+    }
 }

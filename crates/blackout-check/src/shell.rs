@@ -2,8 +2,13 @@
 //! directory as its working directory, `{dir}` replaced by that directory's
 //! path, and these variables set:
 //!
-//! - `BLACKOUT_ACKED`: the promises, one per line;
-//! - `BLACKOUT_ACKS_FILE`: a file holding the same;
+//! - `BLACKOUT_ACKED`: the promises, one per line, when they fit
+//!   ([`ACKED_ENV_BYTES_MAX`]); longer promises are left out of the
+//!   environment (Linux refuses to start a program with one variable over
+//!   128 KiB), and then `BLACKOUT_ACKED` is unset and
+//!   `BLACKOUT_ACKED_IN_FILE` is `1`;
+//! - `BLACKOUT_ACKS_FILE`: a file holding every promise, always (a checker
+//!   that reads it works whatever the promises' size);
 //! - `BLACKOUT_OUTPUT_FILE`: a file holding everything the workload printed
 //!   before the crash;
 //! - `BLACKOUT_STATE`: the state's id (`c5.lost3`).
@@ -31,6 +36,22 @@ use crate::{Checker, StateFiles};
 
 /// The checker timeout when none is given, in seconds.
 pub const CHECKER_TIMEOUT_SECONDS_DEFAULT: u64 = 60;
+
+/// The longest promise text handed to a checker in `BLACKOUT_ACKED`, in
+/// bytes (the lines joined, without the last newline). Linux caps one
+/// environment string at 128 KiB (`MAX_ARG_STRLEN`) and refuses to start a
+/// program past it (`Argument list too long`); this leaves room below that
+/// cap and the whole environment's. Longer promises reach the checker only
+/// in `BLACKOUT_ACKS_FILE`, with `BLACKOUT_ACKED_IN_FILE=1`.
+pub const ACKED_ENV_BYTES_MAX: usize = 96 * 1024;
+
+/// The value of `BLACKOUT_ACKED` for these promises (one per line), or
+/// `None` when it is longer than [`ACKED_ENV_BYTES_MAX`] and the checker
+/// gets them only in `BLACKOUT_ACKS_FILE`.
+pub fn acked_env_value(promises: &[u8]) -> Option<&[u8]> {
+    let value = promises.strip_suffix(b"\n").unwrap_or(promises);
+    (value.len() <= ACKED_ENV_BYTES_MAX).then_some(value)
+}
 
 /// A shell command as the checker, and how long one run may take.
 #[derive(Debug, Clone)]
@@ -68,6 +89,10 @@ impl Checker for ShellChecker {
     fn command(&self) -> &str {
         &self.command
     }
+
+    fn promises_in_file_only(&self, promises: &[u8]) -> bool {
+        acked_env_value(promises).is_none()
+    }
 }
 
 /// Runs the shell checker on the state a slot holds.
@@ -80,13 +105,16 @@ fn run_shell(
     let (fs_dir, promises, id) = (&state.dir, state.promises, state.id);
     let command = substitute(std::ffi::OsStr::new(&checker.command), fs_dir);
     let mut cmd = Command::new("/bin/sh");
+    // Neither variable is inherited from blackout's own environment.
+    cmd.env_remove("BLACKOUT_ACKED")
+        .env_remove("BLACKOUT_ACKED_IN_FILE");
+    match acked_env_value(promises) {
+        Some(value) => cmd.env("BLACKOUT_ACKED", std::ffi::OsStr::from_bytes(value)),
+        None => cmd.env("BLACKOUT_ACKED_IN_FILE", "1"),
+    };
     cmd.arg("-c")
         .arg(command)
         .current_dir(fs_dir)
-        .env(
-            "BLACKOUT_ACKED",
-            std::ffi::OsStr::from_bytes(promises.strip_suffix(b"\n").unwrap_or(promises)),
-        )
         .env("BLACKOUT_ACKS_FILE", &state.acks_file)
         .env("BLACKOUT_OUTPUT_FILE", &state.output_file)
         .env("BLACKOUT_STATE", id)
@@ -143,4 +171,73 @@ fn last_line(bytes: &[u8]) -> Option<String> {
     } else {
         line
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `command` as the checker on an empty state with these promises
+    /// (written to the slot's acks file, as a run does).
+    fn check_with(promises: &[u8], command: &str) -> Outcome {
+        let dir = tempfile::tempdir().unwrap();
+        let slot = Slot::new(&dir.path().join("w0")).unwrap();
+        std::fs::create_dir(slot.fs()).unwrap();
+        let files = slot.files("c1", promises);
+        std::fs::write(&files.acks_file, promises).unwrap();
+        std::fs::write(&files.output_file, promises).unwrap();
+        ShellChecker::new(command)
+            .check(&slot, &files, None)
+            .unwrap()
+            .unwrap()
+    }
+
+    /// `lines` promise lines of 111 bytes each.
+    fn promises(lines: usize) -> Vec<u8> {
+        let mut v = Vec::new();
+        for i in 0..lines {
+            v.extend_from_slice(format!("ack {i:06} {}\n", "x".repeat(99)).as_bytes());
+        }
+        v
+    }
+
+    #[test]
+    fn promises_that_fit_are_in_the_environment_and_the_file() {
+        let p = promises(10);
+        assert_eq!(acked_env_value(&p), Some(&p[..p.len() - 1]));
+        let checker = ShellChecker::new("true");
+        assert!(!checker.promises_in_file_only(&p));
+        let outcome = check_with(
+            &p,
+            r#"[ "$BLACKOUT_ACKED" = "$(cat "$BLACKOUT_ACKS_FILE")" ] && [ -z "${BLACKOUT_ACKED_IN_FILE+set}" ]"#,
+        );
+        assert_eq!(outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn promises_too_long_for_the_environment_are_in_the_file_only() {
+        // 1 MiB of promises: past what one environment string may hold.
+        let p = promises(10_000);
+        assert!(p.len() > 1 << 20);
+        assert_eq!(acked_env_value(&p), None);
+        assert!(ShellChecker::new("true").promises_in_file_only(&p));
+        let outcome = check_with(
+            &p,
+            r#"[ -z "${BLACKOUT_ACKED+set}" ] && [ "$BLACKOUT_ACKED_IN_FILE" = 1 ] && [ "$(wc -l < "$BLACKOUT_ACKS_FILE")" -eq 10000 ]"#,
+        );
+        assert_eq!(outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn the_bound_is_on_the_value_without_its_last_newline() {
+        let mut p = vec![b'x'; ACKED_ENV_BYTES_MAX];
+        p.push(b'\n');
+        assert_eq!(
+            acked_env_value(&p).map(<[u8]>::len),
+            Some(ACKED_ENV_BYTES_MAX)
+        );
+        p.insert(0, b'x');
+        assert_eq!(acked_env_value(&p), None);
+        assert_eq!(acked_env_value(b""), Some(&b""[..]));
+    }
 }

@@ -14,7 +14,9 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
-use blackout::check::shell::{ShellChecker, CHECKER_TIMEOUT_SECONDS_DEFAULT};
+use blackout::check::shell::{
+    acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
+};
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{
     ExploreConfig, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT, EXHAUSTIVE_LIMIT_MAX,
@@ -123,6 +125,10 @@ struct RunArgs {
     /// one added fsync); 0 verifies none.
     #[arg(long, value_name = "N", default_value_t = FIX_VERIFICATIONS_MAX)]
     verify_fixes: usize,
+    /// Print every cause (the report prints the first 10 per model, most
+    /// serious first).
+    #[arg(long)]
+    all_causes: bool,
     /// Print the whole result as JSON.
     #[arg(long)]
     json: bool,
@@ -188,8 +194,9 @@ struct ExploreArgs {
     /// Seed of the sample.
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
-    /// Sector size, in bytes, at which writes tear.
-    #[arg(long, value_name = "BYTES", default_value_t = SECTOR_BYTES_DEFAULT, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Sector size, in bytes: storage writes a sector whole or not at all,
+    /// so writes tear only at its boundaries.
+    #[arg(long, visible_alias = "sector-size", value_name = "BYTES", default_value_t = SECTOR_BYTES_DEFAULT, value_parser = clap::value_parser!(u64).range(1..))]
     sector: u64,
     /// Only lines of output starting with this are promises.
     #[arg(long, value_name = "PREFIX")]
@@ -547,6 +554,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         trace_id: &trace_id,
         checker: &a.checker,
         state_flags: &a.explore.state_flags(),
+        all_causes: a.all_causes,
     };
     let exporter: &dyn Exporter = if a.json { &JsonExporter } else { &TextExporter };
     let mut out = std::io::stdout().lock();
@@ -645,11 +653,21 @@ fn cmd_state(a: StateArgs) -> Result<u8> {
         .map(|c| c.replace("{dir}", &dir.display().to_string()))
         .map(|c| shell_quote(&c))
         .unwrap_or_else(|| "'CHECKER'".into());
+    // As a run hands them over: in BLACKOUT_ACKED when they fit, else in
+    // the file alone.
+    let (unset, acked) = if acked_env_value(&std::fs::read(&acks)?).is_some() {
+        ("", format!("BLACKOUT_ACKED=\"$(cat {})\"", q(&acks)))
+    } else {
+        println!(
+            "the promises exceed what BLACKOUT_ACKED may hold ({} KiB): the checker must read BLACKOUT_ACKS_FILE",
+            ACKED_ENV_BYTES_MAX / 1024
+        );
+        ("env -u BLACKOUT_ACKED ", "BLACKOUT_ACKED_IN_FILE=1".into())
+    };
     println!(
-        "check it by hand:\n  cd {} && BLACKOUT_STATE={} BLACKOUT_ACKED=\"$(cat {})\" BLACKOUT_ACKS_FILE={} BLACKOUT_OUTPUT_FILE={} sh -c {checker}",
+        "check it by hand:\n  cd {} && {unset}BLACKOUT_STATE={} {acked} BLACKOUT_ACKS_FILE={} BLACKOUT_OUTPUT_FILE={} sh -c {checker}",
         q(&dir),
         desc.id(),
-        q(&acks),
         q(&acks),
         q(&output),
     );

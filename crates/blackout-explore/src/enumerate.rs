@@ -9,8 +9,9 @@
 //! - process: the program dies, the OS lives: all kept.
 //! - ordered: as process, but the last op, if a write, may be torn.
 //! - posix: any subset of the pending ops may be lost, and each
-//!   pending write may be torn (half at a sector boundary, one sector short,
-//!   or the range as zeros).
+//!   pending write may be torn as storage tears it ([`Tear`]: at a sector
+//!   boundary near its middle, one sector short, or, for a write that
+//!   extends the file, the new size without the data).
 //!
 //! Enumeration is pure and deterministic for a given trace, config and seed:
 //! it yields [`StateDesc`]s (what was lost or torn), never touching disk.
@@ -25,16 +26,37 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use blackout_oplog::ops::{synced_by, Op, OpKind, SyncedBy};
 pub use blackout_oplog::ops::{Part, Unit};
 
-/// How a kept write is torn.
+/// How a kept write is torn, in terms of what storage does: a sector is
+/// written whole or not at all, so a tear is cut at a sector boundary (in
+/// file offsets) inside the write; the sectors before the cut hold the new
+/// bytes and the ones after it what was there before. A write that lies
+/// inside one sector cannot tear this way. A write that extends the file
+/// may also leave only the new size on disk (the size reached the disk
+/// before the data), its new bytes reading as zeros. [`Tear::cut`] says what
+/// each tear leaves of one write, or that storage cannot tear it so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Tear {
-    /// Only the first half (cut at a sector boundary) reached the disk.
+    /// The sectors up to the boundary at or before its middle reached the
+    /// disk.
     Half,
-    /// All but the last sector reached the disk.
+    /// All but its last sector reached the disk.
     ShortSector,
-    /// The range reads as zeros.
+    /// It extended the file: the new size reached the disk, its data did
+    /// not.
     Zeros,
+}
+
+/// What a torn write leaves on disk ([`Tear::cut`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// The write's first `n` bytes (ending on a sector boundary) reached
+    /// the disk; the rest of its range holds what was there before.
+    Prefix(u64),
+    /// Only the file's new size reached the disk: bytes the write put past
+    /// the old end read as zeros, bytes it overwrote hold what was there
+    /// before.
+    SizeOnly,
 }
 
 impl Tear {
@@ -44,9 +66,58 @@ impl Tear {
     /// What a crash left of the write, for people.
     pub fn describe(self) -> &'static str {
         match self {
-            Tear::Half => "only its first half reached the disk",
+            Tear::Half => "only its sectors up to the middle reached the disk",
             Tear::ShortSector => "its last sector did not reach the disk",
-            Tear::Zeros => "it reads back as zeros",
+            Tear::Zeros => {
+                "the file's new size reached the disk but its data did not: it reads back as zeros"
+            }
+        }
+    }
+
+    /// What this tear leaves of a write of `len` bytes at `off` to a file
+    /// `size_before` long, with `sector`-byte sectors; `None` when storage
+    /// cannot tear the write this way (no sector boundary inside it, or, for
+    /// [`Tear::Zeros`], a write that does not extend the file). Sectors are
+    /// counted in file offsets, as a file's blocks are aligned to them.
+    ///
+    /// ```
+    /// use blackout_explore::enumerate::{Cut, Tear};
+    ///
+    /// // 8 bytes over 8 durable bytes: inside one sector, atomic.
+    /// assert_eq!(Tear::Half.cut(0, 8, 8, 512), None);
+    /// assert_eq!(Tear::Zeros.cut(0, 8, 8, 512), None);
+    /// // Appending: the new size may reach the disk without the data.
+    /// assert_eq!(Tear::Zeros.cut(8, 8, 8, 512), Some(Cut::SizeOnly));
+    /// // A 4 KiB overwrite at 100 tears at 512-byte boundaries only.
+    /// assert_eq!(Tear::Half.cut(100, 4096, 8192, 512), Some(Cut::Prefix(2048 - 100)));
+    /// assert_eq!(Tear::ShortSector.cut(100, 4096, 8192, 512), Some(Cut::Prefix(4096 - 100)));
+    /// ```
+    pub fn cut(self, off: u64, len: u64, size_before: u64, sector: u64) -> Option<Cut> {
+        let s = sector.max(1);
+        let end = off.checked_add(len)?;
+        if len == 0 {
+            return None;
+        }
+        // The sector boundaries strictly inside (off, end).
+        let first = (off / s + 1).checked_mul(s)?;
+        let last = (end - 1) / s * s;
+        let inside = first < end;
+        let half = || {
+            let mid = off + len / 2;
+            let at_or_before = mid / s * s;
+            if at_or_before > off {
+                at_or_before
+            } else {
+                first
+            }
+        };
+        match self {
+            Tear::Half if inside => Some(Cut::Prefix(half() - off)),
+            // Where it would be the same cut as Half, it is not a second
+            // state.
+            Tear::ShortSector if inside && last != half() => Some(Cut::Prefix(last - off)),
+            Tear::Zeros if end > size_before => Some(Cut::SizeOnly),
+            _ => None,
         }
     }
 

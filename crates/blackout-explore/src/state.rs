@@ -7,7 +7,6 @@
 //! made, only directories are descended into (a symlink is created as a link,
 //! never followed), and a directory reachable twice is written once.
 
-use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, Write};
@@ -19,7 +18,7 @@ pub use blackout_oplog::store::InodeState;
 use blackout_oplog::store::{self, Halves};
 use blackout_oplog::trace::Trace;
 
-use crate::enumerate::{StateDesc, Tear};
+use crate::enumerate::{Cut, StateDesc};
 
 /// The file system a crash leaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,14 +77,27 @@ impl FsState {
                 },
                 _ => Halves::BOTH,
             };
-            let bytes = match (&op.kind, desc.torn) {
-                (OpKind::Write { off, data, .. }, Some((t, tear))) if t == i => {
-                    torn_bytes(trace.bytes(*data), *off, tear, sector)
+            let bytes: &[u8] = match (&op.kind, desc.torn) {
+                (OpKind::Write { ino, off, data }, Some((t, tear))) if t == i => {
+                    let bytes = trace.bytes(*data);
+                    let before = fs.inodes[*ino as usize].size;
+                    match tear.cut(*off, data.len, before, sector) {
+                        Some(Cut::Prefix(n)) => &bytes[..n as usize],
+                        Some(Cut::SizeOnly) => {
+                            let size = before.max(off + data.len);
+                            let grow = OpKind::Truncate { ino: *ino, size };
+                            store::apply(&mut fs.inodes, &grow, &[], halves);
+                            continue;
+                        }
+                        // A tear storage cannot make: the write whole
+                        // (exploration does not ask for one).
+                        None => bytes,
+                    }
                 }
-                (OpKind::Write { data, .. }, _) => Cow::Borrowed(trace.bytes(*data)),
-                _ => Cow::Borrowed(&[][..]),
+                (OpKind::Write { data, .. }, _) => trace.bytes(*data),
+                _ => &[],
             };
-            store::apply(&mut fs.inodes, &op.kind, &bytes, halves);
+            store::apply(&mut fs.inodes, &op.kind, bytes, halves);
         }
         fs
     }
@@ -193,31 +205,10 @@ impl FsState {
     }
 }
 
-/// What a torn write at `off` leaves of `bytes`: half of it (cut at a
-/// sector boundary when one lies past the start), all but its last sector,
-/// or zeros over its whole range.
-fn torn_bytes(bytes: &[u8], off: u64, tear: Tear, sector: u64) -> Cow<'_, [u8]> {
-    let len = bytes.len() as u64;
-    match tear {
-        Tear::Half => {
-            let mid = off + len / 2;
-            let mut cut = mid - mid % sector.max(1);
-            if cut <= off {
-                cut = mid;
-            }
-            Cow::Borrowed(&bytes[..(cut - off) as usize])
-        }
-        Tear::ShortSector => {
-            let keep = len.saturating_sub(sector.max(1));
-            Cow::Borrowed(&bytes[..keep as usize])
-        }
-        Tear::Zeros => Cow::Owned(vec![0; bytes.len()]),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::enumerate::Tear;
     use blackout_oplog::ops::Unit;
     use blackout_oplog::trace::TraceMeta;
     use blackout_oplog::tree::Tree;
@@ -250,7 +241,7 @@ mod tests {
     }
 
     #[test]
-    fn tears_cut_at_sector_boundaries() {
+    fn an_appending_write_tears_at_sector_boundaries_or_to_its_size_alone() {
         let data = "x".repeat(2048);
         let t = trace_of(&format!(
             "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3\n1 write(3, \"{}\", 2048) = 2048\n",
@@ -263,6 +254,33 @@ mod tests {
         assert_eq!(size("c2.torn1s"), 1536);
         let z = FsState::build(&t, &StateDesc::parse("c2.torn1z").unwrap(), 512);
         assert_eq!(z.file_bytes(1), vec![0; 2048]);
+    }
+
+    #[test]
+    fn an_overwrite_tears_into_old_and_new_sectors_never_zeros() {
+        // 8192 bytes of 'a' synced, then 4096 bytes of 'b' at 100.
+        let t = trace_of(&format!(
+            "1 openat(AT_FDCWD, \"{}\", O_RDWR|O_CREAT, 0644) = 3\n\
+             1 write(3, \"{}\", 8192) = 8192\n1 fsync(3) = 0\n\
+             1 pwrite64(3, \"{}\", 4096, 100) = 4096\n",
+            hex("a"),
+            hex(&"a".repeat(8192)),
+            hex(&"b".repeat(4096)),
+        ));
+        let file = |id: &str| FsState::build(&t, &StateDesc::parse(id).unwrap(), 512).file_bytes(1);
+        let expect = |new_until: usize| {
+            let mut v = vec![b'a'; 8192];
+            v[100..new_until].fill(b'b');
+            v
+        };
+        // Cut at the boundary at or before the middle (2148 -> 2048), and
+        // before the last sector (4196 -> 4096): each sector old or new.
+        assert_eq!(file("c4.torn3h"), expect(2048));
+        assert_eq!(file("c4.torn3s"), expect(4096));
+        // It does not extend the file: no size-only tear; asked anyway, the
+        // write is whole.
+        assert_eq!(Tear::Zeros.cut(100, 4096, 8192, 512), None);
+        assert_eq!(file("c4.torn3z"), expect(4196));
     }
 
     #[test]

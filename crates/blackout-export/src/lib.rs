@@ -35,6 +35,8 @@ pub struct ExportContext<'a> {
     /// Extra flags `blackout state` needs to rebuild the same state
     /// (`--ack-prefix`, `--sector`), already quoted.
     pub state_flags: &'a str,
+    /// Show every cause, not the first [`text::CAUSES_SHOWN`] per model.
+    pub all_causes: bool,
 }
 
 /// One output format of a run's report.

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use blackout_analysis::report::{CauseGroup, Checked, ModelReport, RunReport};
+use blackout_analysis::report::{CauseGroup, Checked, FixSet, ModelReport, RunReport};
 use blackout_check::outcome::Outcome;
+use blackout_check::shell::ACKED_ENV_BYTES_MAX;
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
 use blackout_explore::model::Model;
 use blackout_oplog::naming::describe_unit;
@@ -122,6 +123,13 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
             if n == 1 { "it was" } else { "they were" }
         );
     }
+    if report.promises_in_file_only {
+        let _ = writeln!(
+            out,
+            "note: the promises exceed what BLACKOUT_ACKED may hold ({} KiB): where they did not fit it was unset and BLACKOUT_ACKED_IN_FILE=1; the checker must read BLACKOUT_ACKS_FILE",
+            ACKED_ENV_BYTES_MAX / 1024
+        );
+    }
     let _ = writeln!(
         out,
         "verdict: {} — {}",
@@ -151,16 +159,23 @@ fn render_model(
             (f, e) => format!("{f} rejected, {e} could not be checked"),
         }
     );
-    let shown = m.causes.len().min(CAUSES_SHOWN);
+    let shown = if ctx.all_causes {
+        m.causes.len()
+    } else {
+        m.causes.len().min(CAUSES_SHOWN)
+    };
     for (n, g) in m.causes.iter().take(shown).enumerate() {
         render_cause(out, trace, m, g, n, ctx);
     }
     if m.causes.len() > shown {
         let _ = writeln!(
             out,
-            "  and {} more distinct causes (--json lists all)",
+            "  and {} more distinct causes, not printed (--all-causes or --json shows them)",
             m.causes.len() - shown
         );
+    }
+    if let Some(set) = &m.fix_set {
+        let _ = writeln!(out, "  {}", fix_set_text(set, m.model));
     }
     for c in m.errors.iter().take(5) {
         let _ = writeln!(
@@ -292,6 +307,34 @@ fn fix_text(g: &CauseGroup, model: Model) -> String {
             "not verified (the checker could not be run, or more than the first few causes)".into()
         }
         (None, None) => "no single sync fixes this (see the cause)".into(),
+    }
+}
+
+/// The line for the syncs that together fix every cause.
+fn fix_set_text(set: &FixSet, model: Model) -> String {
+    match set {
+        FixSet::Found { check, minimal } => format!(
+            "fix for every cause: adding {} makes all {} states pass under {}{}",
+            check.description,
+            check.states,
+            model.name(),
+            if *minimal && check.syncs.len() > 1 {
+                " (each of them is needed)"
+            } else {
+                ""
+            }
+        ),
+        FixSet::NotFound { tried } => format!(
+            "no set of the proposed syncs fixes every cause: with all {} of them, {} of {} states still fail under {}{}",
+            tried.syncs.len(),
+            tried.still_failing,
+            tried.states,
+            model.name(),
+            match &tried.simplest_failing {
+                Some((id, why)) => format!("; the simplest ({id}): {why}"),
+                None => String::new(),
+            }
+        ),
     }
 }
 

@@ -197,6 +197,39 @@ impl Trace {
         &self.data[r.start as usize..(r.start + r.len) as usize]
     }
 
+    /// For each op, the size of the file it writes, truncates or
+    /// fallocates just before it, with every earlier op applied (0 for any
+    /// other op): what a torn write finds already there.
+    pub fn sizes_before(&self) -> Vec<u64> {
+        let mut sizes: Vec<u64> = self.initial_inodes().iter().map(|n| n.size).collect();
+        self.ops
+            .iter()
+            .map(|op| {
+                let (ino, after) = match &op.kind {
+                    OpKind::Write { ino, off, data } => (*ino, Some(off + data.len)),
+                    OpKind::Truncate { ino, size } => {
+                        let before = sizes[*ino as usize];
+                        sizes[*ino as usize] = *size;
+                        return before;
+                    }
+                    OpKind::Fallocate {
+                        ino,
+                        off,
+                        len,
+                        keep_size,
+                        ..
+                    } => (*ino, (!keep_size).then(|| off.saturating_add(*len))),
+                    _ => return 0,
+                };
+                let before = sizes[ino as usize];
+                if let Some(end) = after {
+                    sizes[ino as usize] = before.max(end);
+                }
+                before
+            })
+            .collect()
+    }
+
     /// The kind of an inode.
     pub fn kind(&self, ino: Ino) -> InodeKind {
         self.inodes[ino as usize]

@@ -130,8 +130,13 @@ pub fn spawn(cmd: &mut Command) -> io::Result<Child> {
 /// Kills and reaps every orphan blackout inherited (processes that a
 /// workload or checker detached, e.g. with `setsid cmd &`, whose parent
 /// has exited), and returns how many were still running. Does nothing
-/// unless this process is a subreaper ([`become_subreaper`]).
+/// unless this process is a subreaper ([`become_subreaper`]): in a program
+/// that uses blackout as a library (a test binary, say), an unregistered
+/// child is that program's own, not an orphan.
 pub fn reap_orphans() -> usize {
+    if !nix::sys::prctl::get_child_subreaper().unwrap_or(false) {
+        return 0;
+    }
     let own = spawned();
     let me = std::process::id();
     let Ok(dir) = std::fs::read_dir("/proc") else {

@@ -35,7 +35,7 @@ use blackout_explore::dedup::{distinct_states_watched, state_key, StateKey, Watc
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
-use blackout_oplog::promises::Outputs;
+use blackout_oplog::promises::{join_lines, Outputs};
 use blackout_oplog::trace::Trace;
 use blackout_sys::scratch::default_scratch_parent;
 
@@ -170,6 +170,12 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
     let mut report = result?;
     removed?;
     report.orphans_killed = orphans_killed;
+    // The pre-check and the state where nothing was lost hold every
+    // promise: if a checker ran, it ran on those.
+    report.promises_in_file_only = (report.precheck.is_some() || report.all_applied.is_some())
+        && cfg
+            .checker
+            .promises_in_file_only(&join_lines(&outputs.all_promises()));
     Ok(report)
 }
 
@@ -245,6 +251,7 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
         check_seconds,
         explore: cfg.explore.clone(),
         orphans_killed: 0,
+        promises_in_file_only: false,
     })
 }
 

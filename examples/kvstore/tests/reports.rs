@@ -26,6 +26,7 @@ fn report(bug: &str) -> String {
         trace_id: &trace_id,
         checker: &checker,
         state_flags: "",
+        all_causes: false,
     };
     render(&report, &ctx).replace(kvstore, "kvstore")
 }

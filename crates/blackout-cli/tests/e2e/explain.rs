@@ -164,9 +164,9 @@ const CAUSE_CASES: &[CauseCase] = &[
     },
     CauseCase {
         // A 1024-byte record rewritten in place and fsynced: before the fsync
-        // a crash can tear it, and this "recovery" has no checksum to notice.
-        // A sync right after the write cannot help: the tear happens before.
-        name: "a torn write accepted by recovery",
+        // a crash can tear it between its two sectors, and this "recovery"
+        // wants the record whole. No sync can help: the tear happens before.
+        name: "a torn last write recovery does not tolerate",
         model: "posix",
         setup: "head -c 1024 /dev/zero | tr '\\0' a > rec",
         check: Check::Shell(
@@ -177,9 +177,12 @@ const CAUSE_CASES: &[CauseCase] = &[
         workload: Workload::Shell(
             "head -c 1024 /dev/zero | tr '\\0' b 1<> rec; sync rec; echo saved",
         ),
-        kind: "torn_write_accepted",
-        says: &["recovery must detect torn writes"],
-        fix_passes: Some(false),
+        kind: "torn_tail",
+        says: &[
+            "no sync can prevent a torn last write",
+            "made before any promise",
+        ],
+        fix_passes: None,
         fields: &[],
     },
     CauseCase {
@@ -335,23 +338,37 @@ fn save_without_directory_fsync_names_the_rename_and_verifies_the_fix() {
 fn save_without_any_fsync_verifies_the_file_fsync_before_the_rename() {
     let s = Scratch::new();
     let report = save_report(&s, "no-fsync");
-    // Two causes: the data published unsynced, and the unsynced rename.
+    // Two causes, the one that loses "saved" first: the unsynced rename,
+    // then the data published unsynced (before anything was promised).
     assert!(report.contains("cause 1 of 2:"), "{report}");
-    let first_fix = report
+    let fixes: Vec<&str> = report
         .lines()
-        .find(|l| l.trim_start().starts_with("fix:"))
-        .unwrap();
+        .filter(|l| l.trim_start().starts_with("fix:"))
+        .collect();
+    assert_eq!(fixes.len(), 2, "{report}");
     assert!(
-        first_fix.contains("adding fsync(doc.txt.tmp) before op 2 (log line "),
-        "{first_fix}"
+        fixes[0].contains("adding fsync(.) after op 2 (log line "),
+        "{}",
+        fixes[0]
+    );
+    let data_fix = fixes[1];
+    assert!(
+        data_fix.contains("adding fsync(doc.txt.tmp) before op 2 (log line "),
+        "{data_fix}"
     );
     // Alone it is not enough: the rename can still be lost after "saved".
-    assert!(first_fix.contains("is not enough"), "{first_fix}");
+    assert!(data_fix.contains("is not enough"), "{data_fix}");
     assert!(
-        first_fix.contains("changed directory ., which is never fsynced"),
-        "{first_fix}"
+        data_fix.contains("changed directory ., which is never fsynced"),
+        "{data_fix}"
     );
     assert!(report.contains("is not fsynced before the rename that publishes it as doc.txt"));
+    // Together they are.
+    assert!(
+        report.contains("fix for every cause: adding fsync(doc.txt.tmp) before op 2 (log line ")
+            && report.contains("makes all 6 states pass under posix (each of them is needed)"),
+        "{report}"
+    );
 }
 
 #[test]

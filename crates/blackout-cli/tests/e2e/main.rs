@@ -2,8 +2,10 @@
 //! strace, real checkers in real crash-state directories. One test binary
 //! (its modules share the helpers in `common`).
 
+mod acks;
 mod cli;
 mod common;
+mod engines;
 mod explain;
 mod reports;
 mod run;

@@ -1,8 +1,8 @@
 //! The posix model: only what a sync promised is safe. Any subset of the
 //! pending units may be lost (every subset up to `exhaustive_limit` pending
 //! units; beyond, structured families plus a seeded sample, counted as not
-//! covered), and each pending write may be torn three ways with everything
-//! else kept.
+//! covered), and each pending write may be torn as storage tears it
+//! ([`Tear`]) with everything else kept.
 
 use std::collections::BTreeSet;
 
@@ -141,12 +141,15 @@ fn posix_at(
     }
 }
 
+/// The tear model, as the coverage statement gives it.
+const TEARS: &str = "each pending write also torn as storage tears it, with everything else kept: each sector old or new, cut at the sector boundary at or before its middle and before its last sector, and, for a write that extends its file, the new size without the data (a write inside one sector is atomic; tears are not combined with losses)";
+
 /// What posix enumeration covered at every crash point, and what it did not.
 fn coverage_text(cov: &Coverage, cfg: &ExploreConfig) -> String {
     let limit = cfg.exhaustive_limit;
     if cov.partial_crash_points.is_empty() {
         return format!(
-            "covered: every subset of pending ops at all {} crash points (none had more than {limit} pending); each pending write also torn three ways with everything else kept (tears are not combined with losses)",
+            "covered: every subset of pending ops at all {} crash points (none had more than {limit} pending); {TEARS}",
             cov.crash_points
         );
     }
@@ -163,7 +166,7 @@ fn coverage_text(cov: &Coverage, cfg: &ExploreConfig) -> String {
         cov.subsets_not_covered.to_string()
     };
     format!(
-        "not covered: {} of {} crash points had more than {limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {} sampled subsets per crash point); each pending write also torn three ways with everything else kept (tears are not combined with losses)",
+        "not covered: {} of {} crash points had more than {limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {} sampled subsets per crash point); {TEARS}",
         pts.len(),
         cov.crash_points,
         shown.join(", "),
