@@ -272,6 +272,20 @@ fn published_unsynced(cx: &Context<'_>, data: &str, j: usize, fix: SyncFix) -> (
     )
 }
 
+/// The writes and truncates of file `f` after op `i` and before the crash
+/// that the state kept, in order.
+fn kept_data_ops<'a>(
+    cx: &'a Context<'_>,
+    f: Ino,
+    i: usize,
+    desc: &'a StateDesc,
+) -> impl DoubleEndedIterator<Item = usize> + 'a {
+    (i + 1..desc.crash).filter(move |&j| {
+        matches!(&cx.ops()[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
+            && !desc.lost.iter().any(|l| l.op == j)
+    })
+}
+
 fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
     let unit = Unit {
         op,
@@ -308,10 +322,7 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
     }
     // The next write to the file, kept: it reached the disk while this one
     // was torn.
-    let next = (op + 1..desc.crash).find(|&j| {
-        matches!(&cx.ops()[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
-            && !desc.lost.iter().any(|l| l.op == j)
-    });
+    let next = kept_data_ops(cx, f, op, desc).next();
     if let Some(j) = next {
         return mk(
             CauseKind::TornWriteUnordered,
@@ -531,10 +542,7 @@ impl Lost<'_, '_> {
         }
         // A later write to the same file, kept, that nothing orders after
         // this one.
-        let later = (i + 1..k).rev().find(|&j| {
-            matches!(&ops[j].kind, OpKind::Write { ino, .. } | OpKind::Truncate { ino, .. } if *ino == f)
-                && !desc.lost.iter().any(|l| l.op == j)
-        });
+        let later = kept_data_ops(cx, f, i, desc).next_back();
         if let Some(j) = later {
             return mk(
                 CauseKind::UnorderedWrites,

@@ -201,7 +201,11 @@ impl Trace {
     /// fallocates just before it, with every earlier op applied (0 for any
     /// other op): what a torn write finds already there.
     pub fn sizes_before(&self) -> Vec<u64> {
-        let mut sizes: Vec<u64> = self.initial_inodes().iter().map(|n| n.size).collect();
+        // Only the sizes: the initial files' bytes are not copied.
+        let mut sizes = vec![0u64; self.inodes.len()];
+        for f in &self.initial_files {
+            sizes[f.ino as usize] = f.data.len;
+        }
         self.ops
             .iter()
             .map(|op| {

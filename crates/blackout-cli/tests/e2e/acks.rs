@@ -5,8 +5,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{run_json, text, Scratch};
-use serde_json::Value;
+use crate::common::{ops_json, run_json, text, Scratch};
 
 /// Writes `data`, fsyncs it and its directory, then prints 10,000 promise
 /// lines of 111 bytes (1.1 MB): first 10 (1,110 bytes, which fit in the
@@ -115,13 +114,7 @@ fn check_by_hand(s: &Scratch, trace: &Path, id: &str, checker: &str) -> String {
 /// The id of the state where the crash follows the first output: the one
 /// holding the first 10 promises.
 fn after_first_output(s: &Scratch, trace: &Path) -> String {
-    let out = s
-        .blackout()
-        .args(["ops", "--json"])
-        .arg(trace)
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = ops_json(s, trace);
     let first = v["ops"]
         .as_array()
         .unwrap()

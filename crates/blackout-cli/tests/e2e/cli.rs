@@ -5,7 +5,7 @@ use std::fs;
 use std::process::Command;
 
 use crate::common::{
-    compile, on_a_small_tmpfs, processes_with, signal_when, unique_sleep, Scratch,
+    compile, on_a_small_tmpfs, ops_json, processes_with, signal_when, unique_sleep, Scratch,
 };
 use serde_json::Value;
 
@@ -412,15 +412,7 @@ fn an_unmodelable_call_is_refused_with_its_line() {
     ]);
     let (code, err) = run(c);
     assert_eq!(code, Some(0), "{err}");
-    let v: Value = serde_json::from_slice(
-        &s.blackout()
-            .args(["ops", "--json"])
-            .arg(s.path("t"))
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let v = ops_json(&s, &s.path("t"));
     assert_eq!(labels(&v).first().map(String::as_str), Some("create"));
     // A bad glob is a clear error before anything runs.
     let mut c = s.blackout();

@@ -153,6 +153,17 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// A trace's op log as `blackout ops --json` prints it.
+pub fn ops_json(s: &Scratch, trace: &Path) -> Value {
+    let out = s
+        .blackout()
+        .args(["ops", "--json"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Runs `blackout run ARGS --json` and returns (exit code, result, output).
 pub fn run_json(s: &Scratch, args: &[&str]) -> (i32, Value, Output) {
     let out = s
