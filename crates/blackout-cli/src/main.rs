@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use anyhow::{anyhow, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
 use blackout::check::shell::{
@@ -23,7 +23,10 @@ use blackout::explore::enumerate::{
 };
 use blackout::explore::model::Model;
 use blackout::explore::state::SECTOR_BYTES_DEFAULT;
-use blackout::export::json::JsonExporter;
+use blackout::export::html::HtmlExporter;
+use blackout::export::json::{JsonExporter, JSON_SCHEMA};
+use blackout::export::junit::JunitExporter;
+use blackout::export::markdown::MarkdownExporter;
 use blackout::export::text::{coverage_text, shell_quote, TextExporter};
 use blackout::export::{ExportContext, Exporter};
 use blackout::oplog::ops::escape_controls;
@@ -83,15 +86,109 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Record a workload, explore its crash states, check each, give a verdict.
-    Run(RunArgs),
+    #[command(after_long_help = RUN_EXAMPLES)]
+    Run(Box<RunArgs>),
     /// Run a workload under strace in a fresh directory and write a trace.
+    #[command(after_long_help = RECORD_EXAMPLES)]
     Record(RecordArgs),
     /// Print the op log of a trace, or of a raw strace log.
+    #[command(after_long_help = OPS_EXAMPLES)]
     Ops(OpsArgs),
     /// List the distinct crash states of a trace.
+    #[command(after_long_help = STATES_EXAMPLES)]
     States(StatesArgs),
     /// Write one crash state of a trace into a directory.
+    #[command(after_long_help = STATE_EXAMPLES)]
     State(StateArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), of blackout or of one command.
+    #[command(after_long_help = MAN_EXAMPLES)]
+    Man(ManArgs),
+}
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  Check the bundled save example under every model, keeping the trace:
+    blackout run -o run.trace --setup 'echo \"version 1\" > doc.txt' \\
+        --checker \"sh $PWD/examples/save/check.sh\" -- examples/save/save.sh no-dir-fsync
+
+  Check that recording again under posix only, with reports for CI:
+    blackout run --trace run.trace --model posix --checker \"sh $PWD/examples/save/check.sh\" \\
+        --junit blackout.xml --markdown summary.md --html report.html";
+
+const RECORD_EXAMPLES: &str = "\
+Examples:
+  Record the save example into a trace:
+    blackout record -o run.trace --setup 'echo \"version 1\" > doc.txt' -- examples/save/save.sh full
+
+  Record a program on a copy of a seed tree, naming the source line of each op:
+    blackout record -o db.trace --init seed/ --stacks -- ./mydb insert 42";
+
+const OPS_EXAMPLES: &str = "\
+Examples:
+  Print the op log of a trace, with (never synced) marks:
+    blackout ops run.trace
+
+  Read a raw strace log instead (what `strace -f -xx -y` wrote), as JSON:
+    blackout ops --strace run.log --dir /srv/test-dir --json";
+
+const STATES_EXAMPLES: &str = "\
+Examples:
+  List every distinct crash state of a trace, per model:
+    blackout states run.trace
+
+  Only posix, as JSON, with a larger sample past the exhaustive limit:
+    blackout states run.trace --model posix --budget 256 --json";
+
+const STATE_EXAMPLES: &str = "\
+Examples:
+  Write the state a report names into a directory:
+    blackout state run.trace c5.lost3 state-c5.lost3
+
+  Also print the command that runs the checker on it by hand:
+    blackout state run.trace c5.lost3 state-c5.lost3 --checker \"sh $PWD/examples/save/check.sh\"";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  Install bash completion for your user:
+    blackout completions bash > ~/.local/share/bash-completion/completions/blackout
+
+  Install fish completion:
+    blackout completions fish > ~/.config/fish/completions/blackout.fish";
+
+const MAN_EXAMPLES: &str = "\
+Examples:
+  Read the manual page of blackout:
+    blackout man | man -l -
+
+  Install the page of the run command:
+    blackout man run > ~/.local/share/man/man1/blackout-run.1";
+
+#[derive(Args)]
+struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+struct ManArgs {
+    /// A command (run, record, ...): its page instead of blackout's.
+    #[arg(value_name = "COMMAND")]
+    command: Option<String>,
+}
+
+/// When the text report is coloured.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set (or CLICOLOR=0, TERM=dumb).
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
 }
 
 #[derive(Args)]
@@ -132,6 +229,23 @@ struct RunArgs {
     /// Print the whole result as JSON.
     #[arg(long)]
     json: bool,
+    /// Also write the result as JUnit XML (one test case per model, one
+    /// failure per cause) to FILE.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Also write a Markdown summary (for a CI job summary or a pull-request
+    /// comment) to FILE.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Also write a self-contained HTML page (the op timeline, each cause's
+    /// simplest state) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Colour the verdicts and cause headings of the text report: auto (on
+    /// a terminal, unless NO_COLOR is set), always, never. JSON and the
+    /// files written are never coloured.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
     /// The workload and its arguments (with --trace: none).
     #[arg(
         last = true,
@@ -386,7 +500,7 @@ fn main() -> ExitCode {
                 // A machine reading --json gets the error as JSON too.
                 println!(
                     "{}",
-                    serde_json::json!({ "error": message, "exit_code": code })
+                    serde_json::json!({ "schema": JSON_SCHEMA, "error": message, "exit_code": code })
                 );
             }
             ExitCode::from(code)
@@ -401,7 +515,7 @@ impl Cmd {
             Cmd::Run(a) => a.json,
             Cmd::Ops(a) => a.json,
             Cmd::States(a) => a.json,
-            Cmd::Record(_) | Cmd::State(_) => false,
+            Cmd::Record(_) | Cmd::State(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
         }
     }
 }
@@ -415,11 +529,86 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 fn run(cli: Cli) -> Result<u8> {
     match cli.command {
-        Cmd::Run(a) => cmd_run(a),
+        Cmd::Run(a) => cmd_run(*a),
         Cmd::Record(a) => cmd_record(a),
         Cmd::Ops(a) => cmd_ops(a),
         Cmd::States(a) => cmd_states(a),
         Cmd::State(a) => cmd_state(a),
+        Cmd::Completions(a) => cmd_completions(a),
+        Cmd::Man(a) => cmd_man(a),
+    }
+}
+
+fn cmd_completions(a: CompletionsArgs) -> Result<u8> {
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(a.shell, &mut Cli::command(), "blackout", &mut out);
+    out.flush()?;
+    Ok(0)
+}
+
+fn cmd_man(a: ManArgs) -> Result<u8> {
+    let mut top = Cli::command();
+    top.build();
+    let page = match &a.command {
+        None => top,
+        Some(name) => {
+            let sub = top
+                .get_subcommands()
+                .find(|c| c.get_name() == name)
+                .ok_or_else(|| {
+                    let names: Vec<&str> = top.get_subcommands().map(|c| c.get_name()).collect();
+                    anyhow!("`{name}` is not a command ({})", names.join(", "))
+                })?;
+            sub.clone()
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(page)
+        .source(format!("blackout {}", env!("CARGO_PKG_VERSION")))
+        .render(&mut out)?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// Fails unless `path` can be written, without changing it: an existing
+/// file is opened for writing, else a temporary file is made beside it.
+fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
+    if path.exists() {
+        return std::fs::OpenOptions::new().write(true).open(path).map(drop);
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    tempfile::Builder::new()
+        .prefix(".blackout-out-")
+        .tempfile_in(parent)
+        .map(drop)
+}
+
+/// The report files a run was asked for: the flag, the path, the exporter.
+fn report_files(a: &RunArgs) -> Vec<(&'static str, &std::path::Path, &'static dyn Exporter)> {
+    let mut files: Vec<(&'static str, &std::path::Path, &'static dyn Exporter)> = Vec::new();
+    if let Some(p) = &a.junit {
+        files.push(("--junit", p, &JunitExporter));
+    }
+    if let Some(p) = &a.markdown {
+        files.push(("--markdown", p, &MarkdownExporter));
+    }
+    if let Some(p) = &a.html {
+        files.push(("--html", p, &HtmlExporter));
+    }
+    files
+}
+
+/// Whether the text report on standard output is coloured.
+fn use_color(when: ColorWhen) -> bool {
+    match when {
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+        }
     }
 }
 
@@ -492,6 +681,10 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
         return Err(anyhow!("--timeout must be a positive number of seconds"));
     }
+    // A report file that cannot be written fails the run before it starts.
+    for (flag, path, _) in report_files(&a) {
+        check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
+    }
     let (trace, trace_path) = match &a.trace {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
@@ -555,8 +748,16 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         checker: &a.checker,
         state_flags: &a.explore.state_flags(),
         all_causes: a.all_causes,
+        promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
-    let exporter: &dyn Exporter = if a.json { &JsonExporter } else { &TextExporter };
+    for (flag, path, exporter) in report_files(&a) {
+        std::fs::write(path, exporter.export(&report, &ctx))
+            .with_context(|| format!("cannot write {flag} {}", path.display()))?;
+    }
+    let text = TextExporter {
+        color: use_color(a.color),
+    };
+    let exporter: &dyn Exporter = if a.json { &JsonExporter } else { &text };
     let mut out = std::io::stdout().lock();
     out.write_all(&exporter.export(&report, &ctx))?;
     out.flush()?;

@@ -1,9 +1,15 @@
-//! The JSON report: the verdict, its exit code, what ran, and the whole
-//! [`RunReport`] under `result`.
+//! The JSON report: the layout's version, the verdict, its exit code, what
+//! ran, and the whole [`RunReport`] under `result`. docs/JSON.md documents
+//! every field.
 
 use blackout_analysis::report::RunReport;
 
 use crate::{ExportContext, Exporter};
+
+/// The version of the JSON report's layout (its top-level `schema`). It
+/// changes when a field is removed, renamed or changes meaning or type; new
+/// fields may appear without a change.
+pub const JSON_SCHEMA: u32 = 1;
 
 /// The JSON report, pretty-printed, with a final newline.
 #[derive(Debug, Clone, Copy, Default)]
@@ -12,6 +18,7 @@ pub struct JsonExporter;
 impl Exporter for JsonExporter {
     fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
         let v = serde_json::json!({
+            "schema": JSON_SCHEMA,
             "verdict": report.verdict.name(),
             "exit_code": report.verdict.exit_code(),
             "trace": cx.trace_path,

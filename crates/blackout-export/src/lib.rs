@@ -2,10 +2,20 @@
 //!
 //! Each output format is one [`Exporter`]: [`text::TextExporter`] for people
 //! (the verdict per model, each cause with its simplest state, the verified
-//! fix, a `reproduce:` line and the coverage statement) and
-//! [`json::JsonExporter`] for machines. An exporter reads only the report
-//! and the [`ExportContext`] (the trace, for op names, and how the run was
-//! invoked); it never explores, checks or analyses.
+//! fix, a `reproduce:` line and the coverage statement),
+//! [`json::JsonExporter`] for machines (its layout is versioned by
+//! [`json::JSON_SCHEMA`]), and three for the places engineers already look:
+//! [`junit::JunitExporter`] for CI test reports, [`markdown::MarkdownExporter`]
+//! for a job summary or a pull-request comment, and [`html::HtmlExporter`],
+//! one self-contained page with the op timeline. An exporter reads only the
+//! report and the [`ExportContext`] (the trace, for op names, and how the
+//! run was invoked); it never explores, checks or analyses.
+//!
+//! The text report holds the wording: the other exporters take each cause's
+//! details from [`text::cause_details`], so a cause reads the same in every
+//! format. What comes from the trace or the checker (paths, promises,
+//! reasons) is hostile input to every format but plain text and JSON: each
+//! exporter escapes it for its own syntax (XML, Markdown, HTML).
 //!
 //! ```
 //! use blackout_export::text::shell_quote;
@@ -15,7 +25,10 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod html;
 pub mod json;
+pub mod junit;
+pub mod markdown;
 pub mod text;
 
 use blackout_analysis::report::RunReport;
@@ -37,6 +50,9 @@ pub struct ExportContext<'a> {
     pub state_flags: &'a str,
     /// Show every cause, not the first [`text::CAUSES_SHOWN`] per model.
     pub all_causes: bool,
+    /// Only lines of output starting with this are promises (`--ack-prefix`):
+    /// where the timeline puts its promise marks.
+    pub promise_prefix: Option<&'a [u8]>,
 }
 
 /// One output format of a run's report.

@@ -3,7 +3,8 @@
 
 use std::fmt::Write as _;
 
-use blackout_analysis::report::{CauseGroup, Checked, FixSet, ModelReport, RunReport};
+use anstyle::{AnsiColor, Style};
+use blackout_analysis::report::{CauseGroup, Checked, FixSet, ModelReport, RunReport, Verdict};
 use blackout_check::outcome::Outcome;
 use blackout_check::shell::ACKED_ENV_BYTES_MAX;
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
@@ -14,14 +15,70 @@ use blackout_oplog::trace::Trace;
 
 use crate::{ExportContext, Exporter};
 
-/// The text report ([`render`]).
+/// The text report ([`render`]); with `color`, verdicts and cause headings
+/// are marked with ANSI colours ([`render_styled`]).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TextExporter;
+pub struct TextExporter {
+    /// Colour the verdict words and cause headings (for a terminal).
+    pub color: bool,
+}
 
 impl Exporter for TextExporter {
     fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
-        render(report, cx).into_bytes()
+        render_styled(report, cx, self.color).into_bytes()
     }
+}
+
+/// How the text report marks words: with ANSI colours, or not at all.
+#[derive(Debug, Clone, Copy)]
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn style(self, style: Style, text: &str) -> String {
+        if self.on {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// A verdict word, in its colour: PASS green, FAIL red, the rest yellow.
+    fn verdict(self, v: Verdict) -> String {
+        let color = match v {
+            Verdict::Pass => AnsiColor::Green,
+            Verdict::Fail => AnsiColor::Red,
+            _ => AnsiColor::Yellow,
+        };
+        self.style(Style::new().bold().fg_color(Some(color.into())), v.name())
+    }
+
+    /// A cause heading (`cause 1 of 2:`).
+    fn heading(self, text: &str) -> String {
+        self.style(Style::new().bold(), text)
+    }
+}
+
+/// The workload as a short name: its program's file name and its
+/// arguments (`save.sh no-dir-fsync`), control characters escaped.
+///
+/// ```
+/// use blackout_export::text::workload_name;
+/// let cmd = ["/opt/x/save.sh".to_string(), "in-place".to_string()];
+/// assert_eq!(workload_name(&cmd), "save.sh in-place");
+/// assert_eq!(workload_name(&[]), "workload");
+/// ```
+pub fn workload_name(command: &[String]) -> String {
+    let Some((program, args)) = command.split_first() else {
+        return "workload".into();
+    };
+    let base = program.rsplit('/').next().unwrap_or(program);
+    std::iter::once(base)
+        .chain(args.iter().map(String::as_str))
+        .map(escape_controls)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Quotes a string for a POSIX shell.
@@ -47,7 +104,8 @@ fn quoted_list(lines: &[String], max: usize) -> String {
     shown.join(", ")
 }
 
-fn crash_text(c: &Checked) -> String {
+/// Where a state crashed and what it lost: `crash after op 4, 1 op lost`.
+pub fn crash_text(c: &Checked) -> String {
     let mut parts = vec![if c.crash == 0 {
         "crash before the first op".to_string()
     } else {
@@ -69,13 +127,40 @@ fn crash_text(c: &Checked) -> String {
     parts.join(", ")
 }
 
+/// What the checker said on the state before the workload.
+pub fn precheck_text(pre: &Checked) -> String {
+    match &pre.outcome {
+        Outcome::Fail { .. } => format!(
+            "the checker rejects the state before the workload, as it must ({})",
+            pre.outcome.describe()
+        ),
+        other => format!(
+            "the checker on the state before the workload: {}",
+            other.describe()
+        ),
+    }
+}
+
+/// What the checker said on the state with every op applied:
+/// `(c5): the checker accepted`.
+pub fn all_applied_text(all: &Checked) -> String {
+    format!("({}): the checker {}", all.id, all.outcome.describe())
+}
+
 /// The coverage statement every run prints.
 pub fn coverage_text(model: Model, cov: &Coverage, cfg: &ExploreConfig) -> String {
     model.crash_model().coverage_text(cov, cfg)
 }
 
-/// The run's result as text.
+/// The run's result as text, without colour.
 pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
+    render_styled(report, ctx, false)
+}
+
+/// The run's result as text; with `color`, the verdict words and cause
+/// headings carry ANSI colours.
+pub fn render_styled(report: &RunReport, ctx: &ExportContext<'_>, color: bool) -> String {
+    let paint = Paint { on: color };
     let trace = ctx.trace;
     let mut out = String::new();
     let _ = writeln!(
@@ -91,28 +176,13 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
         }
     );
     if let Some(pre) = &report.precheck {
-        let line = match &pre.outcome {
-            Outcome::Fail { .. } => format!(
-                "the checker rejects the state before the workload, as it must ({})",
-                pre.outcome.describe()
-            ),
-            other => format!(
-                "the checker on the state before the workload: {}",
-                other.describe()
-            ),
-        };
-        let _ = writeln!(out, "pre-check: {line}");
+        let _ = writeln!(out, "pre-check: {}", precheck_text(pre));
     }
     if let Some(all) = &report.all_applied {
-        let _ = writeln!(
-            out,
-            "nothing lost ({}): the checker {}",
-            all.id,
-            all.outcome.describe()
-        );
+        let _ = writeln!(out, "nothing lost {}", all_applied_text(all));
     }
     for m in &report.models {
-        render_model(&mut out, trace, m, ctx, &report.explore);
+        render_model(&mut out, m, ctx, &report.explore, paint);
     }
     if report.orphans_killed > 0 {
         let n = report.orphans_killed;
@@ -133,7 +203,7 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
     let _ = writeln!(
         out,
         "verdict: {} — {}",
-        report.verdict.name(),
+        paint.verdict(report.verdict),
         escape_controls(&report.reason)
     );
     out
@@ -141,16 +211,17 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
 
 fn render_model(
     out: &mut String,
-    trace: &Trace,
     m: &ModelReport,
     ctx: &ExportContext<'_>,
     explore: &ExploreConfig,
+    paint: Paint,
 ) {
+    let pad = " ".repeat(5usize.saturating_sub(m.verdict.name().len()));
     let _ = writeln!(
         out,
-        "{:<8} {:<5} {} states, {} distinct by content; {}",
+        "{:<8} {}{pad} {} states, {} distinct by content; {}",
         m.model.name(),
-        m.verdict.name(),
+        paint.verdict(m.verdict),
         m.states,
         m.distinct,
         match (m.failing.len(), m.errors.len()) {
@@ -165,7 +236,7 @@ fn render_model(
         m.causes.len().min(CAUSES_SHOWN)
     };
     for (n, g) in m.causes.iter().take(shown).enumerate() {
-        render_cause(out, trace, m, g, n, ctx);
+        render_cause(out, m, g, n, ctx, paint, "  ");
     }
     if m.causes.len() > shown {
         let _ = writeln!(
@@ -194,48 +265,96 @@ fn render_model(
 /// Distinct causes the text report shows per model.
 pub const CAUSES_SHOWN: usize = 10;
 
-fn render_cause(
-    out: &mut String,
+/// What a line of a cause's details says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// The source line that issued the blamed ops (`--stacks`).
+    Source,
+    /// The likely cause, one sentence.
+    Sentence,
+    /// An op (or rename half) the simplest state lost.
+    Lost,
+    /// The write the simplest state tore.
+    Torn,
+    /// The last op before the crash (when nothing was lost or torn).
+    LastOp,
+    /// The latest promise before the crash.
+    Promise,
+    /// What the checker said.
+    Checker,
+    /// Whether the same crash point passes with every op kept.
+    Process,
+    /// The verified fix, or why there is none.
+    Fix,
+    /// The command that writes the state out.
+    Reproduce,
+    /// Other failing states with the same cause.
+    Also,
+}
+
+impl Detail {
+    /// The label the text report puts before it (empty for the sentence).
+    pub fn label(self) -> &'static str {
+        match self {
+            Detail::Source => "source",
+            Detail::Sentence => "",
+            Detail::Lost => "lost",
+            Detail::Torn => "torn",
+            Detail::LastOp => "last op",
+            Detail::Promise => "promise",
+            Detail::Checker => "checker",
+            Detail::Process => "process",
+            Detail::Fix => "fix",
+            Detail::Reproduce => "reproduce",
+            Detail::Also => "also",
+        }
+    }
+}
+
+/// `2 failing states; simplest c5.lost3 (crash after op 4, 1 op lost)`.
+pub fn simplest_text(g: &CauseGroup) -> String {
+    format!(
+        "{} failing state{}; simplest {} ({})",
+        g.states,
+        if g.states == 1 { "" } else { "s" },
+        g.simplest.id,
+        crash_text(&g.simplest)
+    )
+}
+
+/// A cause's details, in the order the text report prints them: what
+/// every exporter says about a cause.
+pub fn cause_details(
     trace: &Trace,
     m: &ModelReport,
     g: &CauseGroup,
-    n: usize,
     ctx: &ExportContext<'_>,
-) {
+) -> Vec<(Detail, String)> {
     let c = &g.simplest;
-    let _ = writeln!(
-        out,
-        "  cause {} of {}: {} failing state{}; simplest {} ({})",
-        n + 1,
-        m.causes.len(),
-        g.states,
-        if g.states == 1 { "" } else { "s" },
-        c.id,
-        crash_text(c)
-    );
+    let mut out = Vec::new();
     if let Some(src) = &g.source {
-        let _ = writeln!(
-            out,
-            "    source:    {src} (every op it issued with this cause)"
-        );
+        out.push((
+            Detail::Source,
+            format!("{src} (every op it issued with this cause)"),
+        ));
     }
-    let _ = writeln!(out, "    {}", g.cause.sentence);
+    out.push((Detail::Sentence, g.cause.sentence.clone()));
     for u in &c.lost {
-        let _ = writeln!(out, "    lost:      {}", describe_unit(trace, *u));
+        out.push((Detail::Lost, describe_unit(trace, *u)));
     }
     if let Some((op, _)) = c.torn {
         let unit = Unit {
             op,
             part: Part::Whole,
         };
-        let _ = writeln!(out, "    torn:      {}", describe_unit(trace, unit));
+        out.push((Detail::Torn, describe_unit(trace, unit)));
     }
     if c.lost.is_empty() && c.torn.is_none() && c.crash > 0 {
         let unit = Unit {
             op: c.crash - 1,
             part: Part::Whole,
         };
-        let _ = writeln!(out, "    last op:   {}", describe_unit(trace, unit));
+        out.push((Detail::LastOp, describe_unit(trace, unit)));
     }
     let promise = match &g.latest_promise {
         Some(p) => format!(
@@ -245,37 +364,76 @@ fn render_cause(
         ),
         None => "nothing yet".into(),
     };
-    let _ = writeln!(out, "    promise:   {promise}");
-    let _ = writeln!(out, "    checker:   {}", c.outcome.describe());
+    out.push((Detail::Promise, promise));
+    out.push((Detail::Checker, c.outcome.describe()));
     if m.model != Model::Process && !c.lost.is_empty() && c.torn.is_none() {
         let line = match g.process_passes {
             Some(true) => "the same crash point passes with every op kept: the ops reached the file system and no further; what is missing is a sync, not a write",
             Some(false) => "the same crash point fails even with every op kept",
             None => "the same crash point with every op kept was not checked",
         };
-        let _ = writeln!(out, "    process:   {line}");
+        out.push((Detail::Process, line.to_string()));
     }
-    let fix = fix_text(g, m.model);
-    let _ = writeln!(out, "    fix:       {fix}");
-    let _ = writeln!(out, "    reproduce: {}", reproduce(ctx, &c.id));
+    out.push((Detail::Fix, fix_text(g, m.model)));
+    out.push((Detail::Reproduce, reproduce(ctx, &c.id)));
     if g.ids.len() > 1 {
         let others: Vec<&str> = g.ids[1..].iter().take(5).map(String::as_str).collect();
         let more = g.ids.len() - 1 - others.len();
-        let _ = writeln!(
-            out,
-            "    also:      {}{}",
-            others.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
+        out.push((
+            Detail::Also,
+            format!(
+                "{}{}",
+                others.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
+    out
+}
+
+fn render_cause(
+    out: &mut String,
+    m: &ModelReport,
+    g: &CauseGroup,
+    n: usize,
+    ctx: &ExportContext<'_>,
+    paint: Paint,
+    indent: &str,
+) {
+    let heading = format!("cause {} of {}:", n + 1, m.causes.len());
+    let _ = writeln!(
+        out,
+        "{indent}{} {}",
+        paint.heading(&heading),
+        simplest_text(g)
+    );
+    for (detail, text) in cause_details(ctx.trace, m, g, ctx) {
+        match detail {
+            Detail::Sentence => {
+                let _ = writeln!(out, "{indent}  {text}");
             }
-        );
+            other => {
+                let label = format!("{}:", other.label());
+                let _ = writeln!(out, "{indent}  {label:<10} {text}");
+            }
+        }
     }
 }
 
+/// Cause `n` of a model as the text report prints it (its heading, then
+/// its details indented by two spaces), without colour.
+pub fn cause_text(m: &ModelReport, g: &CauseGroup, n: usize, ctx: &ExportContext<'_>) -> String {
+    let mut out = String::new();
+    render_cause(&mut out, m, g, n, ctx, Paint { on: false }, "");
+    out
+}
+
 /// The `fix:` line of a cause: the verified fix, or why there is none.
-fn fix_text(g: &CauseGroup, model: Model) -> String {
+pub fn fix_text(g: &CauseGroup, model: Model) -> String {
     match (&g.fix, g.fixes.first()) {
         (Some(f), _) if f.passes => format!(
             "adding {} makes all {} states pass under {}",
@@ -311,7 +469,7 @@ fn fix_text(g: &CauseGroup, model: Model) -> String {
 }
 
 /// The line for the syncs that together fix every cause.
-fn fix_set_text(set: &FixSet, model: Model) -> String {
+pub fn fix_set_text(set: &FixSet, model: Model) -> String {
     match set {
         FixSet::Found { check, minimal } => format!(
             "fix for every cause: adding {} makes all {} states pass under {}{}",
@@ -340,6 +498,18 @@ fn fix_set_text(set: &FixSet, model: Model) -> String {
 
 /// The `reproduce:` line for a state.
 pub fn reproduce(ctx: &ExportContext<'_>, id: &str) -> String {
+    match ctx.trace_path {
+        Some(_) => reproduce_command(ctx, id),
+        None => format!(
+            "record with -o run.trace, then: {}",
+            reproduce_command(ctx, id)
+        ),
+    }
+}
+
+/// The command that writes a state out: `blackout state TRACE ID DIR ...`
+/// (`run.trace` standing for the trace when the run did not save one).
+pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
     let tail = format!(
         "{id} state-{id}{} --checker {}",
         ctx.state_flags,
@@ -351,7 +521,7 @@ pub fn reproduce(ctx: &ExportContext<'_>, id: &str) -> String {
             shell_quote(t),
             ctx.trace_id
         ),
-        None => format!("record with -o run.trace, then: blackout state run.trace {tail}"),
+        None => format!("blackout state run.trace {tail}"),
     }
 }
 

@@ -138,6 +138,12 @@ impl Outputs {
         self.promise_iter(k).map(|p| p.line.as_slice()).collect()
     }
 
+    /// Every promise the workload made, in order, with the op that
+    /// completed it (for an unterminated last line, the last output op).
+    pub fn each_promise(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.promises.iter().map(|p| (p.op, p.line.as_slice()))
+    }
+
     /// All promises the workload made.
     pub fn all_promises(&self) -> Vec<&[u8]> {
         self.promises_at(self.upto.len() - 1)

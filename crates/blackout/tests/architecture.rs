@@ -81,7 +81,10 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     ("blackout-check", &["outcome", "slot", "shell", "pool"]),
     ("blackout-analysis", &["explain", "report", "group"]),
-    ("blackout-export", &["text", "json"]),
+    (
+        "blackout-export",
+        &["text", "json", "junit", "markdown", "html"],
+    ),
     ("blackout", &["run"]),
     ("blackout-cli", &["main"]),
 ];

@@ -27,6 +27,7 @@ fn report(bug: &str) -> String {
         checker: &checker,
         state_flags: "",
         all_causes: false,
+        promise_prefix: None,
     };
     render(&report, &ctx).replace(kvstore, "kvstore")
 }

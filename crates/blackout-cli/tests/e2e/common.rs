@@ -137,6 +137,32 @@ pub fn compile(s: &Scratch, name: &str, src: &str) -> PathBuf {
     bin
 }
 
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Whether `tool` is installed. Under CI (`CI` set) a missing tool fails
+/// the test, since .ci/run installs it; elsewhere the test says what it
+/// did not check, and the caller skips that part.
+pub fn have_tool(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{tool} is not installed, and CI must run this test (.ci/run installs it)"
+        );
+        eprintln!("note: {tool} is not installed; this part of the test is skipped (CI runs it)");
+    }
+    found
+}
+
 /// The bundled save example's directory.
 pub fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

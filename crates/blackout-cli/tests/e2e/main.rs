@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod engines;
 mod explain;
+mod exporters;
 mod reports;
 mod run;
 mod sqlite_matrix;

@@ -6,16 +6,7 @@
 //! record`), so the reports do not depend on this machine's shell or loader;
 //! the checker's absolute path is shown as `<repo>`.
 
-use std::path::{Path, PathBuf};
-
-use crate::common::{text, Scratch};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use crate::common::{repo, text, Scratch};
 
 /// `blackout ARGS` run from the repository root, its stdout with the root
 /// shown as `<repo>`, and its exit code.
