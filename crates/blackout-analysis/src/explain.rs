@@ -14,7 +14,9 @@
 //! - reliance on `sync_file_range` or on an fsync that failed;
 //! - a write torn while a later write to the same file reached the disk;
 //! - a torn last write that recovery does not tolerate;
-//! - an update that is not atomic (the state fails with nothing lost).
+//! - an update that is not atomic: the state fails with nothing lost, or
+//!   it lost or tore an op after which the program itself passed through a
+//!   rejected state (with nothing promised since).
 //!
 //! Each cause but the last two names a sync to insert after an op; fix
 //! verification (grouping, later in this crate) re-explores with it. A
@@ -61,6 +63,30 @@ pub enum CauseKind {
     TornTail,
     /// The state fails with nothing lost or torn: the update is not atomic.
     NotAtomic,
+    /// A file or directory that nothing in the run ever syncs: its ops can
+    /// be lost, torn or reach the disk out of order, and its failing states
+    /// have several of the kinds above (a cause of one file, said once).
+    NeverSynced,
+}
+
+impl CauseKind {
+    /// The kind as JSON names it: `entry_not_synced`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CauseKind::EntryNotSynced => "entry_not_synced",
+            CauseKind::DataNotSyncedBeforeRename => "data_not_synced_before_rename",
+            CauseKind::DataNotSynced => "data_not_synced",
+            CauseKind::UnorderedWrites => "unordered_writes",
+            CauseKind::PromiseBeforeSync => "promise_before_sync",
+            CauseKind::CrossDirectoryRenameHalfSynced => "cross_directory_rename_half_synced",
+            CauseKind::SyncFileRangeOnly => "sync_file_range_only",
+            CauseKind::FailedSync => "failed_sync",
+            CauseKind::TornWriteUnordered => "torn_write_unordered",
+            CauseKind::TornTail => "torn_tail",
+            CauseKind::NotAtomic => "not_atomic",
+            CauseKind::NeverSynced => "never_synced",
+        }
+    }
 }
 
 /// A sync to insert: `fsync(ino)` right after op `after`.
@@ -188,7 +214,7 @@ impl<'a> Context<'a> {
 }
 
 /// The inode an op acts on (a data op's file, an entry op's inode).
-fn op_inode(kind: &OpKind) -> Option<Ino> {
+pub(crate) fn op_inode(kind: &OpKind) -> Option<Ino> {
     match kind {
         OpKind::Write { ino, .. }
         | OpKind::Truncate { ino, .. }
@@ -213,12 +239,45 @@ pub fn explain(
     fails: &mut dyn FnMut(&StateDesc) -> bool,
 ) -> Cause {
     let k = desc.crash;
-    if let (Some((op, tear)), true) = (desc.torn, desc.lost.is_empty()) {
-        return torn(cx, desc, op, tear);
+    let plain = |c: usize| StateDesc {
+        crash: c,
+        lost: Vec::new(),
+        torn: None,
+    };
+    let cause = if let (Some((op, tear)), true) = (desc.torn, desc.lost.is_empty()) {
+        torn(cx, desc, op, tear)
+    } else if desc.lost.is_empty() {
+        return not_atomic(cx, k, None);
+    } else {
+        blame_lost(cx, desc, fails)
+    };
+    // The program itself passes through a rejected state between the
+    // blamed op and the crash, and nothing was promised after the op:
+    // losing or tearing it is one more state of an update that is not
+    // atomic, which no sync can fix. (A loss that breaks a later promise
+    // keeps its own cause: it is the more serious one.)
+    let i = cause.blamed.op;
+    if cx
+        .outputs
+        .latest_promise_before(k)
+        .is_some_and(|(p, _)| p > i)
+    {
+        return cause;
     }
-    if desc.lost.is_empty() {
-        return not_atomic(cx, k);
+    match (i..=k).find(|&c| fails(&plain(c))) {
+        Some(c) => not_atomic(cx, c, Some(cause.blamed)),
+        None => cause,
     }
+}
+
+/// The cause of a state that lost some units: a unit whose loss alone
+/// already fails is blamed (and explained in that state), else the latest.
+fn blame_lost(
+    cx: &Context<'_>,
+    desc: &StateDesc,
+    fails: &mut dyn FnMut(&StateDesc) -> bool,
+) -> Cause {
+    let k = desc.crash;
     // Blame a unit whose loss alone fails (and explain that state); else
     // the latest.
     let alone = |u: Unit| StateDesc {
@@ -371,7 +430,10 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
     }
 }
 
-fn not_atomic(cx: &Context<'_>, k: usize) -> Cause {
+/// A crash at `k` fails with every op kept. With `blamed`, the state
+/// explained lost or tore that unit, and the plain crash at `k` is the
+/// first rejected one after it.
+fn not_atomic(cx: &Context<'_>, k: usize, blamed: Option<Unit>) -> Cause {
     let last = k.saturating_sub(1);
     let shown = cx.n(last);
     let what = match cx.ops().get(last) {
@@ -382,24 +444,54 @@ fn not_atomic(cx: &Context<'_>, k: usize) -> Cause {
         ),
         _ => String::new(),
     };
-    let unit = Unit {
+    let crash = if k == 0 {
+        "a crash before the first op".to_string()
+    } else {
+        format!("a crash right after op {shown}{what}")
+    };
+    let unit = blamed.unwrap_or(Unit {
         op: last,
         part: Part::Whole,
-    };
-    let op = if k == 0 {
+    });
+    let op = if k == 0 && blamed.is_none() {
         "no op".to_string()
     } else {
         cx.describe(unit)
+    };
+    let also = match blamed {
+        Some(_) => format!(
+            "; this state, which lost or tore {op} before that crash point, is one more state of the same update"
+        ),
+        None => String::new(),
     };
     Cause {
         kind: CauseKind::NotAtomic,
         blamed: unit,
         sentence: format!(
-            "a crash right after op {shown}{what} fails with every op kept: the program itself passes through a state its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead)"
+            "{crash} fails with every op kept: the program itself passes through a state its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead){also}"
         ),
         op,
         fix: None,
     }
+}
+
+/// The sentence of a window of non-atomic crash points: every crash from
+/// right after op `a` to right after op `b` fails with every op kept.
+pub fn not_atomic_window(cx: &Context<'_>, a: usize, b: usize) -> String {
+    let name = |i: usize| {
+        let op = &cx.ops()[i];
+        format!(
+            "op {} ({} of {})",
+            cx.n(i),
+            op.kind.label(|x| cx.trace.kind(x)),
+            cx.trace.show_path(&op.path)
+        )
+    };
+    format!(
+        "a crash anywhere from right after {} to right after {} fails with every op kept: the program itself passes through states its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead)",
+        name(a),
+        name(b)
+    )
 }
 
 /// What explaining the loss of one unit needs, computed once.
@@ -753,7 +845,10 @@ mod tests {
     fn cause(t: &Trace, id: &str) -> Cause {
         let outputs = Outputs::new(t, None);
         let cx = Context::new(t, &outputs);
-        explain(&cx, &StateDesc::parse(id).unwrap(), &mut |_| true)
+        // Every loss alone fails; every crash point passes with nothing lost.
+        explain(&cx, &StateDesc::parse(id).unwrap(), &mut |d| {
+            !d.lost.is_empty() || d.torn.is_some()
+        })
     }
 
     const NEW: &str = "1 openat(AT_FDCWD, \"\\x6e\", O_WRONLY|O_CREAT, 0644) = 3\n\
@@ -799,6 +894,38 @@ mod tests {
         let c = cause(&t, "c4.lost1");
         assert_eq!(c.kind, CauseKind::DataNotSyncedBeforeRename);
         assert_eq!(c.fix.unwrap().after, 1);
+    }
+
+    #[test]
+    fn a_loss_inside_an_update_that_is_not_atomic_is_not_atomic_unless_promised_after() {
+        // Two writes to n; the state right after the first fails with every
+        // op kept (the program passes through a rejected state).
+        let two = format!("{NEW}1 write(3, \"\\x68\\x69\", 2) = 2\n");
+        let rejects_c2 = |d: &StateDesc| d.damage() > 0 || d.crash == 2;
+        let t = trace(&two);
+        let outputs = Outputs::new(&t, None);
+        let cx = Context::new(&t, &outputs);
+        let c = explain(&cx, &StateDesc::parse("c3.lost1").unwrap(), &mut |d| {
+            rejects_c2(d)
+        });
+        assert_eq!(c.kind, CauseKind::NotAtomic, "{}", c.sentence);
+        assert_eq!(c.blamed.op, 1);
+        assert!(
+            c.sentence
+                .starts_with("a crash right after op 1 (write of n) fails with every op kept")
+                && c.sentence.contains("is one more state of the same update"),
+            "{}",
+            c.sentence
+        );
+        // A promise after the lost write: losing it breaks the promise, and
+        // that is its cause.
+        let t = trace(&format!("{two}1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"));
+        let outputs = Outputs::new(&t, None);
+        let cx = Context::new(&t, &outputs);
+        let c = explain(&cx, &StateDesc::parse("c4.lost1").unwrap(), &mut |d| {
+            rejects_c2(d)
+        });
+        assert_eq!(c.kind, CauseKind::UnorderedWrites, "{}", c.sentence);
     }
 
     #[test]

@@ -9,8 +9,13 @@ use blackout_explore::enumerate::{ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
 use blackout_oplog::promises::Outputs;
 
-use crate::explain::{self, SyncFix};
-use crate::report::{CauseGroup, Checked, FixCheck, FixSet, ModelReport, Verdict};
+use std::collections::HashSet;
+
+use blackout_oplog::ops::{Ino, OpKind};
+use blackout_oplog::trace::Trace;
+
+use crate::explain::{self, CauseKind, SyncFix};
+use crate::report::{CauseGroup, Checked, FixCheck, FixSet, ModelReport, Verdict, Window};
 use crate::RunError;
 
 /// What analysing a run needs: the pool that checked it (to check the states
@@ -91,72 +96,7 @@ pub fn model_report(
     } else {
         Verdict::Pass
     };
-    let cx = explain::Context::new(s.pool.trace, s.pool.outputs);
-    let mut groups: Vec<CauseGroup> = Vec::new();
-    for c in &failing {
-        let desc = c.desc();
-        let cause = explain::explain(&cx, &desc, &mut |d| {
-            cache.get(&s.pool.key(d)).is_some_and(Outcome::is_fail)
-        });
-        // One cause per kind and place: the source line that issued the
-        // blamed op when it is known (--stacks), else the op itself.
-        let source = s.pool.trace.ops[cause.blamed.op]
-            .origin
-            .as_ref()
-            .and_then(|o| Some(format!("{}:{}", o.file.as_deref()?, o.line?)));
-        let same = |g: &CauseGroup| {
-            g.cause.kind == cause.kind
-                && match (&source, &g.source) {
-                    (Some(a), Some(b)) => a == b,
-                    (None, None) => g.cause.blamed == cause.blamed,
-                    _ => false,
-                }
-        };
-        match groups.iter_mut().find(|g| same(g)) {
-            Some(g) => {
-                g.states += 1;
-                g.ids.push(c.id.clone());
-                // A source line's fix covers every op it issued; otherwise
-                // the simplest state's fix is the one verified.
-                if let (Some(f), Some(_)) = (&cause.fix, &g.source) {
-                    if !g.fixes.contains(f) {
-                        g.fixes.push(f.clone());
-                    }
-                }
-            }
-            None => {
-                let nothing_lost = StateDesc {
-                    crash: c.crash,
-                    lost: Vec::new(),
-                    torn: None,
-                };
-                let process_passes = if desc.damage() == 0 {
-                    Some(false)
-                } else {
-                    cache
-                        .get(&s.pool.key(&nothing_lost))
-                        .map(|o| *o == Outcome::Pass)
-                };
-                groups.push(CauseGroup {
-                    latest_promise: s
-                        .pool
-                        .outputs
-                        .latest_promise_before(c.crash)
-                        .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
-                    fixes: cause.fix.iter().cloned().collect(),
-                    cause,
-                    source,
-                    states: 1,
-                    ids: vec![c.id.clone()],
-                    simplest: c.clone(),
-                    process_passes,
-                    fix: None,
-                });
-            }
-        }
-    }
-    merge_torn_into_lost(&mut groups);
-    order_by_what_breaks(s, &mut groups);
+    let mut groups = group_causes(s, &failing, cache);
     // Verify each distinct fix once, in the order of the causes (most
     // serious first, so a small budget goes to them). A cause
     // found at one source line is fixed at every op that line issued.
@@ -192,21 +132,249 @@ pub fn model_report(
     })
 }
 
-/// What a cause breaks, most serious first: a promise lost (its blamed op
-/// came before the latest promise), damage after a promise to something
-/// not yet promised, a failure before anything was promised.
-fn breaks(s: &Analysis<'_>, g: &CauseGroup) -> u8 {
-    match s.pool.outputs.latest_promise_before(g.simplest.crash) {
-        Some((p, _)) if g.cause.blamed.op < p => 0,
+/// Where a cause is: the source line that issued its blamed ops when it is
+/// known; a file or directory nothing in the run syncs (all its failures
+/// are one cause, whatever their kinds); else the path (its fix's, or the
+/// blamed op's) and the syscall. A non-atomic update is one place per path
+/// whatever the syscalls that pass through it.
+#[derive(PartialEq, Eq)]
+enum Place {
+    Source(String),
+    NeverSynced(String),
+    At {
+        path: String,
+        syscall: Option<&'static str>,
+    },
+}
+
+/// The inodes some sync of the run covers (fsync, fdatasync, a write
+/// through an `O_SYNC` or `O_DSYNC` descriptor); `all` after a `sync()`.
+struct Synced {
+    all: bool,
+    inos: HashSet<Ino>,
+}
+
+impl Synced {
+    fn of(trace: &Trace) -> Synced {
+        let mut synced = Synced {
+            all: false,
+            inos: HashSet::new(),
+        };
+        for op in &trace.ops {
+            match &op.kind {
+                OpKind::Fsync { ino, .. } | OpKind::Fdatasync { ino, .. } => {
+                    synced.inos.insert(*ino);
+                }
+                OpKind::Sync { .. } => synced.all = true,
+                _ => {}
+            }
+        }
+        synced
+    }
+
+    fn never(&self, ino: Option<Ino>) -> bool {
+        !self.all && ino.is_some_and(|i| !self.inos.contains(&i))
+    }
+}
+
+/// The kinds a file or directory that is never synced can show, all one
+/// cause of that file.
+fn unsynced_kind(kind: CauseKind) -> bool {
+    matches!(
+        kind,
+        CauseKind::DataNotSynced
+            | CauseKind::DataNotSyncedBeforeRename
+            | CauseKind::UnorderedWrites
+            | CauseKind::TornWriteUnordered
+            | CauseKind::TornTail
+            | CauseKind::EntryNotSynced
+    )
+}
+
+fn place_of(
+    s: &Analysis<'_>,
+    synced: &Synced,
+    cause: &explain::Cause,
+    source: &Option<String>,
+) -> (Place, String) {
+    let trace = s.pool.trace;
+    let op = &trace.ops[cause.blamed.op];
+    let (ino, path) = match (&cause.fix, cause.kind) {
+        (Some(f), _) => (Some(f.ino), f.path.clone()),
+        (None, _) => (explain::op_inode(&op.kind), trace.show_path(&op.path)),
+    };
+    let place = if let Some(src) = source {
+        Place::Source(src.clone())
+    } else if unsynced_kind(cause.kind) && synced.never(ino) {
+        Place::NeverSynced(path.clone())
+    } else {
+        Place::At {
+            path: path.clone(),
+            syscall: (cause.kind != CauseKind::NotAtomic).then(|| op.kind.label(|x| trace.kind(x))),
+        }
+    };
+    (place, path)
+}
+
+/// The sentence of a cause of a file nothing syncs, whose states show
+/// several kinds.
+fn never_synced_sentence(path: &str, kinds: &[(CauseKind, usize)], simplest: &str) -> String {
+    let mut kinds = kinds.to_vec();
+    kinds.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let list: Vec<String> = kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {}", k.name()))
+        .collect();
+    format!(
+        "nothing in the run ever fsyncs {path}: its ops can be lost, torn or reach the disk out of order, and its failing states are of several kinds ({}); the simplest: {simplest}",
+        list.join(", ")
+    )
+}
+
+/// What a failing state breaks, most serious first: a promise lost (the
+/// blamed op came before the latest promise), damage after a promise to
+/// something not yet promised, a failure before anything was promised.
+fn breaks(s: &Analysis<'_>, crash: usize, blamed: usize) -> u8 {
+    match s.pool.outputs.latest_promise_before(crash) {
+        Some((p, _)) if blamed < p => 0,
         Some(_) => 1,
         None => 2,
     }
 }
 
-/// Orders causes by what they break, keeping simplest-first within each
-/// rank (the sort is stable).
-fn order_by_what_breaks(s: &Analysis<'_>, groups: &mut [CauseGroup]) {
-    groups.sort_by_key(|g| breaks(s, g));
+/// One group in the making: the group, its place, the kinds of its states
+/// (with how many of each), what the most serious of its states breaks
+/// (and what its simplest state breaks), and the ops blamed in its states
+/// that failed with nothing lost.
+struct Building {
+    group: CauseGroup,
+    place: Place,
+    kinds: Vec<(CauseKind, usize)>,
+    breaks: u8,
+    simplest_breaks: u8,
+    plain_ops: Option<(usize, usize)>,
+}
+
+impl Building {
+    /// One more failing state `c`, explained as `cause`, breaking `rank`;
+    /// `plain_op` is its blamed op when it failed with nothing lost.
+    fn add(&mut self, c: &Checked, cause: &explain::Cause, rank: u8, plain_op: Option<usize>) {
+        match self.kinds.iter_mut().find(|(k, _)| *k == cause.kind) {
+            Some((_, n)) => *n += 1,
+            None => self.kinds.push((cause.kind, 1)),
+        }
+        let g = &mut self.group;
+        g.states += 1;
+        g.ids.push(c.id.clone());
+        g.window.extend(c.crash, cause.blamed.op);
+        if let Some(f) = &cause.fix {
+            if !g.fixes.contains(f) {
+                g.fixes.push(f.clone());
+            }
+        }
+        self.breaks = self.breaks.min(rank);
+        if let Some(o) = plain_op {
+            self.plain_ops = Some(self.plain_ops.map_or((o, o), |(a, z)| (a.min(o), z.max(o))));
+        }
+    }
+}
+
+/// Failing states (simplest first) grouped into causes: one per kind and
+/// place, over the window of crash points and ops where it bites, most
+/// serious first (what it breaks), then in the order of their simplest
+/// states.
+fn group_causes(s: &Analysis<'_>, failing: &[Checked], cache: &mut Cache) -> Vec<CauseGroup> {
+    let cx = explain::Context::new(s.pool.trace, s.pool.outputs);
+    // Whether each crash point fails with nothing lost, asked once each.
+    let mut plain: Vec<Option<bool>> = vec![None; s.pool.trace.ops.len() + 1];
+    let mut fails = |d: &StateDesc| {
+        let known = |d: &StateDesc| cache.get(&s.pool.key(d)).is_some_and(Outcome::is_fail);
+        if !d.lost.is_empty() || d.torn.is_some() {
+            return known(d);
+        }
+        match plain.get(d.crash).copied().flatten() {
+            Some(f) => f,
+            None => {
+                let f = known(d);
+                if let Some(p) = plain.get_mut(d.crash) {
+                    *p = Some(f);
+                }
+                f
+            }
+        }
+    };
+    let synced = Synced::of(s.pool.trace);
+    let mut groups: Vec<Building> = Vec::new();
+    for c in failing {
+        let desc = c.desc();
+        let cause = explain::explain(&cx, &desc, &mut fails);
+        let source = s.pool.trace.ops[cause.blamed.op]
+            .origin
+            .as_ref()
+            .and_then(|o| Some(format!("{}:{}", o.file.as_deref()?, o.line?)));
+        let (place, path) = place_of(s, &synced, &cause, &source);
+        let op = cause.blamed.op;
+        let rank = breaks(s, c.crash, op);
+        let plain_op =
+            (desc.damage() == 0 && cause.kind == explain::CauseKind::NotAtomic).then_some(op);
+        let same_kind = |b: &Building| {
+            matches!(b.place, Place::NeverSynced(_)) || b.group.cause.kind == cause.kind
+        };
+        if let Some(b) = groups.iter_mut().find(|b| b.place == place && same_kind(b)) {
+            b.add(c, &cause, rank, plain_op);
+            continue;
+        }
+        let nothing_lost = StateDesc {
+            crash: c.crash,
+            lost: Vec::new(),
+            torn: None,
+        };
+        let process_passes = if desc.damage() == 0 {
+            Some(false)
+        } else {
+            cache
+                .get(&s.pool.key(&nothing_lost))
+                .map(|o| *o == Outcome::Pass)
+        };
+        groups.push(Building {
+            group: CauseGroup {
+                latest_promise: s
+                    .pool
+                    .outputs
+                    .latest_promise_before(c.crash)
+                    .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
+                fixes: cause.fix.iter().cloned().collect(),
+                window: Window::at(c.crash, op, path),
+                cause: cause.clone(),
+                source,
+                states: 1,
+                ids: vec![c.id.clone()],
+                simplest: c.clone(),
+                process_passes,
+                fix: None,
+            },
+            place,
+            kinds: vec![(cause.kind, 1)],
+            breaks: rank,
+            simplest_breaks: rank,
+            plain_ops: plain_op.map(|o| (o, o)),
+        });
+    }
+    for b in &mut groups {
+        if let Some((a, z)) = b.plain_ops.filter(|(a, z)| a < z) {
+            b.group.cause.sentence = explain::not_atomic_window(&cx, a, z);
+        }
+        if let (Place::NeverSynced(path), true) = (&b.place, b.kinds.len() > 1) {
+            let c = &mut b.group.cause;
+            c.sentence = never_synced_sentence(path, &b.kinds, &c.sentence);
+            c.kind = CauseKind::NeverSynced;
+        }
+    }
+    merge_torn_into_lost(&mut groups);
+    // Most serious first (what its worst state breaks, then what its
+    // simplest state breaks); the sort is stable, so simplest first within.
+    groups.sort_by_key(|b| (b.breaks, b.simplest_breaks));
+    groups.into_iter().map(|b| b.group).collect()
 }
 
 /// Verifications one fix-set search may make.
@@ -214,7 +382,7 @@ pub const FIX_SET_VERIFICATIONS_MAX: usize = 8;
 
 /// When no cause's own fix makes every state pass, the smallest set of the
 /// proposed syncs found that does: all of them verified together, then each
-/// dropped in turn while the rest still pass (at most
+/// cause's syncs dropped in turn while the rest still pass (at most
 /// [`FIX_SET_VERIFICATIONS_MAX`] re-explorations, and no more than
 /// `--verify-fixes`). `None` when one cause's fix already passes, when a
 /// cause no sync can fix says so itself, or when the set is one cause's
@@ -236,13 +404,26 @@ fn fix_set(
     if groups.iter().any(|g| g.fixes.is_empty()) {
         return Ok(None);
     }
-    let mut set: Vec<SyncFix> = Vec::new();
-    for f in groups.iter().flat_map(|g| g.fixes.iter()) {
-        if !set.contains(f) {
-            set.push(f.clone());
+    // Each cause's syncs are one unit: kept or dropped together.
+    let mut units: Vec<Vec<SyncFix>> = Vec::new();
+    for g in groups {
+        let mut u = g.fixes.clone();
+        u.sort_by_key(|f| (f.after, f.ino));
+        if !units.contains(&u) {
+            units.push(u);
         }
     }
-    set.sort_by_key(|f| (f.after, f.ino));
+    let union = |units: &[Vec<SyncFix>]| {
+        let mut set: Vec<SyncFix> = Vec::new();
+        for f in units.iter().flatten() {
+            if !set.iter().any(|g| (g.after, g.ino) == (f.after, f.ino)) {
+                set.push(f.clone());
+            }
+        }
+        set.sort_by_key(|f| (f.after, f.ino));
+        set
+    };
+    let set = union(&units);
     // Already verified as one cause's fix (and not enough).
     if groups
         .iter()
@@ -258,20 +439,20 @@ fn fix_set(
     };
     budget -= 1;
     let mut i = 0;
-    while i < set.len() && set.len() > 1 && budget > 0 {
-        let mut fewer = set.clone();
+    while i < units.len() && units.len() > 1 && budget > 0 {
+        let mut fewer = units.clone();
         fewer.remove(i);
         budget -= 1;
-        match verify_fix(s, model, &fewer, None, cache)? {
+        match verify_fix(s, model, &union(&fewer), None, cache)? {
             Some(check) if check.passes => {
-                set = fewer;
+                units = fewer;
                 best = check;
             }
             _ => i += 1,
         }
     }
     Ok(Some(FixSet::Found {
-        minimal: i >= set.len() || set.len() == 1,
+        minimal: i >= units.len() || units.len() == 1,
         check: best,
     }))
 }
@@ -284,35 +465,88 @@ fn is_torn(kind: explain::CauseKind) -> bool {
     )
 }
 
-/// A torn write whose loss is also a cause, where the same sync is the fix
-/// of both, is one cause: the missing sync. Its states join that group.
-fn merge_torn_into_lost(groups: &mut Vec<CauseGroup>) {
+/// A torn write whose loss is also a cause, where the syncs that fix the
+/// loss also fix the tear, is one cause: the missing sync. Its states join
+/// that group.
+fn merge_torn_into_lost(groups: &mut Vec<Building>) {
     let mut i = 0;
     while i < groups.len() {
-        let g = &groups[i];
+        let g = &groups[i].group;
         let same = (is_torn(g.cause.kind) && !g.fixes.is_empty())
             .then(|| {
                 groups.iter().position(|h| {
-                    !is_torn(h.cause.kind)
-                        && h.cause.blamed.op == g.cause.blamed.op
-                        && h.fixes == g.fixes
+                    !is_torn(h.group.cause.kind)
+                        && h.group.cause.fix.is_some()
+                        && g.fixes.iter().all(|f| h.group.fixes.contains(f))
                 })
             })
             .flatten();
         match same {
             Some(j) => {
-                let g = groups.remove(i);
+                let b = groups.remove(i);
                 let j = if j > i { j - 1 } else { j };
+                let h = &mut groups[j];
+                let g = b.group;
                 let torn = &g.simplest.id;
-                groups[j].cause.sentence.push_str(&format!(
+                h.group.cause.sentence.push_str(&format!(
                     "; torn instead of lost ({torn}), it is rejected too"
                 ));
-                groups[j].states += g.states;
-                groups[j].ids.extend(g.ids);
+                h.group.states += g.states;
+                h.group.ids.extend(g.ids);
+                let w = &g.window;
+                h.group.window.extend(w.crash_first, w.op_first);
+                h.group.window.extend(w.crash_last, w.op_last);
+                h.breaks = h.breaks.min(b.breaks);
             }
             None => i += 1,
         }
     }
+}
+
+/// Several syncs in few words, by file: `fsync(db) after ops 3, 7 and
+/// before op 12, and fsync(.) after op 5 (log lines 140-162)`.
+pub fn describe_syncs(trace: &blackout_oplog::trace::Trace, fixes: &[SyncFix]) -> String {
+    let mut paths: Vec<&str> = Vec::new();
+    for f in fixes {
+        if !paths.contains(&f.path.as_str()) {
+            paths.push(&f.path);
+        }
+    }
+    let ops = |what: &str, mut ns: Vec<usize>| match ns.len() {
+        0 => None,
+        1 => Some(format!("{what} op {}", ns[0])),
+        _ => {
+            ns.sort_unstable();
+            ns.dedup();
+            let list: Vec<String> = ns.iter().map(usize::to_string).collect();
+            Some(format!("{what} ops {}", list.join(", ")))
+        }
+    };
+    let parts: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            let of = || fixes.iter().filter(move |f| f.path == *p);
+            let after = ops(
+                "after",
+                of().filter(|f| f.before.is_none())
+                    .map(|f| f.after)
+                    .collect(),
+            );
+            let before = ops("before", of().filter_map(|f| f.before).collect());
+            let places: Vec<String> = after.into_iter().chain(before).collect();
+            format!("fsync({p}) {}", places.join(" and "))
+        })
+        .collect();
+    let lines = fixes
+        .iter()
+        .map(|f| trace.ops[f.before.unwrap_or(f.after)].line);
+    let (lo, hi) = (lines.clone().min().unwrap_or(0), lines.max().unwrap_or(0));
+    let at = if lo == hi {
+        format!("log line {lo}")
+    } else {
+        format!("log lines {lo}-{hi}")
+    };
+    format!("{} fsyncs: {} ({at})", fixes.len(), parts.join(", and "))
 }
 
 /// Re-explores the trace with the added syncs under `model` and checks
@@ -362,19 +596,12 @@ pub fn verify_fix(
             a.describe(s.pool.trace),
             b.describe(s.pool.trace)
         ),
-        (many, Some(src)) => format!(
+        (many, Some(src)) if many.iter().all(|f| f.ino == many[0].ino) => format!(
             "fsync({}) after each of the {} ops issued at {src}",
             many[0].path,
             many.len()
         ),
-        (many, None) => format!(
-            "{} fsyncs ({})",
-            many.len(),
-            many.iter()
-                .map(|f| f.describe(s.pool.trace))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        (many, _) => describe_syncs(s.pool.trace, many),
     };
     Ok(Some(FixCheck {
         description,

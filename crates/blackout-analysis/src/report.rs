@@ -83,11 +83,60 @@ impl Checked {
     }
 }
 
-/// Failing states with one cause: the same kind, the same blamed op.
+/// Where a cause bites: the crash points of its states and the ops blamed
+/// in them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// The earliest crash point of a state with the cause.
+    pub crash_first: usize,
+    /// The latest.
+    pub crash_last: usize,
+    /// The earliest op blamed.
+    pub op_first: usize,
+    /// The latest op blamed.
+    pub op_last: usize,
+    /// The file or directory the cause is about (where its fix syncs, or
+    /// what the blamed ops act on).
+    pub path: String,
+}
+
+impl Window {
+    /// A window of one state: crash point `crash`, op `op` blamed.
+    pub fn at(crash: usize, op: usize, path: String) -> Window {
+        Window {
+            crash_first: crash,
+            crash_last: crash,
+            op_first: op,
+            op_last: op,
+            path,
+        }
+    }
+
+    /// The window grown to hold crash point `crash` and op `op`.
+    pub fn extend(&mut self, crash: usize, op: usize) {
+        self.crash_first = self.crash_first.min(crash);
+        self.crash_last = self.crash_last.max(crash);
+        self.op_first = self.op_first.min(op);
+        self.op_last = self.op_last.max(op);
+    }
+
+    /// Whether it spans more than one crash point or blamed op.
+    pub fn is_wide(&self) -> bool {
+        self.crash_first != self.crash_last || self.op_first != self.op_last
+    }
+}
+
+/// Failing states with one cause: the same kind, on the same file or
+/// directory, blamed on ops issued the same way (the same source line when
+/// stacks were recorded, else the same syscall); their crash points and
+/// blamed ops form its [`Window`].
 #[derive(Debug, Clone, Serialize)]
 pub struct CauseGroup {
-    /// The cause, as explained for the simplest state.
+    /// The cause, as explained for the simplest state (for a window of
+    /// non-atomic crash points, said for the whole window).
     pub cause: Cause,
+    /// Where it bites.
+    pub window: Window,
     /// How many failing states have it.
     pub states: usize,
     /// Their ids, simplest first.
@@ -103,7 +152,8 @@ pub struct CauseGroup {
     /// The source line (`file:line`) that issued the blamed ops, when
     /// recorded with `--stacks`: the group then holds every op it issued.
     pub source: Option<String>,
-    /// The syncs that should fix the group's states (one per blamed op).
+    /// The syncs that should fix the group's states: every state's own,
+    /// verified together as the window's fix.
     pub fixes: Vec<SyncFix>,
     /// The fix verified, if a sync can fix it.
     pub fix: Option<FixCheck>,
@@ -112,7 +162,7 @@ pub struct CauseGroup {
 /// The result of re-exploring with added syncs.
 #[derive(Debug, Clone, Serialize)]
 pub struct FixCheck {
-    /// The syncs added (one, or one per op a source line issued).
+    /// The syncs added (one, or one per place of a window).
     pub syncs: Vec<SyncFix>,
     /// Where they sit in the re-explored trace (state ids of
     /// `simplest_failing` count them).

@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
-use blackout_analysis::report::{CauseGroup, Checked, FixSet, ModelReport, RunReport, Verdict};
+use blackout_analysis::report::{
+    CauseGroup, Checked, FixSet, ModelReport, RunReport, Verdict, Window,
+};
 use blackout_check::outcome::Outcome;
 use blackout_check::shell::ACKED_ENV_BYTES_MAX;
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
@@ -268,6 +270,8 @@ pub const CAUSES_SHOWN: usize = 10;
 /// What a line of a cause's details says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
+    /// Where the cause bites: its crash points and blamed ops.
+    Window,
     /// The source line that issued the blamed ops (`--stacks`).
     Source,
     /// The likely cause, one sentence.
@@ -296,6 +300,7 @@ impl Detail {
     /// The label the text report puts before it (empty for the sentence).
     pub fn label(self) -> &'static str {
         match self {
+            Detail::Window => "window",
             Detail::Source => "source",
             Detail::Sentence => "",
             Detail::Lost => "lost",
@@ -309,6 +314,21 @@ impl Detail {
             Detail::Also => "also",
         }
     }
+}
+
+/// `crash points c1-c64, ops 0-63 on doc.txt`.
+pub fn window_text(w: &Window) -> String {
+    let crashes = if w.crash_first == w.crash_last {
+        format!("crash point c{}", w.crash_first)
+    } else {
+        format!("crash points c{}-c{}", w.crash_first, w.crash_last)
+    };
+    let ops = if w.op_first == w.op_last {
+        format!("op {}", w.op_first)
+    } else {
+        format!("ops {}-{}", w.op_first, w.op_last)
+    };
+    format!("{crashes}, {ops} on {}", escape_controls(&w.path))
 }
 
 /// `2 failing states; simplest c5.lost3 (crash after op 4, 1 op lost)`.
@@ -332,6 +352,9 @@ pub fn cause_details(
 ) -> Vec<(Detail, String)> {
     let c = &g.simplest;
     let mut out = Vec::new();
+    if g.window.is_wide() {
+        out.push((Detail::Window, window_text(&g.window)));
+    }
     if let Some(src) = &g.source {
         out.push((
             Detail::Source,

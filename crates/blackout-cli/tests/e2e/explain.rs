@@ -338,8 +338,9 @@ fn save_without_directory_fsync_names_the_rename_and_verifies_the_fix() {
 fn save_without_any_fsync_verifies_the_file_fsync_before_the_rename() {
     let s = Scratch::new();
     let report = save_report(&s, "no-fsync");
-    // Two causes, the one that loses "saved" first: the unsynced rename,
-    // then the data published unsynced (before anything was promised).
+    // Two causes, the one whose simplest state loses "saved" first: the
+    // unsynced rename, then the data published unsynced (its window holds
+    // crash points before and after "saved").
     assert!(report.contains("cause 1 of 2:"), "{report}");
     let fixes: Vec<&str> = report
         .lines()
