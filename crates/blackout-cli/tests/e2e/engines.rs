@@ -314,3 +314,39 @@ fn an_update_in_place_is_one_cause_over_its_window_of_crash_points() {
         assert_eq!(c["states"], m["failing"].as_array().unwrap().len());
     }
 }
+
+/// The slower suite (`cargo test -p blackout-cli --test e2e -- --ignored`):
+/// the in-place save at full size under posix, with the program's own
+/// Python checker: ~11,000 distinct states, one interpreter start each.
+#[test]
+#[ignore = "slower suite: minutes of Python starts (see README, What the tests run)"]
+fn slower_an_in_place_save_at_full_size_under_posix_is_one_cause() {
+    let s = Scratch::new();
+    let (code, v, _) = run_json(
+        &s,
+        &[
+            "--model",
+            "posix",
+            "--setup",
+            &py("inplace.py", "setup"),
+            "--checker",
+            &py("inplace.py", "check"),
+            "--",
+            "sh",
+            "-c",
+            &py("inplace.py", "save"),
+        ],
+    );
+    assert_eq!(code, 1, "{v:#}");
+    let m = &v["result"]["models"][0];
+    let cs = causes(m);
+    assert_eq!(cs.len(), 1, "one cause: {m:#}");
+    assert_eq!(cs[0]["cause"]["kind"], "not_atomic");
+    let w = &cs[0]["window"];
+    assert_eq!(
+        (&w["crash_first"], &w["op_last"]),
+        (&1.into(), &64.into()),
+        "{w:#}"
+    );
+    assert_eq!(cs[0]["states"], m["failing"].as_array().unwrap().len());
+}
