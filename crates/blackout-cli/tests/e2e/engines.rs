@@ -321,24 +321,13 @@ fn an_update_in_place_is_one_cause_over_its_window_of_crash_points() {
 #[test]
 #[ignore = "slower suite: minutes of Python starts (see README, What the tests run)"]
 fn slower_an_in_place_save_at_full_size_under_posix_is_one_cause() {
-    let s = Scratch::new();
-    let (code, v, _) = run_json(
-        &s,
-        &[
-            "--model",
-            "posix",
-            "--setup",
-            &py("inplace.py", "setup"),
-            "--checker",
-            &py("inplace.py", "check"),
-            "--",
-            "sh",
-            "-c",
-            &py("inplace.py", "save"),
-        ],
+    let (code, m) = posix(
+        &py("inplace.py", "setup"),
+        &py("inplace.py", "check"),
+        &py("inplace.py", "save"),
     );
-    assert_eq!(code, 1, "{v:#}");
-    let m = &v["result"]["models"][0];
+    assert_eq!(code, 1, "{m:#}");
+    let m = &m;
     let cs = causes(m);
     assert_eq!(cs.len(), 1, "one cause: {m:#}");
     assert_eq!(cs[0]["cause"]["kind"], "not_atomic");
