@@ -199,9 +199,9 @@ fn place_of(
 ) -> (Place, String) {
     let trace = s.pool.trace;
     let op = &trace.ops[cause.blamed.op];
-    let (ino, path) = match (&cause.fix, cause.kind) {
-        (Some(f), _) => (Some(f.ino), f.path.clone()),
-        (None, _) => (explain::op_inode(&op.kind), trace.show_path(&op.path)),
+    let (ino, path) = match &cause.fix {
+        Some(f) => (Some(f.ino), f.path.clone()),
+        None => (explain::op_inode(&op.kind), trace.show_path(&op.path)),
     };
     let place = if let Some(src) = source {
         Place::Source(src.clone())
@@ -336,6 +336,7 @@ fn group_causes(s: &Analysis<'_>, failing: &[Checked], cache: &mut Cache) -> Vec
                 .get(&s.pool.key(&nothing_lost))
                 .map(|o| *o == Outcome::Pass)
         };
+        let kind = cause.kind;
         groups.push(Building {
             group: CauseGroup {
                 latest_promise: s
@@ -345,7 +346,7 @@ fn group_causes(s: &Analysis<'_>, failing: &[Checked], cache: &mut Cache) -> Vec
                     .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
                 fixes: cause.fix.iter().cloned().collect(),
                 window: Window::at(c.crash, op, path),
-                cause: cause.clone(),
+                cause,
                 source,
                 states: 1,
                 ids: vec![c.id.clone()],
@@ -354,7 +355,7 @@ fn group_causes(s: &Analysis<'_>, failing: &[Checked], cache: &mut Cache) -> Vec
                 fix: None,
             },
             place,
-            kinds: vec![(cause.kind, 1)],
+            kinds: vec![(kind, 1)],
             breaks: rank,
             simplest_breaks: rank,
             plain_ops: plain_op.map(|o| (o, o)),
