@@ -549,8 +549,9 @@ pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
 }
 
 /// A report line without its log line numbers (`, log line 12`,
-/// ` (log line 12)`), which depend on how the program was built and started
-/// rather than on what it does: for tables compared across machines.
+/// ` (log line 12)`, ` (log lines 140-162)`), which depend on how the
+/// program was built and started rather than on what it does: for tables
+/// compared across machines.
 ///
 /// ```
 /// use blackout_export::text::without_log_lines;
@@ -558,15 +559,38 @@ pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
 ///     without_log_lines("op 3: rename a -> b (rename, log line 224) (log line 9)"),
 ///     "op 3: rename a -> b (rename)"
 /// );
+/// assert_eq!(
+///     without_log_lines("fsync(.) after ops 2, 5 (log lines 140-162) is enough"),
+///     "fsync(.) after ops 2, 5 is enough"
+/// );
 /// ```
 pub fn without_log_lines(text: &str) -> String {
     let mut out = text.to_string();
-    for (start, end) in [(", log line ", ""), (" (log line ", ")")] {
-        while let Some(i) = out.find(start) {
+    // Each form: its opening, whether a range `N-M` may follow, its closing.
+    let forms = [
+        (", log line ", false, ""),
+        (" (log line ", false, ")"),
+        (" (log lines ", true, ")"),
+    ];
+    for (start, range, end) in forms {
+        let mut from = 0;
+        while let Some(found) = out[from..].find(start) {
+            let i = from + found;
             let tail = &out[i + start.len()..];
-            let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
-            let cut = i + start.len() + digits + end.len();
-            out.replace_range(i..cut.min(out.len()), "");
+            let mut len = tail.bytes().take_while(u8::is_ascii_digit).count();
+            if range && tail[len..].starts_with('-') {
+                len += 1 + tail[len + 1..]
+                    .bytes()
+                    .take_while(u8::is_ascii_digit)
+                    .count();
+            }
+            if len == 0 || !tail[len..].starts_with(end) {
+                // Not a log line number: leave it and look further on.
+                from = i + start.len();
+                continue;
+            }
+            out.replace_range(i..i + start.len() + len + end.len(), "");
+            from = i;
         }
     }
     out
