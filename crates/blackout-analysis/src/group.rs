@@ -66,7 +66,9 @@ pub fn sorted_results(
     for (i, desc) in &m.reach {
         match &results[*i] {
             o @ Outcome::Fail { .. } => failing.push(s.checked(desc, o.clone())),
-            o @ Outcome::TimedOut { .. } => errors.push(s.checked(desc, o.clone())),
+            o @ (Outcome::TimedOut { .. } | Outcome::BadAnswer { .. }) => {
+                errors.push(s.checked(desc, o.clone()))
+            }
             _ => {}
         }
     }

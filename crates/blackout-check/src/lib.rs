@@ -2,10 +2,11 @@
 //!
 //! A [`Checker`] looks at one crash state written into a worker's
 //! [`slot::Slot`] and says whether it is acceptable ([`outcome::Outcome`]).
-//! The one checker today is [`shell::ShellChecker`]: the user's shell
-//! command, run in the state's directory with the promises in a file and,
-//! when they fit, in its environment; an in-process closure will sit
-//! beside it. The [`pool::Pool`] checks many distinct states in parallel
+//! [`shell::ShellChecker`] runs the user's shell command once per state, in
+//! the state's directory, with the promises in a file and, when they fit,
+//! in its environment; [`server::ServerChecker`] keeps one long-lived
+//! checker process per worker and asks it about state after state (one
+//! JSON line out, `ok` or `fail REASON` back). The [`pool::Pool`] checks many distinct states in parallel
 //! (`-j` workers, each reusing one slot), under a scratch directory that is
 //! always removed, with cancellation and progress.
 //!
@@ -24,6 +25,7 @@
 
 pub mod outcome;
 pub mod pool;
+pub mod server;
 pub mod shell;
 pub mod slot;
 
@@ -79,4 +81,9 @@ pub trait Checker: Send + Sync {
     fn promises_in_file_only(&self, _promises: &[u8]) -> bool {
         false
     }
+
+    /// The worker that owns `slot` is done checking: end whatever the
+    /// checker keeps running for it (a checker server). Called once per
+    /// slot, from the worker's thread.
+    fn release(&self, _slot: &Slot) {}
 }

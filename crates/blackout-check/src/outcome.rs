@@ -20,6 +20,12 @@ pub enum Outcome {
         /// The timeout, in seconds.
         seconds: f64,
     },
+    /// A checker server answered neither `ok` nor `fail REASON`, or ended
+    /// without answering; it was restarted for the next state.
+    BadAnswer {
+        /// What it answered (or that it ended), on one line.
+        answer: String,
+    },
     /// The checker could not be run at all (the shell said 126 or 127: not
     /// found, not executable).
     CannotRun {
@@ -45,6 +51,7 @@ impl Outcome {
             Outcome::TimedOut { seconds } => {
                 format!("did not finish within {seconds} s; killed with its process group")
             }
+            Outcome::BadAnswer { answer } => format!("gave no usable answer: {answer}"),
             Outcome::CannotRun { reason } => format!("could not be run: {reason}"),
         }
     }

@@ -256,6 +256,10 @@ impl<'a> Pool<'a> {
             Ok(slot) => slot,
             Err(e) => return shared.fail(e),
         };
+        let _release = Release {
+            checker: self.cfg.checker,
+            slot: &slot,
+        };
         loop {
             if shared.stop.load(Ordering::SeqCst) || self.cancelled() {
                 return;
@@ -289,6 +293,20 @@ impl<'a> Pool<'a> {
                 Err(e) => shared.fail(e),
             }
         }
+    }
+}
+
+/// Tells the checker a worker's slot is done with, however the worker ends.
+pub struct Release<'a> {
+    /// The checker.
+    pub checker: &'a dyn Checker,
+    /// The worker's slot.
+    pub slot: &'a Slot,
+}
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        self.checker.release(self.slot);
     }
 }
 

@@ -14,9 +14,11 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
+use blackout::check::server::ServerChecker;
 use blackout::check::shell::{
     acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
 };
+use blackout::check::Checker;
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{
     ExploreConfig, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT, EXHAUSTIVE_LIMIT_MAX,
@@ -195,8 +197,13 @@ enum ColorWhen {
 struct RunArgs {
     /// The checker: a shell command run in each crash state's directory
     /// (`{dir}` is replaced by its path). Exit 0 accepts the state.
-    #[arg(long, value_name = "CMD")]
-    checker: String,
+    #[arg(long, value_name = "CMD", required_unless_present = "checker_server")]
+    checker: Option<String>,
+    /// A checker server instead: a shell command started once per worker
+    /// that reads one JSON request line per state and answers `ok` or
+    /// `fail REASON` (docs/CHECKER.md).
+    #[arg(long, value_name = "CMD", conflicts_with = "checker")]
+    checker_server: Option<String>,
     /// Re-explore this trace instead of recording.
     #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "volatile", "command"])]
     trace: Option<PathBuf>,
@@ -377,6 +384,10 @@ struct StateArgs {
     /// The checker, to print the command that checks the state by hand.
     #[arg(long, value_name = "CMD")]
     checker: Option<String>,
+    /// A checker server, to print the request that checks the state by
+    /// hand.
+    #[arg(long, value_name = "CMD", conflicts_with = "checker")]
+    checker_server: Option<String>,
     /// The content id of the recording the state was found in (from a
     /// `reproduce:` line): a trace with another id is refused.
     #[arg(long, value_name = "ID")]
@@ -695,12 +706,24 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     if let Some(code) = trace.exit.code.filter(|&c| c != 0) {
         eprintln!("warning: the workload exited {code}; checking what it did anyway");
     }
-    let mut cfg = RunConfig::new(a.checker.clone());
+    let timeout = std::time::Duration::from_secs_f64(a.timeout);
+    let (checker, checker_flag): (Box<dyn Checker>, _) = match (&a.checker, &a.checker_server) {
+        (_, Some(server)) => (
+            Box::new(ServerChecker::new(server.clone(), timeout)),
+            "--checker-server",
+        ),
+        (Some(command), None) => (
+            Box::new(ShellChecker {
+                command: command.clone(),
+                timeout,
+            }),
+            "--checker",
+        ),
+        (None, None) => return Err(anyhow!("give --checker CMD or --checker-server CMD")),
+    };
+    let checker_command = checker.command().to_string();
+    let mut cfg = RunConfig::with_checker(checker);
     cfg.models = a.explore.models();
-    cfg.checker = Box::new(ShellChecker {
-        command: a.checker.clone(),
-        timeout: std::time::Duration::from_secs_f64(a.timeout),
-    });
     if let Some(j) = a.jobs {
         cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
     }
@@ -745,7 +768,8 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         trace: &trace,
         trace_path: shown.as_deref(),
         trace_id: &trace_id,
-        checker: &a.checker,
+        checker: &checker_command,
+        checker_flag,
         state_flags: &a.explore.state_flags(),
         all_causes: a.all_causes,
         promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
@@ -848,6 +872,26 @@ fn cmd_state(a: StateArgs) -> Result<u8> {
         acks.display(),
         output.display()
     );
+    if let Some(server) = &a.checker_server {
+        let request = serde_json::json!({
+            "dir": dir.display().to_string(),
+            "acks_file": acks.display().to_string(),
+            "output_file": output.display().to_string(),
+            "state": desc.id(),
+            "acked": std::fs::read(&acks)?
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| String::from_utf8_lossy(l).into_owned())
+                .collect::<Vec<_>>(),
+        });
+        println!(
+            "check it by hand (the server answers ok or fail REASON):\n  cd {} && printf '%s\\n' {} | BLACKOUT_CHECKER_SERVER=1 sh -c {}",
+            q(dir.parent().unwrap_or(&dir)),
+            shell_quote(&request.to_string()),
+            shell_quote(server)
+        );
+        return Ok(0);
+    }
     let checker = a
         .checker
         .as_deref()

@@ -45,6 +45,9 @@ pub struct ExportContext<'a> {
     pub trace_id: &'a str,
     /// The checker command.
     pub checker: &'a str,
+    /// The flag that passes it to `blackout state` on a `reproduce:` line:
+    /// `--checker` or `--checker-server`.
+    pub checker_flag: &'a str,
     /// Extra flags `blackout state` needs to rebuild the same state
     /// (`--ack-prefix`, `--sector`), already quoted.
     pub state_flags: &'a str,

@@ -534,8 +534,9 @@ pub fn reproduce(ctx: &ExportContext<'_>, id: &str) -> String {
 /// (`run.trace` standing for the trace when the run did not save one).
 pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
     let tail = format!(
-        "{id} state-{id}{} --checker {}",
+        "{id} state-{id}{} {} {}",
         ctx.state_flags,
+        ctx.checker_flag,
         shell_quote(ctx.checker)
     );
     match ctx.trace_path {

@@ -193,6 +193,64 @@ pub fn kill_group(child: &Child) {
     );
 }
 
+/// How a wait for a pipe ended ([`wait_fd`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// The pipe can be read (data or end of file) or written, or its other
+    /// end is closed.
+    Ready,
+    /// The deadline passed first.
+    TimedOut,
+    /// The cancel flag was set first.
+    Cancelled,
+}
+
+/// Waits until `fd` can be read (or, with `write`, written), the deadline
+/// passes, or the cancel flag is set (looked at every 100 ms).
+pub fn wait_fd(
+    fd: std::os::fd::BorrowedFd<'_>,
+    write: bool,
+    deadline: Option<Instant>,
+    cancel: Option<&AtomicBool>,
+) -> io::Result<Ready> {
+    let flags = if write { PollFlags::OUT } else { PollFlags::IN };
+    loop {
+        if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+            return Ok(Ready::Cancelled);
+        }
+        let mut slice = if cancel.is_some() {
+            CANCEL_SLICE
+        } else {
+            Duration::from_secs(3600)
+        };
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Ready::TimedOut);
+            }
+            slice = slice.min(left);
+        }
+        let ts = rustix::event::Timespec {
+            tv_sec: slice.as_secs() as i64,
+            tv_nsec: slice.subsec_nanos().into(),
+        };
+        let mut fds = [PollFd::new(&fd, flags)];
+        match poll(&mut fds, Some(&ts)) {
+            Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+            Ok(_) => return Ok(Ready::Ready),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Makes reads and writes on `fd` return `WouldBlock` instead of waiting
+/// (for pipes used with [`wait_fd`]).
+pub fn set_nonblocking(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(fd)?;
+    rustix::fs::fcntl_setfl(fd, flags | rustix::fs::OFlags::NONBLOCK)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

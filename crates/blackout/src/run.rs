@@ -27,7 +27,7 @@ use blackout_analysis::group::{model_report, Analysis, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::report::{Checked, ModelReport, RunReport, Verdict};
 pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{Cache, Pool, PoolConfig, Scratch};
+use blackout_check::pool::{Cache, Pool, PoolConfig, Release, Scratch};
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
 use blackout_check::Checker;
@@ -183,6 +183,10 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
     let trace = s.pool.trace;
     // The pre-checks use a slot of their own, before the workers start.
     let slot0 = s.pool.scratch.slot()?;
+    let release = Release {
+        checker: cfg.checker.as_ref(),
+        slot: &slot0,
+    };
     let precheck = if cfg.consistency_only {
         None
     } else {
@@ -203,6 +207,7 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
         ));
     }
     let all_applied = Some(all_applied);
+    drop(release);
     drop(slot0);
     let mut cache: Cache = HashMap::from([(full_key, outcome.clone())]);
     let t0 = Instant::now();
@@ -407,6 +412,10 @@ fn expected(
         Outcome::TimedOut { .. } => Some((
             Verdict::Error,
             format!("the checker did not finish within {timeout_s} s on {state}; killed"),
+        )),
+        Outcome::BadAnswer { answer } => Some((
+            Verdict::Error,
+            format!("the checker server gave no usable answer on {state}: {answer}"),
         )),
     }
 }

@@ -79,7 +79,10 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-explore",
         &["enumerate", "model", "state", "dedup"],
     ),
-    ("blackout-check", &["outcome", "slot", "shell", "pool"]),
+    (
+        "blackout-check",
+        &["outcome", "slot", "shell", "server", "pool"],
+    ),
     ("blackout-analysis", &["explain", "report", "group"]),
     (
         "blackout-export",

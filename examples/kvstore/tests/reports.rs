@@ -25,6 +25,7 @@ fn report(bug: &str) -> String {
         trace_path: Some(&rel),
         trace_id: &trace_id,
         checker: &checker,
+        checker_flag: "--checker",
         state_flags: "",
         all_causes: false,
         promise_prefix: None,

@@ -10,4 +10,5 @@ mod explain;
 mod exporters;
 mod reports;
 mod run;
+mod server;
 mod sqlite_matrix;

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""The checker for the SQLite workload as a checker server (`blackout run
+--checker-server "python3 $PWD/examples/sqlite/check-server.py"`): the same
+rules as check.sh, without a process per state. Opening the database runs
+SQLite's own recovery (a hot rollback journal is rolled back, a WAL is
+recovered); it must pass PRAGMA integrity_check, and every acknowledged row
+("ack N") must be there."""
+import json
+import os
+import sqlite3
+import sys
+
+
+def acknowledged(acked):
+    """The row ids promised, in order: each word of a promise that starts
+    with a digit (as check.sh reads them)."""
+    return [int(w) for line in acked for w in line.split() if w[:1].isdigit() and w.isdigit()]
+
+
+def check(request):
+    """None if the state is acceptable, else why not."""
+    db = os.path.join(request["dir"], "db")
+    try:
+        con = sqlite3.connect(db, isolation_level=None)
+        try:
+            first = con.execute("PRAGMA integrity_check").fetchone()[0]
+            present = {row[0] for row in con.execute("SELECT id FROM t")} if first == "ok" else set()
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        return f"sqlite3 cannot read db: {e}"
+    if first != "ok":
+        return f"integrity_check: {first}"
+    for n in acknowledged(request["acked"]):
+        if n not in present:
+            return f"acknowledged row {n} is missing"
+    return None
+
+
+for line in sys.stdin:
+    reason = check(json.loads(line))
+    print("ok" if reason is None else f"fail {reason}", flush=True)
