@@ -31,4 +31,4 @@ def check(request):
 
 for line in sys.stdin:
     reason = check(json.loads(line))
-    print("ok" if reason is None else f"fail {reason}", flush=True)
+    print("ok" if reason is None else "fail " + " / ".join(reason.splitlines()), flush=True)

@@ -39,4 +39,5 @@ def check(request):
 
 for line in sys.stdin:
     reason = check(json.loads(line))
-    print("ok" if reason is None else f"fail {reason}", flush=True)
+    # One line per answer: integrity_check reports a line per problem.
+    print("ok" if reason is None else "fail " + " / ".join(reason.splitlines()), flush=True)

@@ -26,8 +26,10 @@
 //!   what earlier states left in the server does not count against this
 //!   one).
 //! - It does not answer within the timeout: the state timed out.
-//! - It answers anything else, or exits 0 without answering: the state had
-//!   no usable answer ([`Outcome::BadAnswer`]).
+//! - It answers anything else, more than one line, or exits 0 without
+//!   answering: the state had no usable answer ([`Outcome::BadAnswer`]).
+//! - It writes after its answer, before the next request: the next state
+//!   goes to a fresh server.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -115,6 +117,11 @@ impl Checker for ServerChecker {
     ) -> io::Result<Option<Outcome>> {
         let request = request_line(state);
         let mut answer = self.ask_once(slot, &request, cancel)?;
+        if let Some(Answer::OutOfTurn) = answer {
+            // Out of step after the state before: this one goes to a fresh
+            // server.
+            answer = self.ask_once(slot, &request, cancel)?;
+        }
         if let Some(Answer::Died { .. }) = answer {
             // Confirmed on a fresh server before it counts against the state.
             answer = self.ask_once(slot, &request, cancel)?;
@@ -167,6 +174,11 @@ enum Answer {
     TimedOut,
     /// Its answer line was longer than [`ANSWER_BYTES_MAX`].
     TooLong,
+    /// It wrote more than one line (the first, and what followed).
+    MoreThanOneLine(Vec<u8>, Vec<u8>),
+    /// It wrote something after its last answer (or at start), before this
+    /// request (it was not asked).
+    OutOfTurn,
 }
 
 impl Answer {
@@ -183,6 +195,18 @@ impl Answer {
             },
             Answer::TooLong => Outcome::BadAnswer {
                 answer: format!("the server's answer was longer than {ANSWER_BYTES_MAX} bytes"),
+            },
+            Answer::MoreThanOneLine(first, more) => Outcome::BadAnswer {
+                answer: format!(
+                    "the server answered more than one line (`{}`, then `{}`): an answer is one line",
+                    shorten(&escape_controls(&String::from_utf8_lossy(&first))),
+                    shorten(&escape_controls(
+                        String::from_utf8_lossy(&more).trim_end_matches('\n')
+                    ))
+                ),
+            },
+            Answer::OutOfTurn => Outcome::BadAnswer {
+                answer: "the server wrote before it was asked (a banner at start?): it must write one answer line per request and nothing else".into(),
             },
             Answer::Died { status } => died(status, slot),
         }
@@ -284,6 +308,9 @@ impl Server {
         cancel: Option<&AtomicBool>,
     ) -> io::Result<Option<Answer>> {
         let deadline = Instant::now() + timeout;
+        if self.spoke_out_of_turn()? {
+            return Ok(Some(Answer::OutOfTurn));
+        }
         match self.send(request, deadline, cancel)? {
             Ready::Ready => {}
             Ready::TimedOut => return Ok(Some(Answer::TimedOut)),
@@ -292,6 +319,13 @@ impl Server {
         loop {
             if let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = self.pending.drain(..=end).take(end).collect();
+                if !self.pending.is_empty() {
+                    // More than one line for one state: which one answers
+                    // it is unclear, and the next state's would be off by
+                    // one.
+                    let more = std::mem::take(&mut self.pending);
+                    return Ok(Some(Answer::MoreThanOneLine(line, more)));
+                }
                 return Ok(Some(Answer::Line(line)));
             }
             if self.pending.len() > ANSWER_BYTES_MAX {
@@ -309,6 +343,19 @@ impl Server {
                 Err(e) if retry(&e) => {}
                 Err(e) => return Err(e),
             }
+        }
+    }
+
+    /// Whether the server wrote something after its last answer, before
+    /// this request (then it is out of step, and is not asked).
+    fn spoke_out_of_turn(&mut self) -> io::Result<bool> {
+        let mut buf = [0u8; 1];
+        match self.stdout.read(&mut buf) {
+            // End of file: it has gone, which the request will show.
+            Ok(0) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) if retry(&e) => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -487,6 +534,28 @@ mod tests {
                 reason: "request 2".into()
             }
         );
+    }
+
+    #[test]
+    fn an_answer_of_two_lines_is_no_answer_and_the_next_state_goes_to_a_fresh_server() {
+        let outcomes = two_states(
+            r#"while IFS= read -r req; do printf 'fail integrity_check: *** in database main ***\nPage 3 is never used\n'; done"#,
+        );
+        for o in &outcomes {
+            assert!(
+                matches!(o, Outcome::BadAnswer { answer } if answer.contains("more than one line") && answer.contains("`Page 3 is never used`")),
+                "{outcomes:?}"
+            );
+        }
+        // A banner: taken for the answer, or seen before the request.
+        let outcomes =
+            two_states(r#"echo ready; sleep 0.2; while IFS= read -r req; do echo ok; done"#);
+        for o in &outcomes {
+            assert!(
+                matches!(o, Outcome::BadAnswer { answer } if answer.contains("`ready`") || answer.contains("before it was asked")),
+                "{outcomes:?}"
+            );
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::common::{run_json, Scratch};
+use crate::server::verdicts_and_causes;
 use serde_json::Value;
 
 const MODES: [&str; 4] = ["delete", "truncate", "persist", "wal"];
@@ -66,9 +67,23 @@ fn run(s: &Scratch, mode: &'static str, level: &'static str, count: &str) -> Row
     );
     let checker = format!("sh {}", dir.join("check.sh").display());
     let workload = dir.join("workload.sh");
+    let trace = s.path(&format!("{mode}-{level}-{count}.trace"));
+    let trace = trace.to_str().unwrap();
+    let settings = [
+        "--model",
+        "process,posix",
+        "--verify-fixes",
+        "1",
+        "--budget",
+        "16",
+        "--ack-prefix",
+        "ack ",
+    ];
     let (code, v, out) = run_json(
         s,
         &[
+            "-o",
+            trace,
             "--model",
             "process,posix",
             "--verify-fixes",
@@ -94,6 +109,23 @@ fn run(s: &Scratch, mode: &'static str, level: &'static str, count: &str) -> Row
         code == 0 || code == 1,
         "{mode}/{level}: {v}\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    // The same recording checked by the Python checker server: the same
+    // verdicts and causes.
+    let server = format!("python3 {}", dir.join("check-server.py").display());
+    let (served_code, served, _) = run_json(
+        s,
+        &[
+            &["--trace", trace][..],
+            &settings,
+            &["--checker-server", &server],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        (code, verdicts_and_causes(&v)),
+        (served_code, verdicts_and_causes(&served)),
+        "{mode}/{level}: the checker server disagrees with check.sh"
     );
     let posix = model(&v, "posix");
     let failing = posix["failing"].as_array().unwrap();
