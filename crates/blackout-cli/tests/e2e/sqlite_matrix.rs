@@ -60,7 +60,10 @@ fn stable(sentence: &str) -> String {
     blackout::export::text::without_log_lines(sentence).replace('|', "\\|")
 }
 
-fn run(s: &Scratch, mode: &'static str, level: &'static str, count: &str) -> Row {
+/// Records one configuration and checks it with check.sh, then checks the
+/// same recording with the Python checker server, which must give the same
+/// verdicts and causes. The spawned checker's result.
+fn record_and_check(s: &Scratch, mode: &str, level: &str, count: &str) -> Value {
     let dir = sqlite_dir();
     let setup = format!(
         "sqlite3 db 'PRAGMA journal_mode={mode}; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null"
@@ -127,6 +130,38 @@ fn run(s: &Scratch, mode: &'static str, level: &'static str, count: &str) -> Row
         (served_code, verdicts_and_causes(&served)),
         "{mode}/{level}: the checker server disagrees with check.sh"
     );
+    v
+}
+
+/// The first cause under posix, as the table's last cell.
+fn first_cause_cell(posix: &Value) -> String {
+    posix["causes"]
+        .as_array()
+        .and_then(|c| c.first())
+        .map(|g| {
+            let fix = match g["fix"]["passes"].as_bool() {
+                Some(true) => format!(
+                    " Fix: adding {} makes every state pass.",
+                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
+                ),
+                Some(false) => format!(
+                    " Fix: adding {} is not enough alone.",
+                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
+                ),
+                None => String::new(),
+            };
+            format!(
+                "`{}`: {}; checker: {}.{fix}",
+                g["cause"]["kind"].as_str().unwrap_or("?"),
+                stable(g["cause"]["sentence"].as_str().unwrap_or("?")),
+                g["simplest"]["reason"].as_str().unwrap_or("?"),
+            )
+        })
+        .unwrap_or_else(|| "—".into())
+}
+
+fn run(s: &Scratch, mode: &'static str, level: &'static str, count: &str) -> Row {
+    let v = record_and_check(s, mode, level, count);
     let posix = model(&v, "posix");
     let failing = posix["failing"].as_array().unwrap();
     let reason = |f: &Value| f["reason"].as_str().unwrap_or("").to_string();
@@ -159,29 +194,7 @@ fn run(s: &Scratch, mode: &'static str, level: &'static str, count: &str) -> Row
                     .any(|f| ids.contains(&f["id"]) && reason(f).starts_with("acknowledged row"))
             })
         });
-    let cause = posix["causes"]
-        .as_array()
-        .and_then(|c| c.first())
-        .map(|g| {
-            let fix = match g["fix"]["passes"].as_bool() {
-                Some(true) => format!(
-                    " Fix: adding {} makes every state pass.",
-                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
-                ),
-                Some(false) => format!(
-                    " Fix: adding {} is not enough alone.",
-                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
-                ),
-                None => String::new(),
-            };
-            format!(
-                "`{}`: {}; checker: {}.{fix}",
-                g["cause"]["kind"].as_str().unwrap_or("?"),
-                stable(g["cause"]["sentence"].as_str().unwrap_or("?")),
-                g["simplest"]["reason"].as_str().unwrap_or("?"),
-            )
-        })
-        .unwrap_or_else(|| "—".into());
+    let cause = first_cause_cell(posix);
     Row {
         mode,
         level,
