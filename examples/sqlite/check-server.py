@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The checker for the SQLite workload as a checker server (`blackout run
 --checker-server "python3 $PWD/examples/sqlite/check-server.py"`): the same
-rules as check.sh, without a process per state. Opening the database runs
+rules as check.sh, without a process per state. Given as `--checker` it
+checks one state per process instead (for comparing the two). Opening the database runs
 SQLite's own recovery (a hot rollback journal is rolled back, a WAL is
 recovered); it must pass PRAGMA integrity_check, and every acknowledged row
 ("ack N") must be there."""
@@ -36,6 +37,15 @@ def check(request):
             return f"acknowledged row {n} is missing"
     return None
 
+
+if os.environ.get("BLACKOUT_CHECKER_SERVER") != "1":
+    # Run as a checker spawned per state (`--checker`): the state is the
+    # working directory, the promises are in BLACKOUT_ACKS_FILE.
+    with open(os.environ["BLACKOUT_ACKS_FILE"], encoding="utf-8", errors="replace") as f:
+        reason = check({"dir": ".", "acked": f.read().splitlines()})
+    if reason is not None:
+        print(reason, file=sys.stderr)
+    sys.exit(0 if reason is None else 1)
 
 for line in sys.stdin:
     reason = check(json.loads(line))

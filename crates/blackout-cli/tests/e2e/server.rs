@@ -53,8 +53,28 @@ pub fn verdicts_and_causes(v: &Value) -> Value {
     json!({ "verdict": v["verdict"], "models": models })
 }
 
-fn save_server() -> String {
-    format!("python3 {}", examples().join("check-server.py").display())
+/// The save example's checker servers: Python, shell, and Rust (the
+/// blackout-check crate's example, built by `cargo test --workspace`; when
+/// only this test binary was built it is left out, except under CI).
+fn save_servers() -> Vec<String> {
+    let mut servers = vec![
+        format!("python3 {}", examples().join("check-server.py").display()),
+        format!("sh {}", examples().join("check-server.sh").display()),
+    ];
+    let rust = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.parent()?.join("examples/save_check_server")));
+    match rust {
+        Some(bin) if bin.exists() => servers.push(bin.display().to_string()),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the save_check_server example was not built"
+            );
+            eprintln!("note: the Rust example server is not built; checked Python and shell only");
+        }
+    }
+    servers
 }
 
 /// Records a save variant once, into the scratch.
@@ -74,28 +94,29 @@ fn record_save(s: &Scratch, variant: &str) -> String {
 }
 
 #[test]
-fn the_save_variants_give_the_same_verdicts_and_causes_with_a_python_checker_server() {
+fn the_save_variants_give_the_same_verdicts_and_causes_with_checker_servers() {
     let s = Scratch::new();
     for variant in ["full", "no-dir-fsync", "no-fsync", "in-place"] {
         let trace = record_save(&s, variant);
         let base = ["--trace", &trace, "--model", "all"];
         let (code1, spawned, _) =
             run_json(&s, &[&base[..], &["--checker", &save_checker()]].concat());
-        let (code2, served, out) = run_json(
-            &s,
-            &[&base[..], &["--checker-server", &save_server()]].concat(),
-        );
-        assert_eq!(code1, code2, "{variant}: exit codes");
-        assert_eq!(
-            verdicts_and_causes(&spawned),
-            verdicts_and_causes(&served),
-            "{variant}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let want = if variant == "full" { "PASS" } else { "FAIL" };
-        assert_eq!(served["verdict"], want, "{variant}");
+        for server in save_servers() {
+            let (code2, served, out) =
+                run_json(&s, &[&base[..], &["--checker-server", &server]].concat());
+            assert_eq!(code1, code2, "{variant}, {server}: exit codes");
+            assert_eq!(
+                verdicts_and_causes(&spawned),
+                verdicts_and_causes(&served),
+                "{variant}, {server}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let want = if variant == "full" { "PASS" } else { "FAIL" };
+            assert_eq!(served["verdict"], want, "{variant}, {server}");
+        }
     }
-    assert!(processes_with("check-server.py").is_empty());
+    assert!(processes_with("check-server").is_empty());
+    assert!(processes_with("save_check_server").is_empty());
 }
 
 /// A server that crashes on one state, hangs on another and answers
