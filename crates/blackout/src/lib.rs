@@ -81,3 +81,4 @@ pub use blackout_record as record;
 pub use blackout_sys as sys;
 
 pub mod run;
+pub mod shard;
