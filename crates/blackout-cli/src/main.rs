@@ -1009,9 +1009,11 @@ fn shard_of(a: &RunArgs) -> Result<Option<(Shard, PathBuf)>> {
     let (spec, part) = match (&a.shard, &a.part) {
         (None, None) => return Ok(None),
         (None, Some(_)) => return Err(anyhow!("--part needs --shard K/N")),
-        (Some(_), None) => return Err(anyhow!(
+        (Some(_), None) => {
+            return Err(anyhow!(
             "--shard needs --part FILE: where the shard writes what it found, for `blackout merge`"
-        )),
+        ))
+        }
         (Some(spec), Some(part)) => (spec, part),
     };
     let shard = Shard::parse(spec).map_err(|e| anyhow!("--shard: {e}"))?;

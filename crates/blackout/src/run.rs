@@ -758,6 +758,7 @@ pub fn write_state(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blackout_explore::model::Model;
 
     fn trace(log: &str) -> Trace {
         blackout_record::replay::trace_of_log(log.as_bytes(), b"/d").unwrap()
@@ -808,5 +809,71 @@ mod tests {
         assert_eq!(std::fs::read(output).unwrap(), b"ok\n");
         // Not into a directory that holds something.
         assert!(write_state(&t, &desc, None, 512, dir.path()).is_err());
+    }
+
+    /// A report as JSON, without its timings.
+    fn without_timings(r: &RunReport) -> String {
+        let mut text = Vec::new();
+        for line in format!("{r:#?}").lines() {
+            if !line.contains("_seconds:") {
+                text.push(line.to_string());
+            }
+        }
+        text.join("\n")
+    }
+
+    #[test]
+    fn three_shards_merged_make_the_single_runs_report() {
+        // A new file written without any fsync, then "saved".
+        let t = trace(
+            "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 write(3, \"\\x68\\x69\", 2) = 2\n\
+             1 openat(AT_FDCWD, \"\\x62\", O_WRONLY|O_CREAT, 0644) = 4\n\
+             1 write(4, \"\\x68\\x6f\", 2) = 2\n\
+             1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let checker =
+            r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a b 2>/dev/null)" = hiho ]"#;
+        let mut cfg = RunConfig::new(checker);
+        cfg.models = Model::ALL.to_vec();
+        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        let single = check_trace(&t, &cfg).unwrap();
+        assert_eq!(single.verdict, Verdict::Fail);
+        let parts: Vec<Part> = (1..=3)
+            .map(|index| check_shard(&t, &cfg, Shard { index, count: 3 }).unwrap())
+            .map(|p| Part::read(p.to_json().as_bytes()).unwrap())
+            .collect();
+        // Each distinct state but the one where nothing was lost is
+        // checked by exactly one shard.
+        let checked: usize = parts.iter().map(|p| p.states.len()).sum();
+        assert_eq!(checked + 1, single.checked);
+        let merged = merge_parts(&t, &cfg, &parts).unwrap();
+        assert_eq!(without_timings(&single), without_timings(&merged));
+        let refused = |parts: &[Part], cfg: &RunConfig| match merge_parts(&t, cfg, parts) {
+            Err(MergeError::Part(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert!(refused(&parts[..2], &cfg).starts_with("missing shard 3/3"));
+        let twice = [parts[0].clone(), parts[0].clone(), parts[2].clone()];
+        assert!(refused(&twice, &cfg).starts_with("shard 1/3 is given twice"));
+        let mut other = RunConfig::new(checker);
+        other.models = Model::ALL.to_vec();
+        other.explore.budget = 8;
+        assert!(
+            refused(&parts, &other).contains("other settings than this merge's (budget 64, not 8")
+        );
+        let mut budget = parts.clone();
+        budget[1].settings.budget = 8;
+        budget[1].fingerprint = budget[1].settings.fingerprint();
+        assert!(refused(&budget, &cfg).starts_with(
+            "shard 2/3 was made with other settings than shard 1/3 (budget 8, not 64;"
+        ));
+        // A state missing from its part is never a pass.
+        let mut short = parts.clone();
+        let k = short.iter().position(|p| !p.states.is_empty()).unwrap();
+        short[k].states.pop();
+        assert!(refused(&short, &cfg).contains("is in no part"));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

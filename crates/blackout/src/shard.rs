@@ -146,7 +146,7 @@ impl Settings {
         blake3::hash(&bytes).to_hex()[..12].to_string()
     }
 
-    /// The first setting that differs from `other`'s, as `name: this vs
+    /// The first setting that differs from `other`'s, as `name this, not
     /// that`; `None` when they are equal.
     pub fn difference(&self, other: &Settings) -> Option<String> {
         let (a, b) = (
@@ -156,7 +156,7 @@ impl Settings {
         let (a, b) = (a.as_object()?, b.as_object()?);
         a.iter().find(|(k, v)| b.get(*k) != Some(*v)).map(|(k, v)| {
             format!(
-                "{k}: {v} vs {}",
+                "{k} {v}, not {}",
                 b.get(k).unwrap_or(&serde_json::Value::Null)
             )
         })
@@ -480,10 +480,10 @@ impl Known {
                     p.label(), p.trace_id
                 ));
             }
-            if let Some(d) = settings.difference(&p.settings) {
+            if let Some(d) = p.settings.difference(&first.settings) {
                 return mismatch(format!(
-                    "{} was made with other settings ({d}; fingerprint {}, not {}): every shard must run with the same settings",
-                    p.label(), p.fingerprint, settings.fingerprint()
+                    "{} was made with other settings than {} ({d}; fingerprint {}, not {}): every shard must run with the same settings",
+                    p.label(), first.label(), p.fingerprint, first.fingerprint
                 ));
             }
             if p.shard.count != count {
@@ -504,6 +504,13 @@ impl Known {
                 ));
             }
             *slot = Some(p);
+        }
+        if let Some(d) = first.settings.difference(settings) {
+            return mismatch(format!(
+                "the parts were made with other settings than this merge's ({d}; fingerprint {}, not {})",
+                first.fingerprint,
+                settings.fingerprint()
+            ));
         }
         let missing: Vec<String> = (1..=count)
             .filter(|i| by_index[i - 1].is_none())

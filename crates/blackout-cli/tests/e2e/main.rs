@@ -10,4 +10,5 @@ mod explain;
 mod exporters;
 mod reports;
 mod run;
+mod shard;
 mod sqlite_matrix;
