@@ -5,6 +5,7 @@
 mod acks;
 mod cli;
 mod common;
+mod distributed;
 mod engines;
 mod explain;
 mod exporters;
