@@ -214,7 +214,7 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part,
     Ok(Part {
         format: PART_FORMAT.into(),
         schema: PART_SCHEMA,
-        blackout_version: env!("CARGO_PKG_VERSION").into(),
+        made_by: concat!("blackout ", env!("CARGO_PKG_VERSION")).into(),
         trace: None,
         trace_id: trace.content_id(),
         fingerprint: settings.fingerprint(),

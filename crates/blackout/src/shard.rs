@@ -268,8 +268,8 @@ pub struct Part {
     pub format: String,
     /// [`PART_SCHEMA`].
     pub schema: u32,
-    /// The blackout version that made it.
-    pub blackout_version: String,
+    /// What made it: `blackout VERSION`.
+    pub made_by: String,
     /// The trace file the shard read, as it was named (a merge reads it
     /// unless told another path).
     pub trace: Option<String>,
