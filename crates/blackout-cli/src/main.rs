@@ -1117,7 +1117,15 @@ fn cmd_merge(a: MergeArgs) -> Result<u8> {
             ))
         }
     };
-    let trace = load_trace(&trace_path)?;
+    let trace = match &a.trace {
+        Some(_) => load_trace(&trace_path)?,
+        None => load_trace(&trace_path).with_context(|| {
+            format!(
+                "the trace {} names (pass --trace if it is elsewhere)",
+                a.parts[0].display()
+            )
+        })?,
+    };
     let settings = parts[0].settings.clone();
     let mut cfg = RunConfig::from_settings(&settings)
         .map_err(|e| anyhow!("{}: {e}", a.parts[0].display()))?;
