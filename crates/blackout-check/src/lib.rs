@@ -74,6 +74,13 @@ pub trait Checker: Send + Sync {
     /// The command that checks a state by hand (for `reproduce:` lines).
     fn command(&self) -> &str;
 
+    /// How the command is run: `shell` (a process per state, the default)
+    /// or `server` (one long-lived process per worker). Recorded with a
+    /// sharded run's settings, so a merge checks the way its shards did.
+    fn kind(&self) -> &'static str {
+        "shell"
+    }
+
     /// Whether this checker gets these promises (one per line) only in a
     /// file, too long for where it looks first (the shell checker's
     /// `BLACKOUT_ACKED`, see [`shell::ACKED_ENV_BYTES_MAX`]); a run says so

@@ -1,9 +1,9 @@
 //! What one checker run said about a state.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What one checker run said about a state.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum Outcome {
     /// Exit 0: the state is acceptable.

@@ -137,6 +137,10 @@ impl Checker for ServerChecker {
         &self.command
     }
 
+    fn kind(&self) -> &'static str {
+        "server"
+    }
+
     fn release(&self, slot: &Slot) {
         if let Some(server) = self.take(slot) {
             server.stop(EXIT_GRACE);

@@ -14,6 +14,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
+use blackout::analysis::report::RunReport;
 use blackout::check::server::ServerChecker;
 use blackout::check::shell::{
     acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
@@ -39,7 +40,10 @@ use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;
 use blackout::record::replay::{replay_with, ReplayOptions};
 use blackout::record::snapshot::snapshot;
 use blackout::record::{RecordConfig, Recorder, StraceRecorder};
-use blackout::run::{check_trace, write_state, RunConfig, RunError};
+use blackout::run::{
+    check_shard, check_trace, merge_parts, write_state, MergeError, RunConfig, RunError,
+};
+use blackout::shard::{Part, Shard};
 
 /// Set when SIGINT (Ctrl-C), SIGTERM or SIGHUP arrives: every stage stops,
 /// kills its children's process groups and removes its scratch directories.
@@ -90,6 +94,9 @@ enum Cmd {
     /// Record a workload, explore its crash states, check each, give a verdict.
     #[command(after_long_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
+    /// Merge the parts of a run split with `run --shard K/N` into its report.
+    #[command(after_long_help = MERGE_EXAMPLES)]
+    Merge(MergeArgs),
     /// Run a workload under strace in a fresh directory and write a trace.
     #[command(after_long_help = RECORD_EXAMPLES)]
     Record(RecordArgs),
@@ -119,6 +126,17 @@ Examples:
   Check that recording again under posix only, with reports for CI:
     blackout run --trace run.trace --model posix --checker \"sh $PWD/examples/save/check.sh\" \\
         --junit blackout.xml --markdown summary.md --html report.html";
+
+const MERGE_EXAMPLES: &str = "\
+Examples:
+  Split the checking of a recording in three (each command on its own machine), then merge:
+    blackout run --trace run.trace --checker \"sh $PWD/check.sh\" --shard 1/3 --part part1.json
+    blackout run --trace run.trace --checker \"sh $PWD/check.sh\" --shard 2/3 --part part2.json
+    blackout run --trace run.trace --checker \"sh $PWD/check.sh\" --shard 3/3 --part part3.json
+    blackout merge part1.json part2.json part3.json
+
+  Merge parts whose trace now lives elsewhere, with the reports for CI:
+    blackout merge --trace artifacts/run.trace --junit blackout.xml --markdown summary.md parts/*.json";
 
 const RECORD_EXAMPLES: &str = "\
 Examples:
@@ -253,6 +271,13 @@ struct RunArgs {
     /// files written are never coloured.
     #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
     color: ColorWhen,
+    /// Check only shard K of N of the distinct states (with --trace and
+    /// --part); `blackout merge` makes the report from every shard's part.
+    #[arg(long, value_name = "K/N", conflicts_with_all = ["json", "junit", "markdown", "html"])]
+    shard: Option<String>,
+    /// With --shard: write what the shard found to FILE (JSON).
+    #[arg(long, value_name = "FILE")]
+    part: Option<PathBuf>,
     /// The workload and its arguments (with --trace: none).
     #[arg(
         last = true,
@@ -339,15 +364,21 @@ impl ExploreArgs {
 
     /// The flags `blackout state` needs to rebuild the same states.
     fn state_flags(&self) -> String {
-        let mut s = String::new();
-        if let Some(p) = &self.ack_prefix {
-            s.push_str(&format!(" --ack-prefix {}", shell_quote(p)));
-        }
-        if self.sector != SECTOR_BYTES_DEFAULT {
-            s.push_str(&format!(" --sector {}", self.sector));
-        }
-        s
+        state_flags_of(self.ack_prefix.as_deref(), self.sector)
     }
+}
+
+/// The flags `blackout state` needs to rebuild the states of a run with
+/// this promise prefix and sector size.
+fn state_flags_of(ack_prefix: Option<&str>, sector: u64) -> String {
+    let mut s = String::new();
+    if let Some(p) = ack_prefix {
+        s.push_str(&format!(" --ack-prefix {}", shell_quote(p)));
+    }
+    if sector != SECTOR_BYTES_DEFAULT {
+        s.push_str(&format!(" --sector {}", sector));
+    }
+    s
 }
 
 #[derive(Args)]
@@ -524,6 +555,7 @@ impl Cmd {
     fn json(&self) -> bool {
         match self {
             Cmd::Run(a) => a.json,
+            Cmd::Merge(a) => a.json,
             Cmd::Ops(a) => a.json,
             Cmd::States(a) => a.json,
             Cmd::Record(_) | Cmd::State(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
@@ -541,6 +573,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Cmd::Run(a) => cmd_run(*a),
+        Cmd::Merge(a) => cmd_merge(a),
         Cmd::Record(a) => cmd_record(a),
         Cmd::Ops(a) => cmd_ops(a),
         Cmd::States(a) => cmd_states(a),
@@ -597,19 +630,54 @@ fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
         .map(drop)
 }
 
-/// The report files a run was asked for: the flag, the path, the exporter.
-fn report_files(a: &RunArgs) -> Vec<(&'static str, &std::path::Path, &'static dyn Exporter)> {
-    let mut files: Vec<(&'static str, &std::path::Path, &'static dyn Exporter)> = Vec::new();
-    if let Some(p) = &a.junit {
+/// A report file: the flag, the path, the exporter.
+type ReportFile<'a> = (&'static str, &'a std::path::Path, &'static dyn Exporter);
+
+/// The report files a run was asked for.
+fn report_files(a: &RunArgs) -> Vec<ReportFile<'_>> {
+    report_files_of(a.junit.as_deref(), a.markdown.as_deref(), a.html.as_deref())
+}
+
+/// The report files of `--junit`, `--markdown` and `--html`.
+fn report_files_of<'a>(
+    junit: Option<&'a std::path::Path>,
+    markdown: Option<&'a std::path::Path>,
+    html: Option<&'a std::path::Path>,
+) -> Vec<ReportFile<'a>> {
+    let mut files: Vec<ReportFile<'a>> = Vec::new();
+    if let Some(p) = junit {
         files.push(("--junit", p, &JunitExporter));
     }
-    if let Some(p) = &a.markdown {
+    if let Some(p) = markdown {
         files.push(("--markdown", p, &MarkdownExporter));
     }
-    if let Some(p) = &a.html {
+    if let Some(p) = html {
         files.push(("--html", p, &HtmlExporter));
     }
     files
+}
+
+/// Writes a report: the files asked for, then the text (or JSON) on
+/// standard output. Returns the verdict's exit code.
+fn emit_report(
+    report: &RunReport,
+    ctx: &ExportContext<'_>,
+    files: &[ReportFile<'_>],
+    json: bool,
+    color: ColorWhen,
+) -> Result<u8> {
+    for (flag, path, exporter) in files {
+        std::fs::write(path, exporter.export(report, ctx))
+            .with_context(|| format!("cannot write {flag} {}", path.display()))?;
+    }
+    let text = TextExporter {
+        color: use_color(color),
+    };
+    let exporter: &dyn Exporter = if json { &JsonExporter } else { &text };
+    let mut out = std::io::stdout().lock();
+    out.write_all(&exporter.export(report, ctx))?;
+    out.flush()?;
+    Ok(report.verdict.exit_code())
 }
 
 /// Whether the text report on standard output is coloured.
@@ -692,6 +760,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
         return Err(anyhow!("--timeout must be a positive number of seconds"));
     }
+    let shard = shard_of(&a)?;
     // A report file that cannot be written fails the run before it starts.
     for (flag, path, _) in report_files(&a) {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
@@ -733,30 +802,14 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     cfg.consistency_only = a.consistency_only;
     cfg.fix_verifications = a.verify_fixes;
     cfg.cancel = Some(Arc::clone(&INTERRUPTED));
-    let bar =
-        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("checking {pos}/{len} states {wide_bar} {eta}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-    );
-    let building =
-        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
-    building.set_style(
-        indicatif::ProgressStyle::with_template("building crash states: {pos} {spinner}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-    );
-    let building_bar = building.clone();
-    cfg.explore_progress = Some(Box::new(move |n| building_bar.set_position(n as u64)));
-    let progress_bar = bar.clone();
-    let building_bar = building.clone();
-    cfg.progress = Some(Box::new(move |done, total| {
-        building_bar.finish_and_clear();
-        progress_bar.set_length(total as u64);
-        progress_bar.set_position(done as u64);
-    }));
+    let bars = Bars::attach(&mut cfg);
+    if let Some((shard, part)) = shard {
+        let result = check_shard(&trace, &cfg, shard);
+        bars.clear();
+        return write_part(result, &part, trace_path.as_deref());
+    }
     let result = check_trace(&trace, &cfg);
-    building.finish_and_clear();
-    bar.finish_and_clear();
+    bars.clear();
     let report = match result {
         Ok(r) => r,
         Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
@@ -774,18 +827,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         all_causes: a.all_causes,
         promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
-    for (flag, path, exporter) in report_files(&a) {
-        std::fs::write(path, exporter.export(&report, &ctx))
-            .with_context(|| format!("cannot write {flag} {}", path.display()))?;
-    }
-    let text = TextExporter {
-        color: use_color(a.color),
-    };
-    let exporter: &dyn Exporter = if a.json { &JsonExporter } else { &text };
-    let mut out = std::io::stdout().lock();
-    out.write_all(&exporter.export(&report, &ctx))?;
-    out.flush()?;
-    Ok(report.verdict.exit_code())
+    emit_report(&report, &ctx, &report_files(&a), a.json, a.color)
 }
 
 fn cmd_states(a: StatesArgs) -> Result<u8> {
@@ -963,4 +1005,203 @@ fn cmd_ops(a: OpsArgs) -> Result<u8> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// The progress shown on standard error while states are built and
+/// checked.
+struct Bars {
+    checking: indicatif::ProgressBar,
+    building: indicatif::ProgressBar,
+}
+
+impl Bars {
+    /// Bars fed by `cfg`'s progress callbacks.
+    fn attach(cfg: &mut RunConfig) -> Bars {
+        let checking =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        checking.set_style(
+            indicatif::ProgressStyle::with_template("checking {pos}/{len} states {wide_bar} {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        let building =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        building.set_style(
+            indicatif::ProgressStyle::with_template("building crash states: {pos} {spinner}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        let building_bar = building.clone();
+        cfg.explore_progress = Some(Box::new(move |n| building_bar.set_position(n as u64)));
+        let progress_bar = checking.clone();
+        let building_bar = building.clone();
+        cfg.progress = Some(Box::new(move |done, total| {
+            building_bar.finish_and_clear();
+            progress_bar.set_length(total as u64);
+            progress_bar.set_position(done as u64);
+        }));
+        Bars { checking, building }
+    }
+
+    fn clear(&self) {
+        self.building.finish_and_clear();
+        self.checking.finish_and_clear();
+    }
+}
+
+/// `--shard K/N` and `--part FILE`, checked together: the shard and where
+/// its part goes (writable), or `None` for a whole run.
+fn shard_of(a: &RunArgs) -> Result<Option<(Shard, PathBuf)>> {
+    let (spec, part) = match (&a.shard, &a.part) {
+        (None, None) => return Ok(None),
+        (None, Some(_)) => return Err(anyhow!("--part needs --shard K/N")),
+        (Some(_), None) => {
+            return Err(anyhow!(
+            "--shard needs --part FILE: where the shard writes what it found, for `blackout merge`"
+        ))
+        }
+        (Some(spec), Some(part)) => (spec, part),
+    };
+    let shard = Shard::parse(spec).map_err(|e| anyhow!("--shard: {e}"))?;
+    if a.trace.is_none() {
+        return Err(anyhow!(
+            "--shard needs --trace: every shard must check the same recording (make it once with `blackout record -o run.trace`)"
+        ));
+    }
+    check_writable(part).with_context(|| format!("cannot write --part {}", part.display()))?;
+    Ok(Some((shard, part.clone())))
+}
+
+/// Writes a shard's part and says what it holds.
+fn write_part(
+    result: Result<Part, RunError>,
+    path: &std::path::Path,
+    trace_path: Option<&std::path::Path>,
+) -> Result<u8> {
+    let mut part = match result {
+        Ok(p) => p,
+        Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
+        Err(e) => return Err(e).context("checking crash states"),
+    };
+    part.trace = trace_path.map(|p| p.display().to_string());
+    part.save(path)
+        .with_context(|| format!("cannot write --part {}", path.display()))?;
+    let mut out = std::io::stdout().lock();
+    match &part.stop {
+        Some(stop) => writeln!(
+            out,
+            "shard {}: the run stops before checking the states ({stop}); wrote {}",
+            part.shard,
+            path.display()
+        )?,
+        None => writeln!(
+            out,
+            "shard {}: checked {} of the {} distinct states (the rest are the other shards'); wrote {}",
+            part.shard,
+            part.states.len(),
+            part.distinct,
+            path.display()
+        )?,
+    }
+    writeln!(
+        out,
+        "the verdict comes from `blackout merge` with the parts of all {} shards",
+        part.shard.count
+    )?;
+    out.flush()?;
+    Ok(0)
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// The part file of every shard (`blackout run --shard K/N --part FILE`).
+    #[arg(value_name = "PART", required = true)]
+    parts: Vec<PathBuf>,
+    /// The trace the shards checked (default: the path the parts name).
+    #[arg(long, value_name = "TRACE")]
+    trace: Option<PathBuf>,
+    /// Checkers run at once by the fix verifications (default: the number
+    /// of CPUs).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
+    /// Print every cause (the report prints the first 10 per model).
+    #[arg(long)]
+    all_causes: bool,
+    /// Print the whole result as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Also write the result as JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Also write a Markdown summary to FILE.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Also write a self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Colour the text report: auto, always, never.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
+    color: ColorWhen,
+}
+
+fn cmd_merge(a: MergeArgs) -> Result<u8> {
+    let files = report_files_of(a.junit.as_deref(), a.markdown.as_deref(), a.html.as_deref());
+    for (flag, path, _) in &files {
+        check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
+    }
+    let mut parts = Vec::with_capacity(a.parts.len());
+    for path in &a.parts {
+        parts.push(Part::load(path)?);
+    }
+    let trace_path = match (&a.trace, parts[0].trace.as_ref()) {
+        (Some(p), _) => p.clone(),
+        (None, Some(p)) => PathBuf::from(p),
+        (None, None) => {
+            return Err(anyhow!(
+                "{} names no trace file: pass --trace",
+                a.parts[0].display()
+            ))
+        }
+    };
+    let trace = match &a.trace {
+        Some(_) => load_trace(&trace_path)?,
+        None => load_trace(&trace_path).with_context(|| {
+            format!(
+                "the trace {} names (pass --trace if it is elsewhere)",
+                a.parts[0].display()
+            )
+        })?,
+    };
+    let settings = parts[0].settings.clone();
+    let mut cfg = RunConfig::from_settings(&settings)
+        .map_err(|e| anyhow!("{}: {e}", a.parts[0].display()))?;
+    if let Some(j) = a.jobs {
+        cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
+    }
+    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    let bars = Bars::attach(&mut cfg);
+    let result = merge_parts(&trace, &cfg, &parts);
+    bars.clear();
+    let report = match result {
+        Ok(r) => r,
+        Err(MergeError::Run(RunError::Interrupted)) => return Err(anyhow!("interrupted")),
+        Err(MergeError::Part(e)) => return Err(e.into()),
+        Err(e) => return Err(e).context("merging the parts"),
+    };
+    let shown = trace_path.display().to_string();
+    let trace_id = trace.content_id();
+    let prefix = settings.ack_prefix.as_ref().map(|p| p.display());
+    let ctx = ExportContext {
+        trace: &trace,
+        trace_path: Some(&shown),
+        trace_id: &trace_id,
+        checker: &settings.checker,
+        checker_flag: if settings.checker_kind == "server" {
+            "--checker-server"
+        } else {
+            "--checker"
+        },
+        state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
+        all_causes: a.all_causes,
+        promise_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
+    };
+    emit_report(&report, &ctx, &files, a.json, a.color)
 }

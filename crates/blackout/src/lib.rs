@@ -31,6 +31,10 @@
 //! [`run`] drives them in order: promises, the pre-check (the checker must
 //! reject the state before the workload), the nothing-lost check (it must
 //! accept the state with every op applied), exploration, checking, analysis.
+//! [`shard`] splits a run across machines: each shard explores everything
+//! and checks the distinct states whose content key falls in its share
+//! ([`run::check_shard`]), and [`run::merge_parts`] turns every shard's
+//! part into the report one run would have made.
 //! Why seams and not one crate: each coming capability (an in-process
 //! checker for `cargo test`, a disk-image materializer for real file
 //! systems, a recorder that does not stop the process per syscall, JUnit and
@@ -81,3 +85,4 @@ pub use blackout_record as record;
 pub use blackout_sys as sys;
 
 pub mod run;
+pub mod shard;

@@ -28,16 +28,22 @@ use blackout_analysis::report::{Checked, ModelReport, RunReport, Verdict};
 pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{Cache, Pool, PoolConfig, Release, Scratch};
+use blackout_check::server::ServerChecker;
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
 use blackout_check::Checker;
-use blackout_explore::dedup::{distinct_states_watched, state_key, StateKey, Watch};
+use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
+use blackout_oplog::ops::Name;
 use blackout_oplog::promises::{join_lines, Outputs};
 use blackout_oplog::trace::Trace;
 use blackout_sys::scratch::default_scratch_parent;
+
+use crate::shard::{
+    CannotRun, Known, Part, PartError, PartState, Settings, Shard, PART_FORMAT, PART_SCHEMA,
+};
 
 /// How to run.
 pub struct RunConfig {
@@ -111,37 +117,261 @@ impl RunConfig {
         }
         Ok(())
     }
+
+    /// Every setting that changes what the run finds (what the parts of a
+    /// sharded run must agree on).
+    pub fn settings(&self) -> Settings {
+        Settings {
+            models: self.models.clone(),
+            exhaustive_limit: self.explore.exhaustive_limit,
+            budget: self.explore.budget,
+            seed: self.explore.seed,
+            sector: self.sector,
+            ack_prefix: self.promise_prefix.as_deref().map(Name::from),
+            consistency_only: self.consistency_only,
+            verify_fixes: self.fix_verifications,
+            checker: self.checker.command().to_string(),
+            checker_kind: self.checker.kind().to_string(),
+            timeout_seconds: self.checker.timeout().as_secs_f64(),
+        }
+    }
+
+    /// A config with these settings and their checker, run as they say
+    /// (the others at their defaults): what merges the parts of a sharded
+    /// run.
+    pub fn from_settings(settings: &Settings) -> Result<RunConfig, ConfigError> {
+        let timeout = std::time::Duration::try_from_secs_f64(settings.timeout_seconds)
+            .map_err(|_| ConfigError::Timeout)?;
+        let checker: Box<dyn Checker> = match settings.checker_kind.as_str() {
+            "server" => Box::new(ServerChecker::new(settings.checker.clone(), timeout)),
+            _ => Box::new(ShellChecker {
+                command: settings.checker.clone(),
+                timeout,
+            }),
+        };
+        let mut cfg = RunConfig::with_checker(checker);
+        cfg.models = settings.models.clone();
+        cfg.explore = ExploreConfig {
+            exhaustive_limit: settings.exhaustive_limit,
+            budget: settings.budget,
+            seed: settings.seed,
+        };
+        cfg.sector = settings.sector;
+        cfg.promise_prefix = settings.ack_prefix.as_ref().map(|p| p.0.clone());
+        cfg.consistency_only = settings.consistency_only;
+        cfg.fix_verifications = settings.verify_fixes;
+        Ok(cfg)
+    }
 }
 
 /// Checks a trace: the whole pipeline after recording.
 pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError> {
-    cfg.validate()?;
+    with_pool(trace, cfg, |s, promises| {
+        let mut start = match begin(s, cfg, promises, None)? {
+            Begun::Stopped(report) => return Ok(report),
+            Begun::Going(start) => start,
+        };
+        let t1 = Instant::now();
+        let results = match s.pool.check_distinct(&start.explored, &mut start.cache)? {
+            Ok(r) => r,
+            Err((id, reason)) => return Ok(start.stop(cannot_run(&id, &reason))),
+        };
+        finish(s, start, results, t1.elapsed().as_secs_f64())
+    })
+    .map(Pooled::report)
+}
+
+/// Checks one shard of a trace: everything [`check_trace`] does before
+/// checking (the pre-check, the nothing-lost check, exploring every model),
+/// then only the distinct states in `shard`. The part it returns names no
+/// trace file (set [`Part::trace`]); `blackout merge` draws the verdict.
+pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part, RunError> {
+    shard
+        .validate()
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let settings = cfg.settings();
+    let pooled = with_pool::<_, RunError>(trace, cfg, |s, promises| {
+        let start = match begin(s, cfg, promises, None)? {
+            Begun::Stopped(report) => return Ok(ShardRun::stopped(&report)),
+            Begun::Going(start) => start,
+        };
+        let distinct = &start.explored.distinct;
+        let todo: Vec<usize> = (0..distinct.len())
+            .filter(|&i| {
+                shard.holds(&distinct[i].key) && !start.cache.contains_key(&distinct[i].key)
+            })
+            .collect();
+        let t1 = Instant::now();
+        let (mut checked, cannot) = s.pool.check_parallel(distinct, &todo)?;
+        checked.sort_by_key(|(i, _)| *i);
+        Ok(ShardRun {
+            precheck: start.precheck.map(|c| c.outcome),
+            all_applied: start.all_applied.map(|c| c.outcome),
+            stop: cannot.as_ref().map(|(id, reason)| cannot_run(id, reason).1),
+            cannot_run: cannot.map(|(state, reason)| CannotRun { state, reason }),
+            states: checked
+                .iter()
+                .map(|(i, o)| PartState::new(distinct[*i].desc.id(), &distinct[*i].key, o))
+                .collect(),
+            distinct: distinct.len(),
+            explore_seconds: start.explore_seconds,
+            check_seconds: t1.elapsed().as_secs_f64(),
+        })
+    })?;
+    let run = pooled.value;
+    Ok(Part {
+        format: PART_FORMAT.into(),
+        schema: PART_SCHEMA,
+        made_by: concat!("blackout ", env!("CARGO_PKG_VERSION")).into(),
+        trace: None,
+        trace_id: trace.content_id(),
+        fingerprint: settings.fingerprint(),
+        settings,
+        shard,
+        distinct: run.distinct,
+        precheck: run.precheck,
+        all_applied: run.all_applied,
+        stop: run.stop,
+        cannot_run: run.cannot_run,
+        states: run.states,
+        explore_seconds: run.explore_seconds,
+        check_seconds: run.check_seconds,
+        orphans_killed: pooled.orphans_killed,
+        origin: None,
+    })
+}
+
+/// Why parts could not be merged.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The parts do not make one run of this trace with these settings.
+    #[error(transparent)]
+    Part(#[from] PartError),
+    /// The merge itself could not finish (its fix verifications run the
+    /// checker).
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// Merges the parts of a sharded run of `trace` into the report a single
+/// [`check_trace`] with `cfg` would have made: every shard of one split
+/// must be there once, made from this trace with `cfg`'s settings
+/// ([`RunConfig::settings`]). The trace is explored again, every distinct
+/// state's outcome taken from the parts (a state no part holds is an
+/// error, never a pass), and the analysis runs as in a single run: fix
+/// verifications run the checker on the states they add.
+pub fn merge_parts(
+    trace: &Trace,
+    cfg: &RunConfig,
+    parts: &[Part],
+) -> Result<RunReport, MergeError> {
+    let known = Known::of_parts(parts, &trace.content_id(), &cfg.settings())?;
+    let pooled = with_pool::<_, MergeError>(trace, cfg, |s, promises| {
+        let mut start = match begin(s, cfg, promises, Some(&known))? {
+            Begun::Stopped(report) => return Ok(report),
+            Begun::Going(start) => start,
+        };
+        if let Some(c) = &known.cannot_run {
+            return Ok(start.stop(cannot_run(&c.state, &c.reason)));
+        }
+        if known.distinct != start.explored.distinct.len() {
+            return Err(PartError::Mismatch(format!(
+                "the parts explored {} distinct states, this merge {}: were they made by another blackout version?",
+                known.distinct,
+                start.explored.distinct.len()
+            ))
+            .into());
+        }
+        for (key, outcome) in &known.outcomes {
+            start.cache.entry(*key).or_insert_with(|| outcome.clone());
+        }
+        let mut results = Vec::with_capacity(start.explored.distinct.len());
+        for d in &start.explored.distinct {
+            let outcome = start.cache.get(&d.key).cloned().ok_or_else(|| {
+                PartError::Mismatch(format!(
+                    "state {} is in no part: the parts do not hold every state of this exploration",
+                    d.desc.id()
+                ))
+            })?;
+            results.push(outcome);
+        }
+        Ok(finish(s, start, results, known.check_seconds)?)
+    })?;
+    let mut report = pooled.report();
+    report.orphans_killed += known.orphans_killed;
+    Ok(report)
+}
+
+/// What a shard found, before it becomes a [`Part`].
+struct ShardRun {
+    precheck: Option<Outcome>,
+    all_applied: Option<Outcome>,
+    stop: Option<String>,
+    cannot_run: Option<CannotRun>,
+    states: Vec<PartState>,
+    distinct: usize,
+    explore_seconds: f64,
+    check_seconds: f64,
+}
+
+impl ShardRun {
+    /// A shard whose run stopped before checking any state.
+    fn stopped(report: &RunReport) -> ShardRun {
+        let outcome = |c: &Option<Checked>| c.as_ref().map(|c| c.outcome.clone());
+        ShardRun {
+            precheck: outcome(&report.precheck),
+            all_applied: outcome(&report.all_applied),
+            stop: Some(format!("{}: {}", report.verdict.name(), report.reason)),
+            cannot_run: None,
+            states: Vec::new(),
+            distinct: 0,
+            explore_seconds: 0.0,
+            check_seconds: 0.0,
+        }
+    }
+}
+
+/// What every kind of run shares around its own steps, and what it found.
+struct Pooled<T> {
+    value: T,
+    /// Processes checkers left running outside their groups, killed.
+    orphans_killed: usize,
+    /// Whether the checker gets every promise in a file only.
+    promises_in_file_only: bool,
+}
+
+impl Pooled<RunReport> {
+    fn report(self) -> RunReport {
+        let mut report = self.value;
+        report.orphans_killed += self.orphans_killed;
+        // The pre-check and the state where nothing was lost hold every
+        // promise: if a checker ran, it ran on those.
+        report.promises_in_file_only = (report.precheck.is_some() || report.all_applied.is_some())
+            && self.promises_in_file_only;
+        report
+    }
+}
+
+/// Runs `body` with the pool of a run: the settings validated first, a
+/// scratch directory made for it and removed after, whatever the body's
+/// result, and what checkers detached from their groups killed.
+fn with_pool<T, E: From<RunError>>(
+    trace: &Trace,
+    cfg: &RunConfig,
+    body: impl FnOnce(&Analysis<'_>, Vec<String>) -> Result<T, E>,
+) -> Result<Pooled<T>, E> {
+    cfg.validate().map_err(RunError::from)?;
     let outputs = Outputs::new(trace, cfg.promise_prefix.as_deref());
     let promises: Vec<String> = outputs
         .all_promises()
         .iter()
         .map(|l| String::from_utf8_lossy(l).into_owned())
         .collect();
-    if promises.is_empty() && !cfg.consistency_only {
-        let reason = match &cfg.promise_prefix {
-            Some(p) => format!(
-                "nothing was promised: no line the workload printed starts with `{}` (or pass --consistency-only if the checker tests consistency alone)",
-                String::from_utf8_lossy(p)
-            ),
-            None => "nothing was promised: the workload printed no line to standard output (or pass --consistency-only if the checker tests consistency alone)".into(),
-        };
-        return Ok(RunReport::early(
-            (Verdict::Inconclusive, reason),
-            promises,
-            None,
-            None,
-        ));
-    }
     let parent = cfg
         .scratch_parent
         .clone()
         .unwrap_or_else(default_scratch_parent);
-    let scratch = Scratch::new(&parent)?;
+    let scratch = Scratch::new(&parent).map_err(RunError::from)?;
     let pool = Pool {
         trace,
         outputs: &outputs,
@@ -161,26 +391,62 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
         promise_prefix: cfg.promise_prefix.as_deref(),
         fix_verifications: cfg.fix_verifications,
     };
-    let result = run_in(&analysis, cfg, promises);
+    let result = body(&analysis, promises);
     // What checkers detached from their groups dies before their
     // directories go; the checker may have left read-only directories,
     // which remove_tree copes with.
     let orphans_killed = blackout_sys::proc::reap_orphans();
     let removed = scratch.remove();
-    let mut report = result?;
-    removed?;
-    report.orphans_killed = orphans_killed;
-    // The pre-check and the state where nothing was lost hold every
-    // promise: if a checker ran, it ran on those.
-    report.promises_in_file_only = (report.precheck.is_some() || report.all_applied.is_some())
-        && cfg
-            .checker
-            .promises_in_file_only(&join_lines(&outputs.all_promises()));
-    Ok(report)
+    let value = result?;
+    removed.map_err(RunError::from)?;
+    let promises_in_file_only = cfg
+        .checker
+        .promises_in_file_only(&join_lines(&outputs.all_promises()));
+    Ok(Pooled {
+        value,
+        orphans_killed,
+        promises_in_file_only,
+    })
 }
 
-fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<RunReport, RunError> {
-    let trace = s.pool.trace;
+/// A run on its way to checking: the pre-checks passed, every model
+/// explored, the cache holding the state where nothing was lost.
+struct Start {
+    promises: Vec<String>,
+    precheck: Option<Checked>,
+    all_applied: Option<Checked>,
+    explored: Explored,
+    cache: Cache,
+    explore_seconds: f64,
+}
+
+impl Start {
+    /// The report of a run that stops here.
+    fn stop(self, stop: (Verdict, String)) -> RunReport {
+        RunReport::early(stop, self.promises, self.precheck, self.all_applied)
+    }
+}
+
+/// Where the first steps of a run lead.
+enum Begun {
+    /// A verdict before any state was checked.
+    Stopped(RunReport),
+    /// On to checking.
+    Going(Start),
+}
+
+/// The steps every run makes before checking: promises, the pre-check, the
+/// nothing-lost check, exploring every model. The two checks run the
+/// checker, or (a merge) take the outcomes the shards `known`.
+fn begin(
+    s: &Analysis<'_>,
+    cfg: &RunConfig,
+    promises: Vec<String>,
+    known: Option<&Known>,
+) -> Result<Begun, RunError> {
+    if let Some(stop) = nothing_promised(cfg, &promises) {
+        return Ok(Begun::Stopped(RunReport::early(stop, promises, None, None)));
+    }
     // The pre-checks use a slot of their own, before the workers start.
     let slot0 = s.pool.scratch.slot()?;
     let release = Release {
@@ -190,87 +456,121 @@ fn run_in(s: &Analysis<'_>, cfg: &RunConfig, promises: Vec<String>) -> Result<Ru
     let precheck = if cfg.consistency_only {
         None
     } else {
-        let (checked, stop) = precheck(s, cfg, &slot0, &promises)?;
+        let (checked, stop) = precheck(s, cfg, &slot0, &promises, known)?;
         if let Some(stop) = stop {
-            return Ok(RunReport::early(stop, promises, Some(checked), None));
+            let report = RunReport::early(stop, promises, Some(checked), None);
+            return Ok(Begun::Stopped(report));
         }
         Some(checked)
     };
-    let (all_applied, full_key, stop) = nothing_lost(s, cfg, &slot0)?;
-    let outcome = all_applied.outcome.clone();
+    let (all_applied, full_key, stop) = nothing_lost(s, cfg, &slot0, known)?;
     if let Some(stop) = stop {
-        return Ok(RunReport::early(
-            stop,
-            promises,
-            precheck,
-            Some(all_applied),
-        ));
+        let report = RunReport::early(stop, promises, precheck, Some(all_applied));
+        return Ok(Begun::Stopped(report));
     }
-    let all_applied = Some(all_applied);
     drop(release);
     drop(slot0);
-    let mut cache: Cache = HashMap::from([(full_key, outcome.clone())]);
+    let cache: Cache = HashMap::from([(full_key, all_applied.outcome.clone())]);
     let t0 = Instant::now();
     let watch = Watch {
         cancel: cfg.cancel.as_deref(),
         progress: cfg.explore_progress.as_deref(),
     };
     let explored = distinct_states_watched(
-        trace,
+        s.pool.trace,
         s.pool.outputs,
         &cfg.models,
         &cfg.explore,
         cfg.sector,
         watch,
     )?;
-    let explore_seconds = t0.elapsed().as_secs_f64();
-    let t1 = Instant::now();
-    let results = match s.pool.check_distinct(&explored, &mut cache)? {
-        Ok(r) => r,
-        Err((id, reason)) => {
-            let stop = (
-                Verdict::Error,
-                format!("the checker could not be run on state {id}: {reason}"),
-            );
-            return Ok(RunReport::early(stop, promises, precheck, all_applied));
-        }
+    Ok(Begun::Going(Start {
+        promises,
+        precheck,
+        all_applied: Some(all_applied),
+        explored,
+        cache,
+        explore_seconds: t0.elapsed().as_secs_f64(),
+    }))
+}
+
+/// Nothing promised is INCONCLUSIVE, unless the checker tests consistency
+/// alone.
+fn nothing_promised(cfg: &RunConfig, promises: &[String]) -> Stop {
+    if !promises.is_empty() || cfg.consistency_only {
+        return None;
+    }
+    let reason = match &cfg.promise_prefix {
+        Some(p) => format!(
+            "nothing was promised: no line the workload printed starts with `{}` (or pass --consistency-only if the checker tests consistency alone)",
+            String::from_utf8_lossy(p)
+        ),
+        None => "nothing was promised: the workload printed no line to standard output (or pass --consistency-only if the checker tests consistency alone)".into(),
     };
-    let check_seconds = t1.elapsed().as_secs_f64();
-    if let Some(stop) = rejects_the_start(s, &cache) {
-        return Ok(RunReport::early(stop, promises, precheck, all_applied));
+    Some((Verdict::Inconclusive, reason))
+}
+
+/// The verdict of a run stopped where the checker could not be run.
+fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
+    (
+        Verdict::Error,
+        format!("the checker could not be run on state {id}: {reason}"),
+    )
+}
+
+/// The steps after checking, the same for a run and a merge: the start
+/// state must pass, then each model's report (causes, fixes verified),
+/// then the verdict.
+fn finish(
+    s: &Analysis<'_>,
+    mut start: Start,
+    results: Vec<Outcome>,
+    check_seconds: f64,
+) -> Result<RunReport, RunError> {
+    if let Some(stop) = rejects_the_start(s, &start.cache) {
+        return Ok(start.stop(stop));
     }
     let mut models = Vec::new();
-    for m in &explored.models {
-        models.push(model_report(s, m, &results, &mut cache)?);
+    for m in &start.explored.models {
+        models.push(model_report(s, m, &results, &mut start.cache)?);
     }
     let (verdict, reason) = verdict_of(&models);
     Ok(RunReport {
         verdict,
         reason,
-        promises,
-        precheck,
-        all_applied,
+        promises: start.promises,
+        precheck: start.precheck,
+        all_applied: start.all_applied,
         models,
-        checked: explored.distinct.len(),
-        explore_seconds,
+        checked: start.explored.distinct.len(),
+        explore_seconds: start.explore_seconds,
         check_seconds,
-        explore: cfg.explore.clone(),
+        explore: s.explore.clone(),
         orphans_killed: 0,
         promises_in_file_only: false,
     })
+}
+
+/// An outcome a merge needs that the parts do not hold.
+fn not_in_parts(what: &str) -> RunError {
+    RunError::Io(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("shard 1 holds no outcome of the {what}, which this merge needs"),
+    ))
 }
 
 /// The verdict that stops a run before it explores, and why; `None` goes on.
 type Stop = Option<(Verdict, String)>;
 
 /// The pre-check: the checker on the state before the workload, with every
-/// promise handed to it. It must reject it; the verdict that stops the run
+/// promise handed to it (or, in a merge, what shard 1 found). It must reject it; the verdict that stops the run
 /// if it does not.
 fn precheck(
     s: &Analysis<'_>,
     cfg: &RunConfig,
     slot: &Slot,
     promises: &[String],
+    known: Option<&Known>,
 ) -> Result<(Checked, Stop), RunError> {
     let trace = s.pool.trace;
     let pre = StateDesc {
@@ -278,10 +578,16 @@ fn precheck(
         lost: Vec::new(),
         torn: None,
     };
-    let outcome = s
-        .pool
-        .check_one(slot, "pre-workload", &FsState::initial(trace), 0, true)?
-        .ok_or(RunError::Interrupted)?;
+    let outcome = match known {
+        Some(k) => k
+            .precheck
+            .clone()
+            .ok_or_else(|| not_in_parts("pre-check"))?,
+        None => s
+            .pool
+            .check_one(slot, "pre-workload", &FsState::initial(trace), 0, true)?
+            .ok_or(RunError::Interrupted)?,
+    };
     let mut c = s.checked(&pre, outcome.clone());
     c.id = "pre-workload".into();
     c.promises = promises.to_vec();
@@ -308,6 +614,7 @@ fn nothing_lost(
     s: &Analysis<'_>,
     cfg: &RunConfig,
     slot: &Slot,
+    known: Option<&Known>,
 ) -> Result<(Checked, StateKey, Stop), RunError> {
     let trace = s.pool.trace;
     let full = StateDesc {
@@ -317,10 +624,16 @@ fn nothing_lost(
     };
     let full_fs = FsState::build(trace, &full, cfg.sector);
     let full_key = state_key(&full_fs, s.pool.outputs, full.crash);
-    let outcome = s
-        .pool
-        .check_one(slot, &full.id(), &full_fs, full.crash, false)?
-        .ok_or(RunError::Interrupted)?;
+    let outcome = match known {
+        Some(k) => k
+            .all_applied
+            .clone()
+            .ok_or_else(|| not_in_parts("state where nothing was lost"))?,
+        None => s
+            .pool
+            .check_one(slot, &full.id(), &full_fs, full.crash, false)?
+            .ok_or(RunError::Interrupted)?,
+    };
     let stop = expected(
         &outcome,
         true,
@@ -462,6 +775,7 @@ pub fn write_state(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blackout_explore::model::Model;
 
     fn trace(log: &str) -> Trace {
         blackout_record::replay::trace_of_log(log.as_bytes(), b"/d").unwrap()
@@ -512,5 +826,71 @@ mod tests {
         assert_eq!(std::fs::read(output).unwrap(), b"ok\n");
         // Not into a directory that holds something.
         assert!(write_state(&t, &desc, None, 512, dir.path()).is_err());
+    }
+
+    /// A report as JSON, without its timings.
+    fn without_timings(r: &RunReport) -> String {
+        let mut text = Vec::new();
+        for line in format!("{r:#?}").lines() {
+            if !line.contains("_seconds:") {
+                text.push(line.to_string());
+            }
+        }
+        text.join("\n")
+    }
+
+    #[test]
+    fn three_shards_merged_make_the_single_runs_report() {
+        // A new file written without any fsync, then "saved".
+        let t = trace(
+            "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 write(3, \"\\x68\\x69\", 2) = 2\n\
+             1 openat(AT_FDCWD, \"\\x62\", O_WRONLY|O_CREAT, 0644) = 4\n\
+             1 write(4, \"\\x68\\x6f\", 2) = 2\n\
+             1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let checker =
+            r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a b 2>/dev/null)" = hiho ]"#;
+        let mut cfg = RunConfig::new(checker);
+        cfg.models = Model::ALL.to_vec();
+        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        let single = check_trace(&t, &cfg).unwrap();
+        assert_eq!(single.verdict, Verdict::Fail);
+        let parts: Vec<Part> = (1..=3)
+            .map(|index| check_shard(&t, &cfg, Shard { index, count: 3 }).unwrap())
+            .map(|p| Part::read(p.to_json().as_bytes()).unwrap())
+            .collect();
+        // Each distinct state but the one where nothing was lost is
+        // checked by exactly one shard.
+        let checked: usize = parts.iter().map(|p| p.states.len()).sum();
+        assert_eq!(checked + 1, single.checked);
+        let merged = merge_parts(&t, &cfg, &parts).unwrap();
+        assert_eq!(without_timings(&single), without_timings(&merged));
+        let refused = |parts: &[Part], cfg: &RunConfig| match merge_parts(&t, cfg, parts) {
+            Err(MergeError::Part(e)) => e.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert!(refused(&parts[..2], &cfg).starts_with("missing shard 3/3"));
+        let twice = [parts[0].clone(), parts[0].clone(), parts[2].clone()];
+        assert!(refused(&twice, &cfg).starts_with("shard 1/3 is given twice"));
+        let mut other = RunConfig::new(checker);
+        other.models = Model::ALL.to_vec();
+        other.explore.budget = 8;
+        assert!(
+            refused(&parts, &other).contains("other settings than this merge's (budget 64, not 8")
+        );
+        let mut budget = parts.clone();
+        budget[1].settings.budget = 8;
+        budget[1].fingerprint = budget[1].settings.fingerprint();
+        assert!(refused(&budget, &cfg).starts_with(
+            "shard 2/3 was made with other settings than shard 1/3 (budget 8, not 64;"
+        ));
+        // A state missing from its part is never a pass.
+        let mut short = parts.clone();
+        let k = short.iter().position(|p| !p.states.is_empty()).unwrap();
+        short[k].states.pop();
+        assert!(refused(&short, &cfg).contains("is in no part"));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -88,7 +88,7 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-export",
         &["text", "json", "junit", "markdown", "html"],
     ),
-    ("blackout", &["run"]),
+    ("blackout", &["shard", "run"]),
     ("blackout-cli", &["main"]),
 ];
 

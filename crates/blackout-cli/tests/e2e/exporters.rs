@@ -593,6 +593,7 @@ fn the_manual_page_renders_with_man() {
     assert!(top.contains("NAME") && top.contains("SUBCOMMANDS"), "{top}");
     for name in [
         "blackout-run",
+        "blackout-merge",
         "blackout-record",
         "blackout-ops",
         "blackout-states",
@@ -613,6 +614,7 @@ fn long_help_gives_two_examples_per_command() {
     let s = Scratch::new();
     for cmd in [
         "run",
+        "merge",
         "record",
         "ops",
         "states",

@@ -5,10 +5,12 @@
 mod acks;
 mod cli;
 mod common;
+mod distributed;
 mod engines;
 mod explain;
 mod exporters;
 mod reports;
 mod run;
 mod server;
+mod shard;
 mod sqlite_matrix;

@@ -115,8 +115,9 @@ fn the_save_variants_give_the_same_verdicts_and_causes_with_checker_servers() {
             assert_eq!(served["verdict"], want, "{variant}, {server}");
         }
     }
-    assert!(processes_with("check-server").is_empty());
-    assert!(processes_with("save_check_server").is_empty());
+    // (That no server outlives its run is asserted where the server's path
+    // is the test's own: other tests run these example servers at the
+    // same time.)
 }
 
 /// A server that crashes on one state, hangs on another and answers
