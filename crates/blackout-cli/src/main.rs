@@ -247,30 +247,8 @@ struct RunArgs {
     /// one added fsync); 0 verifies none.
     #[arg(long, value_name = "N", default_value_t = FIX_VERIFICATIONS_MAX)]
     verify_fixes: usize,
-    /// Print every cause (the report prints the first 10 per model, most
-    /// serious first).
-    #[arg(long)]
-    all_causes: bool,
-    /// Print the whole result as JSON.
-    #[arg(long)]
-    json: bool,
-    /// Also write the result as JUnit XML (one test case per model, one
-    /// failure per cause) to FILE.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Also write a Markdown summary (for a CI job summary or a pull-request
-    /// comment) to FILE.
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
-    /// Also write a self-contained HTML page (the op timeline, each cause's
-    /// simplest state) to FILE.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Colour the verdicts and cause headings of the text report: auto (on
-    /// a terminal, unless NO_COLOR is set), always, never. JSON and the
-    /// files written are never coloured.
-    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
-    color: ColorWhen,
+    #[command(flatten)]
+    report: ReportArgs,
     /// Check only shard K of N of the distinct states (with --trace and
     /// --part); `blackout merge` makes the report from every shard's part.
     #[arg(long, value_name = "K/N", conflicts_with_all = ["json", "junit", "markdown", "html"])]
@@ -554,8 +532,8 @@ impl Cmd {
     /// Whether the command was asked for JSON.
     fn json(&self) -> bool {
         match self {
-            Cmd::Run(a) => a.json,
-            Cmd::Merge(a) => a.json,
+            Cmd::Run(a) => a.report.json,
+            Cmd::Merge(a) => a.report.json,
             Cmd::Ops(a) => a.json,
             Cmd::States(a) => a.json,
             Cmd::Record(_) | Cmd::State(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
@@ -633,51 +611,67 @@ fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
 /// A report file: the flag, the path, the exporter.
 type ReportFile<'a> = (&'static str, &'a std::path::Path, &'static dyn Exporter);
 
-/// The report files a run was asked for.
-fn report_files(a: &RunArgs) -> Vec<ReportFile<'_>> {
-    report_files_of(a.junit.as_deref(), a.markdown.as_deref(), a.html.as_deref())
-}
-
-/// The report files of `--junit`, `--markdown` and `--html`.
-fn report_files_of<'a>(
-    junit: Option<&'a std::path::Path>,
-    markdown: Option<&'a std::path::Path>,
-    html: Option<&'a std::path::Path>,
-) -> Vec<ReportFile<'a>> {
-    let mut files: Vec<ReportFile<'a>> = Vec::new();
-    if let Some(p) = junit {
-        files.push(("--junit", p, &JunitExporter));
-    }
-    if let Some(p) = markdown {
-        files.push(("--markdown", p, &MarkdownExporter));
-    }
-    if let Some(p) = html {
-        files.push(("--html", p, &HtmlExporter));
-    }
-    files
-}
-
-/// Writes a report: the files asked for, then the text (or JSON) on
-/// standard output. Returns the verdict's exit code.
-fn emit_report(
-    report: &RunReport,
-    ctx: &ExportContext<'_>,
-    files: &[ReportFile<'_>],
+/// How a report is given (`run` and `merge`).
+#[derive(Args)]
+struct ReportArgs {
+    /// Print every cause (the report prints the first 10 per model, most
+    /// serious first).
+    #[arg(long)]
+    all_causes: bool,
+    /// Print the whole result as JSON.
+    #[arg(long)]
     json: bool,
+    /// Also write the result as JUnit XML (one test case per model, one
+    /// failure per cause) to FILE.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Also write a Markdown summary (for a CI job summary or a pull-request
+    /// comment) to FILE.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+    /// Also write a self-contained HTML page (the op timeline, each cause's
+    /// simplest state) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Colour the verdicts and cause headings of the text report: auto (on
+    /// a terminal, unless NO_COLOR is set), always, never. JSON and the
+    /// files written are never coloured.
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
     color: ColorWhen,
-) -> Result<u8> {
-    for (flag, path, exporter) in files {
-        std::fs::write(path, exporter.export(report, ctx))
-            .with_context(|| format!("cannot write {flag} {}", path.display()))?;
+}
+
+impl ReportArgs {
+    /// The report files asked for (`--junit`, `--markdown`, `--html`).
+    fn files(&self) -> Vec<ReportFile<'_>> {
+        let mut files: Vec<ReportFile<'_>> = Vec::new();
+        if let Some(p) = &self.junit {
+            files.push(("--junit", p, &JunitExporter));
+        }
+        if let Some(p) = &self.markdown {
+            files.push(("--markdown", p, &MarkdownExporter));
+        }
+        if let Some(p) = &self.html {
+            files.push(("--html", p, &HtmlExporter));
+        }
+        files
     }
-    let text = TextExporter {
-        color: use_color(color),
-    };
-    let exporter: &dyn Exporter = if json { &JsonExporter } else { &text };
-    let mut out = std::io::stdout().lock();
-    out.write_all(&exporter.export(report, ctx))?;
-    out.flush()?;
-    Ok(report.verdict.exit_code())
+
+    /// Writes a report: the files asked for, then the text (or JSON) on
+    /// standard output. Returns the verdict's exit code.
+    fn emit(&self, report: &RunReport, ctx: &ExportContext<'_>) -> Result<u8> {
+        for (flag, path, exporter) in self.files() {
+            std::fs::write(path, exporter.export(report, ctx))
+                .with_context(|| format!("cannot write {flag} {}", path.display()))?;
+        }
+        let text = TextExporter {
+            color: use_color(self.color),
+        };
+        let exporter: &dyn Exporter = if self.json { &JsonExporter } else { &text };
+        let mut out = std::io::stdout().lock();
+        out.write_all(&exporter.export(report, ctx))?;
+        out.flush()?;
+        Ok(report.verdict.exit_code())
+    }
 }
 
 /// Whether the text report on standard output is coloured.
@@ -762,7 +756,7 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     }
     let shard = shard_of(&a)?;
     // A report file that cannot be written fails the run before it starts.
-    for (flag, path, _) in report_files(&a) {
+    for (flag, path, _) in a.report.files() {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
     let (trace, trace_path) = match &a.trace {
@@ -824,10 +818,10 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         checker: &checker_command,
         checker_flag,
         state_flags: &a.explore.state_flags(),
-        all_causes: a.all_causes,
+        all_causes: a.report.all_causes,
         promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
-    emit_report(&report, &ctx, &report_files(&a), a.json, a.color)
+    a.report.emit(&report, &ctx)
 }
 
 fn cmd_states(a: StatesArgs) -> Result<u8> {
@@ -1122,29 +1116,12 @@ struct MergeArgs {
     /// of CPUs).
     #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     jobs: Option<u64>,
-    /// Print every cause (the report prints the first 10 per model).
-    #[arg(long)]
-    all_causes: bool,
-    /// Print the whole result as JSON.
-    #[arg(long)]
-    json: bool,
-    /// Also write the result as JUnit XML to FILE.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Also write a Markdown summary to FILE.
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
-    /// Also write a self-contained HTML page to FILE.
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
-    /// Colour the text report: auto, always, never.
-    #[arg(long, value_name = "WHEN", value_enum, default_value_t = ColorWhen::Auto)]
-    color: ColorWhen,
+    #[command(flatten)]
+    report: ReportArgs,
 }
 
 fn cmd_merge(a: MergeArgs) -> Result<u8> {
-    let files = report_files_of(a.junit.as_deref(), a.markdown.as_deref(), a.html.as_deref());
-    for (flag, path, _) in &files {
+    for (flag, path, _) in a.report.files() {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
     let mut parts = Vec::with_capacity(a.parts.len());
@@ -1200,8 +1177,8 @@ fn cmd_merge(a: MergeArgs) -> Result<u8> {
             "--checker"
         },
         state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
-        all_causes: a.all_causes,
+        all_causes: a.report.all_causes,
         promise_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
     };
-    emit_report(&report, &ctx, &files, a.json, a.color)
+    a.report.emit(&report, &ctx)
 }

@@ -44,21 +44,8 @@ pub fn wait_group(
         if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
             break Waited::Cancelled;
         }
-        let mut slice = if cancel.is_some() {
-            CANCEL_SLICE
-        } else {
-            Duration::from_secs(3600)
-        };
-        if let Some(d) = deadline {
-            let left = d.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break Waited::TimedOut;
-            }
-            slice = slice.min(left);
-        }
-        let ts = rustix::event::Timespec {
-            tv_sec: slice.as_secs() as i64,
-            tv_nsec: slice.subsec_nanos().into(),
+        let Some(ts) = next_slice(deadline, cancel.is_some()) else {
+            break Waited::TimedOut;
         };
         let mut fds = [PollFd::new(&pidfd, PollFlags::IN)];
         match poll(&mut fds, Some(&ts)) {
@@ -80,6 +67,28 @@ pub fn wait_group(
     spawned().remove(&child.id());
     wait_group_gone(child);
     Ok(outcome)
+}
+
+/// How long the next poll may wait: until the deadline, and no longer than
+/// [`CANCEL_SLICE`] when a cancel flag is to be looked at. `None` once the
+/// deadline has passed.
+fn next_slice(deadline: Option<Instant>, cancel: bool) -> Option<rustix::event::Timespec> {
+    let mut slice = if cancel {
+        CANCEL_SLICE
+    } else {
+        Duration::from_secs(3600)
+    };
+    if let Some(d) = deadline {
+        let left = d.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        slice = slice.min(left);
+    }
+    Some(rustix::event::Timespec {
+        tv_sec: slice.as_secs() as i64,
+        tv_nsec: slice.subsec_nanos().into(),
+    })
 }
 
 /// How long [`wait_group_gone`] waits for a killed group's members to die.
@@ -218,21 +227,8 @@ pub fn wait_fd(
         if cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
             return Ok(Ready::Cancelled);
         }
-        let mut slice = if cancel.is_some() {
-            CANCEL_SLICE
-        } else {
-            Duration::from_secs(3600)
-        };
-        if let Some(d) = deadline {
-            let left = d.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(Ready::TimedOut);
-            }
-            slice = slice.min(left);
-        }
-        let ts = rustix::event::Timespec {
-            tv_sec: slice.as_secs() as i64,
-            tv_nsec: slice.subsec_nanos().into(),
+        let Some(ts) = next_slice(deadline, cancel.is_some()) else {
+            return Ok(Ready::TimedOut);
         };
         let mut fds = [PollFd::new(&fd, flags)];
         match poll(&mut fds, Some(&ts)) {

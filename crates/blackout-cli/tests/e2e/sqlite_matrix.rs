@@ -82,32 +82,22 @@ fn record_and_check(s: &Scratch, mode: &str, level: &str, count: &str) -> Value 
         "--ack-prefix",
         "ack ",
     ];
-    let (code, v, out) = run_json(
-        s,
-        &[
-            "-o",
-            trace,
-            "--model",
-            "process,posix",
-            "--verify-fixes",
-            "1",
-            "--budget",
-            "16",
-            "--volatile",
-            "*-shm",
-            "--ack-prefix",
-            "ack ",
-            "--setup",
-            &setup,
-            "--checker",
-            &checker,
-            "--",
-            workload.to_str().unwrap(),
-            mode,
-            level,
-            count,
-        ],
-    );
+    let recording = [
+        "-o",
+        trace,
+        "--volatile",
+        "*-shm",
+        "--setup",
+        &setup,
+        "--checker",
+        &checker,
+        "--",
+        workload.to_str().unwrap(),
+        mode,
+        level,
+        count,
+    ];
+    let (code, v, out) = run_json(s, &[&settings[..], &recording].concat());
     assert!(
         code == 0 || code == 1,
         "{mode}/{level}: {v}\n{}",
