@@ -22,6 +22,15 @@ use crate::{Checker, StateFiles};
 
 /// What a [`ClosureChecker`] calls on each state: the state's directory and
 /// the promises made before the crash, in order; `Err(reason)` rejects it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use blackout_check::closure::CheckFn;
+///
+/// let f: Arc<CheckFn> = Arc::new(|dir, promised| {
+///     if promised.is_empty() || dir.join("a").exists() { Ok(()) } else { Err("a lost".into()) }
+/// });
+/// ```
 pub type CheckFn = dyn Fn(&Path, &[String]) -> Result<(), String> + Send + Sync;
 
 /// How often a waiting worker looks at the cancel flag.
@@ -91,6 +100,13 @@ impl ClosureChecker {
 }
 
 /// The message a panic carried (`panicked` when it was not text).
+///
+/// ```
+/// use blackout_check::closure::panic_message;
+///
+/// let payload = std::panic::catch_unwind(|| panic!("bad {}", "header")).unwrap_err();
+/// assert_eq!(panic_message(payload.as_ref()), "bad header");
+/// ```
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()

@@ -248,6 +248,14 @@ impl FsModel {
     /// the output stream whose lines are promises, instead of standard
     /// output (which then counts as any other inherited fd). Call it before
     /// the first call is applied.
+    ///
+    /// ```
+    /// use blackout_oplog::tree::Tree;
+    /// use blackout_record::fsmodel::FsModel;
+    ///
+    /// let mut model = FsModel::new(&Tree::default(), b"/d", globset::GlobSet::empty());
+    /// model.set_output_fd(63);
+    /// ```
     pub fn set_output_fd(&mut self, fd: i64) {
         self.output_fd = fd;
     }

@@ -92,6 +92,17 @@ pub fn replay_with(
 /// [`replay_with`], with the first process's fd `output_fd` (inherited
 /// from the recorder) as the output stream whose lines are promises,
 /// instead of standard output.
+///
+/// ```
+/// use blackout_oplog::tree::Tree;
+/// use blackout_record::replay::{replay_with_output, ReplayOptions};
+///
+/// // "x" on stdout is not output; "saved" on the inherited fd 63 is.
+/// let log = b"1 write(1, \"\\x78\\x0a\", 2) = 2\n\
+///             1 write(63, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n";
+/// let r = replay_with_output(log, &Tree::default(), b"/d", &ReplayOptions::default(), 63).unwrap();
+/// assert_eq!(r.data, b"saved\n");
+/// ```
 pub fn replay_with_output(
     log: &[u8],
     tree: &Tree,

@@ -36,12 +36,28 @@ use crate::run::{check_trace, RunConfig};
 
 /// The environment variable that tells a re-executed test binary which
 /// scenario's workload to run.
+///
+/// ```
+/// // Set only in the recorded copy of a test.
+/// let recorded = std::env::var_os(blackout::scenario::SCENARIO_ENV).is_some();
+/// ```
 pub const SCENARIO_ENV: &str = "BLACKOUT_SCENARIO";
 
 /// The fd a scenario's workload writes its promises to, one line each.
+///
+/// ```
+/// assert!(blackout::scenario::PROMISE_FD > 2);
+/// ```
 pub const PROMISE_FD: i32 = 63;
 
-/// What a workload closure returns.
+/// What a workload closure returns: any error converts with `?`.
+///
+/// ```
+/// fn workload(dir: &std::path::Path) -> blackout::scenario::WorkloadResult {
+///     std::fs::write(dir.join("a"), "x")?;
+///     Ok(())
+/// }
+/// ```
 pub type WorkloadResult = Result<(), Box<dyn std::error::Error>>;
 
 type WorkloadFn = dyn Fn(&Path, &Promises) -> WorkloadResult;
@@ -118,6 +134,7 @@ pub struct Scenario {
     jobs: Option<usize>,
     stacks: bool,
     strace: Option<std::path::PathBuf>,
+    keep_trace: Option<std::path::PathBuf>,
 }
 
 impl Scenario {
@@ -139,6 +156,7 @@ impl Scenario {
             jobs: None,
             stacks: true,
             strace: None,
+            keep_trace: None,
         }
     }
 
@@ -256,6 +274,18 @@ impl Scenario {
         self
     }
 
+    /// Saves the recorded trace at `path`, which the report's `reproduce:`
+    /// lines then name (`blackout state PATH ID DIR` writes a state out to
+    /// look at; `blackout ops PATH` lists the ops).
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").keep_trace("target/save.trace");
+    /// ```
+    pub fn keep_trace(mut self, path: impl Into<std::path::PathBuf>) -> Scenario {
+        self.keep_trace = Some(path.into());
+        self
+    }
+
     /// Records the workload, checks every crash state and reports.
     ///
     /// Panics with one line when the scenario cannot be run: no workload
@@ -295,6 +325,11 @@ impl Scenario {
         }
         let test = self.current_test()?;
         let trace = self.record(&test)?;
+        if let Some(path) = &self.keep_trace {
+            trace
+                .save(path)
+                .map_err(|e| format!("cannot save the trace at {}: {e}", path.display()))?;
+        }
         let mut checker = ClosureChecker::new(
             format!("the check of scenario `{}` (cargo test {test})", self.label),
             move |dir: &Path, p: &[String]| check(dir, p),
@@ -309,7 +344,15 @@ impl Scenario {
         }
         cfg.validate().map_err(|e| e.to_string())?;
         let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
-        Ok(Report::new(&self.label, &cfg, trace, report))
+        let kept = self.keep_trace.as_deref().map(|p| p.display().to_string());
+        let checker = cfg.checker.command().to_string();
+        Ok(Report::new(
+            &self.label,
+            &checker,
+            kept.as_deref(),
+            trace,
+            report,
+        ))
     }
 
     /// The current test's path: set, else the test thread's name.
@@ -409,20 +452,29 @@ pub struct Report {
 }
 
 impl Report {
-    fn new(label: &str, cfg: &RunConfig, trace: Trace, report: RunReport) -> Report {
+    fn new(
+        label: &str,
+        checker: &str,
+        trace_path: Option<&str>,
+        trace: Trace,
+        report: RunReport,
+    ) -> Report {
         let trace_id = trace.content_id();
         let cx = ExportContext {
             trace: &trace,
-            trace_path: None,
+            trace_path,
             trace_id: &trace_id,
-            checker: cfg.checker.command(),
-            checker_flag: "--checker",
+            checker,
+            checker_flag: "",
             state_flags: "",
             all_causes: true,
             promise_prefix: None,
         };
         let text = String::from_utf8_lossy(&TextExporter { color: false }.export(&report, &cx))
-            .into_owned();
+            .replace(
+                "record with -o run.trace, then: ",
+                "keep the trace with .keep_trace(\"run.trace\"), then: ",
+            );
         let json = String::from_utf8_lossy(&JsonExporter.export(&report, &cx)).into_owned();
         Report {
             label: label.into(),

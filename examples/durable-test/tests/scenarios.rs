@@ -58,15 +58,31 @@ fn holds(
 
 #[test]
 fn atomic_replace_passes() {
-    Scenario::new("atomic replace")
+    let report = Scenario::new("atomic replace")
         .workload(|dir, p| {
             atomic_replace(dir, "doc", b"v2")?;
+            // What the test prints is not a promise: promises have a
+            // channel of their own.
+            println!("replaced doc");
             p.promise("saved v2");
             Ok(())
         })
         .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
-        .run()
-        .assert_pass();
+        .run();
+    report.assert_pass();
+    assert_eq!(report.run_report().unwrap().promises, ["saved v2"]);
+    assert_eq!(report.models().len(), 3);
+}
+
+#[test]
+#[should_panic(
+    expected = "scenario `fails`: the workload failed: blackout: the workload returned an error: disk on fire"
+)]
+fn a_failing_workload_fails_the_test_saying_why() {
+    Scenario::new("fails")
+        .workload(|_, _| Err("disk on fire".into()))
+        .check(|_, _| Ok::<(), String>(()))
+        .run();
 }
 
 #[test]
@@ -86,11 +102,19 @@ fn a_create_without_a_directory_fsync_fails() {
         c.cause.sentence
     );
     fails_under_posix_only_and_fix_passes(&report, c, ".");
+    // A closure is not a command: the reproduce line only writes the state.
+    let line = format!(
+        "reproduce: keep the trace with .keep_trace(\"run.trace\"), then: blackout state run.trace {id} state-{id}\n",
+        id = c.simplest.id
+    );
+    assert!(report.text().contains(&line), "{}", report.text());
 }
 
 #[test]
 fn folding_the_log_into_an_unsynced_base_fails() {
+    let kept = std::env::temp_dir().join(format!("fold-{}.trace", std::process::id()));
     let report = Scenario::new("fold")
+        .keep_trace(&kept)
         .workload(|dir, p| {
             let store = LogStore::open(dir)?;
             store.set("k", "v1")?;
@@ -123,6 +147,15 @@ fn folding_the_log_into_an_unsynced_base_fails() {
         .contains("is never fsynced before \"k=v1\" was printed"));
     let json: serde_json::Value = serde_json::from_str(report.json()).unwrap();
     assert_eq!(json["verdict"], "FAIL");
+    // The kept trace is what the reproduce line names.
+    let line = format!(
+        "reproduce: blackout state {} {id} state-{id} --trace-id",
+        kept.display(),
+        id = c.simplest.id
+    );
+    assert!(report.text().contains(&line), "{}", report.text());
+    assert!(std::fs::metadata(&kept).unwrap().len() > 0);
+    std::fs::remove_file(&kept).unwrap();
 }
 
 #[test]
