@@ -78,10 +78,16 @@ pub struct Promises {
 impl Promises {
     /// Promises `what` (one line: a newline in it is written as a space):
     /// from now on a crash must not lose it. The check closure gets every
-    /// promise made before the crash.
+    /// promise made before the crash. Panics on an empty promise (an empty
+    /// line is no promise).
     pub fn promise(&self, what: impl AsRef<str>) {
+        let what = what.as_ref();
+        assert!(
+            !what.is_empty(),
+            "blackout: an empty promise promises nothing"
+        );
         let Some(fd) = self.fd else { return };
-        let mut line = what.as_ref().replace(['\n', '\r'], " ").into_bytes();
+        let mut line = what.replace(['\n', '\r'], " ").into_bytes();
         line.push(b'\n');
         // SAFETY: the recorder handed this fd down, open for writing; it is
         // borrowed here and never closed.

@@ -217,3 +217,15 @@ fn without_strace_the_test_fails_saying_so() {
         .check(|_, _| Ok::<(), String>(()))
         .run();
 }
+
+#[test]
+#[should_panic(expected = "the workload panicked: blackout: an empty promise promises nothing")]
+fn an_empty_promise_is_refused() {
+    Scenario::new("empty promise")
+        .workload(|_, p| {
+            p.promise("");
+            Ok(())
+        })
+        .check(|_, _| Ok::<(), String>(()))
+        .run();
+}
