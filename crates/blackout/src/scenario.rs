@@ -50,6 +50,10 @@ pub const SCENARIO_ENV: &str = "BLACKOUT_SCENARIO";
 /// ```
 pub const PROMISE_FD: i32 = 63;
 
+/// What a report adds when a cause was not traced to a source line.
+const NO_SOURCE_LINES: &str = "note: a cause without a source line: strace unwinds a Rust test \
+     thread reliably only with frame pointers (RUSTFLAGS=\"-C force-frame-pointers=yes\")\n";
+
 /// What a workload closure returns: any error converts with `?`.
 ///
 /// ```
@@ -352,13 +356,17 @@ impl Scenario {
         let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
         let kept = self.keep_trace.as_deref().map(|p| p.display().to_string());
         let checker = cfg.checker.command().to_string();
-        Ok(Report::new(
-            &self.label,
-            &checker,
-            kept.as_deref(),
-            trace,
-            report,
-        ))
+        let unlocated = self.stacks
+            && report
+                .models
+                .iter()
+                .flat_map(|m| &m.causes)
+                .any(|c| c.source.is_none());
+        let mut report = Report::new(&self.label, &checker, kept.as_deref(), trace, report);
+        if unlocated {
+            report.text.push_str(NO_SOURCE_LINES);
+        }
+        Ok(report)
     }
 
     /// The current test's path: set, else the test thread's name.

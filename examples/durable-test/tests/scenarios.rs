@@ -112,7 +112,8 @@ fn a_create_without_a_directory_fsync_fails() {
 
 #[test]
 fn folding_the_log_into_an_unsynced_base_fails() {
-    let kept = std::env::temp_dir().join(format!("fold-{}.trace", std::process::id()));
+    let kept =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fold-{}.trace", std::process::id()));
     let report = Scenario::new("fold")
         .keep_trace(&kept)
         .workload(|dir, p| {
@@ -147,6 +148,13 @@ fn folding_the_log_into_an_unsynced_base_fails() {
         .contains("is never fsynced before \"k=v1\" was printed"));
     let json: serde_json::Value = serde_json::from_str(report.json()).unwrap();
     assert_eq!(json["verdict"], "FAIL");
+    // The source line of the write, or why there is none.
+    let text = report.text();
+    assert!(
+        (c.source.is_some() && text.contains("source:    "))
+            || text.contains("note: a cause without a source line"),
+        "{text}"
+    );
     // The kept trace is what the reproduce line names.
     let line = format!(
         "reproduce: blackout state {} {id} state-{id} --trace-id",
