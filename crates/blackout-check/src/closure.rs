@@ -6,7 +6,9 @@
 //! a helper thread of the worker: a panic is caught and rejects the state
 //! with the panic's message as the reason; a closure still running at the
 //! deadline is abandoned (its thread left to finish on its own) and the
-//! state is [`Outcome::TimedOut`].
+//! state is [`Outcome::TimedOut`]. A thread cannot be killed: an abandoned
+//! closure may still read (or write) the worker's slot while the next state
+//! is written there; its answer is never used.
 
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
