@@ -23,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod closure;
 pub mod outcome;
 pub mod pool;
 pub mod server;

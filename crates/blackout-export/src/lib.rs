@@ -46,7 +46,9 @@ pub struct ExportContext<'a> {
     /// The checker command.
     pub checker: &'a str,
     /// The flag that passes it to `blackout state` on a `reproduce:` line:
-    /// `--checker` or `--checker-server`.
+    /// `--checker` or `--checker-server`; empty when the checker is not a
+    /// command (a closure in a test), and the line only writes the state
+    /// out.
     pub checker_flag: &'a str,
     /// Extra flags `blackout state` needs to rebuild the same state
     /// (`--ack-prefix`, `--sector`), already quoted.

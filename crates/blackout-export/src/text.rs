@@ -531,14 +531,15 @@ pub fn reproduce(ctx: &ExportContext<'_>, id: &str) -> String {
 }
 
 /// The command that writes a state out: `blackout state TRACE ID DIR ...`
-/// (`run.trace` standing for the trace when the run did not save one).
+/// (`run.trace` standing for the trace when the run did not save one),
+/// with the checker when it is a command.
 pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
-    let tail = format!(
-        "{id} state-{id}{} {} {}",
-        ctx.state_flags,
-        ctx.checker_flag,
-        shell_quote(ctx.checker)
-    );
+    let check = if ctx.checker_flag.is_empty() {
+        String::new()
+    } else {
+        format!(" {} {}", ctx.checker_flag, shell_quote(ctx.checker))
+    };
+    let tail = format!("{id} state-{id}{}{check}", ctx.state_flags);
     match ctx.trace_path {
         Some(t) => format!(
             "blackout state {} {tail} --trace-id {}",

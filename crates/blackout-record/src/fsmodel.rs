@@ -163,6 +163,9 @@ pub struct FsModel {
     dir: Vec<u8>,
     /// Files whose shared writable mmaps are allowed.
     volatile: globset::GlobSet,
+    /// The first process's fd whose writes are the output stream (1 unless
+    /// [`FsModel::set_output_fd`] said otherwise).
+    output_fd: i64,
     inodes: Vec<Inode>,
     procs: HashMap<u32, Proc>,
     tables: Vec<BTreeMap<i64, FdEntry>>,
@@ -224,6 +227,7 @@ impl FsModel {
         FsModel {
             dir,
             volatile,
+            output_fd: 1,
             inodes,
             procs: HashMap::new(),
             tables: Vec::new(),
@@ -238,6 +242,22 @@ impl FsModel {
             stats: ReplayStats::default(),
             current_end_line: 0,
         }
+    }
+
+    /// Takes the first process's fd `fd` (inherited, open for writing) as
+    /// the output stream whose lines are promises, instead of standard
+    /// output (which then counts as any other inherited fd). Call it before
+    /// the first call is applied.
+    ///
+    /// ```
+    /// use blackout_oplog::tree::Tree;
+    /// use blackout_record::fsmodel::FsModel;
+    ///
+    /// let mut model = FsModel::new(&Tree::default(), b"/d", globset::GlobSet::empty());
+    /// model.set_output_fd(63);
+    /// ```
+    pub fn set_output_fd(&mut self, fd: i64) {
+        self.output_fd = fd;
     }
 
     /// The ops the calls applied so far made, with the inodes, symlink
@@ -295,7 +315,16 @@ impl FsModel {
         }
         if self.tables.is_empty() {
             let mut table = BTreeMap::new();
-            for (fd, target) in [(0, Target::Other), (1, Target::Stdout), (2, Target::Other)] {
+            let mut fds = vec![0, 1, 2];
+            if !fds.contains(&self.output_fd) {
+                fds.push(self.output_fd);
+            }
+            for fd in fds {
+                let target = if fd == self.output_fd {
+                    Target::Stdout
+                } else {
+                    Target::Other
+                };
                 self.ofds.push(Ofd {
                     target,
                     offset: 0,

@@ -19,7 +19,7 @@ use blackout_oplog::trace::{Trace, TraceMeta, WorkloadExit};
 use blackout_sys::command::{signal_name, substitute};
 use blackout_sys::proc::{wait_group, Waited};
 
-use crate::replay::{replay_with, ReplayError, ReplayOptions};
+use crate::replay::{replay_with_output, ReplayError, ReplayOptions};
 use crate::snapshot::{copy_tree, snapshot};
 use crate::strace::TRACED_SYSCALLS;
 
@@ -57,6 +57,13 @@ pub struct RecordConfig {
     /// Files the program rebuilds on restart (globs; see
     /// [`crate::replay::ReplayOptions`]).
     pub volatile: Vec<String>,
+    /// Hand the workload a file open for writing on this fd (above 2) and
+    /// take what it writes there, not its standard output, as the output
+    /// stream whose lines are promises: a program whose stdout carries
+    /// other text (a test harness's) promises on a channel of its own.
+    pub output_fd: Option<i32>,
+    /// Variables added to the workload's environment.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 impl RecordConfig {
@@ -74,6 +81,8 @@ impl RecordConfig {
             timeout: Duration::from_secs(WORKLOAD_TIMEOUT_SECONDS_DEFAULT),
             stacks: false,
             volatile: Vec::new(),
+            output_fd: None,
+            env: Vec::new(),
         }
     }
 }
@@ -339,11 +348,16 @@ fn run_strace(
         .arg(&log_path)
         .arg("--")
         .args(command)
+        .envs(cfg.env.iter().map(|(k, v)| (k, v)))
         .current_dir(dir)
         .process_group(0)
         .stdin(Stdio::null())
         .stdout(fs::File::create(&stdout_path)?)
         .stderr(fs::File::create(&stderr_path)?);
+    if let Some(fd) = cfg.output_fd {
+        let file = fs::File::create(base.join("output"))?;
+        hand_down(&mut strace, file, fd)?;
+    }
     let mut child = blackout_sys::proc::spawn(&mut strace)
         .map_err(|e| RecordError::NoStrace(format!("{}: {e}", cfg.strace.display())))?;
     // strace and the workload run in their own process group: a cancel ends
@@ -377,6 +391,35 @@ fn run_strace(
     })
 }
 
+/// Makes `file` the spawned program's fd `fd` (the parent's copy is closed
+/// once the command is dropped).
+fn hand_down(command: &mut Command, file: fs::File, fd: i32) -> Result<(), RecordError> {
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+    if fd <= 2 {
+        return Err(RecordError::Prepare(format!(
+            "the output fd must be above 2 (got {fd})"
+        )));
+    }
+    let src = file.as_raw_fd();
+    // SAFETY: between fork and exec only async-signal-safe calls are made
+    // (dup2, fcntl); `file` lives in the closure, so `src` is open, and the
+    // target fd is never closed here (it is the program's from now on).
+    unsafe {
+        command.pre_exec(move || {
+            let _keep = &file;
+            let borrowed = BorrowedFd::borrow_raw(src);
+            let mut target = std::mem::ManuallyDrop::new(OwnedFd::from_raw_fd(fd));
+            if src == fd {
+                rustix::io::fcntl_setfd(borrowed, rustix::io::FdFlags::empty())?;
+            } else {
+                rustix::io::dup2(borrowed, &mut target)?;
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
 /// Replays the log into a trace, with the recording's metadata; names each
 /// op's source line when the config asks for stacks.
 fn replay_log(
@@ -391,7 +434,8 @@ fn replay_log(
     let opts = ReplayOptions {
         volatile: cfg.volatile.clone(),
     };
-    let replayed = replay_with(log, tree, &dir, &opts).map_err(|err| {
+    let output_fd = cfg.output_fd.map_or(1, i64::from);
+    let replayed = replay_with_output(log, tree, &dir, &opts, output_fd).map_err(|err| {
         // A log cut short on a full scratch file system is not the
         // workload's fault: say what filled up.
         let scratch = Path::new(OsStr::from_bytes(&dir))

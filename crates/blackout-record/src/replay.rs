@@ -86,9 +86,34 @@ pub fn replay_with(
     dir: &[u8],
     opts: &ReplayOptions,
 ) -> Result<Replayed, ReplayError> {
+    replay_with_output(log, tree, dir, opts, 1)
+}
+
+/// [`replay_with`], with the first process's fd `output_fd` (inherited
+/// from the recorder) as the output stream whose lines are promises,
+/// instead of standard output.
+///
+/// ```
+/// use blackout_oplog::tree::Tree;
+/// use blackout_record::replay::{replay_with_output, ReplayOptions};
+///
+/// // "x" on stdout is not output; "saved" on the inherited fd 63 is.
+/// let log = b"1 write(1, \"\\x78\\x0a\", 2) = 2\n\
+///             1 write(63, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n";
+/// let r = replay_with_output(log, &Tree::default(), b"/d", &ReplayOptions::default(), 63).unwrap();
+/// assert_eq!(r.data, b"saved\n");
+/// ```
+pub fn replay_with_output(
+    log: &[u8],
+    tree: &Tree,
+    dir: &[u8],
+    opts: &ReplayOptions,
+    output_fd: i64,
+) -> Result<Replayed, ReplayError> {
     let volatile = opts.volatile_set()?;
     let parsed = strace::parse_log(log)?;
     let mut m = FsModel::new(tree, dir, volatile);
+    m.set_output_fd(output_fd);
     // A child's first call may complete before the call that created it
     // returns: the model learns of every creation first.
     for (idx, ev) in parsed.events.iter().enumerate() {
@@ -141,6 +166,23 @@ mod tests {
             .iter()
             .map(|o| o.kind.label(|i| r.inodes[i as usize]).to_string())
             .collect()
+    }
+
+    #[test]
+    fn an_output_fd_carries_the_promises_and_stdout_is_not_output() {
+        let log = [
+            format!("1 write(1, \"{}\", 8) = 8", hex("running\n")),
+            format!("1 write(63</s/out>, \"{}\", 6) = 6", hex("saved\n")),
+        ]
+        .join("\n")
+            + "\n";
+        let opts = ReplayOptions::default();
+        let r = replay_with_output(log.as_bytes(), &Tree::default(), DIR.as_bytes(), &opts, 63)
+            .unwrap();
+        assert_eq!(labels(&r), ["output"]);
+        assert_eq!(r.data, b"saved\n");
+        let plain = replay(log.as_bytes(), &Tree::default(), DIR.as_bytes()).unwrap();
+        assert_eq!(plain.data, b"running\n");
     }
 
     #[test]

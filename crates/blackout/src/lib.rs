@@ -35,6 +35,9 @@
 //! and checks the distinct states whose content key falls in its share
 //! ([`run::check_shard`]), and [`run::merge_parts`] turns every shard's
 //! part into the report one run would have made.
+//! [`scenario`] runs all of it inside `cargo test`: a [`Scenario`]'s
+//! workload closure is recorded in a re-executed copy of the test, and its
+//! check closure judges each crash state in-process.
 //! Why seams and not one crate: each coming capability (an in-process
 //! checker for `cargo test`, a disk-image materializer for real file
 //! systems, a recorder that does not stop the process per syscall, JUnit and
@@ -85,4 +88,7 @@ pub use blackout_record as record;
 pub use blackout_sys as sys;
 
 pub mod run;
+pub mod scenario;
 pub mod shard;
+
+pub use scenario::{Promises, Report, Scenario};

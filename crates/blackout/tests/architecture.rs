@@ -81,14 +81,14 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-check",
-        &["outcome", "slot", "shell", "server", "pool"],
+        &["outcome", "slot", "shell", "closure", "server", "pool"],
     ),
     ("blackout-analysis", &["explain", "report", "group"]),
     (
         "blackout-export",
         &["text", "json", "junit", "markdown", "html"],
     ),
-    ("blackout", &["shard", "run"]),
+    ("blackout", &["shard", "run", "scenario"]),
     ("blackout-cli", &["main"]),
 ];
 

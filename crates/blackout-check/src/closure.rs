@@ -1,0 +1,244 @@
+//! `ClosureChecker`: a Rust closure judges each state inside the calling
+//! process (no process per state), for durability tests run by `cargo test`.
+//!
+//! The closure gets the state's directory and the promises made before the
+//! crash, and returns `Ok(())` or the reason it rejects the state. It runs on
+//! a helper thread of the worker: a panic is caught and rejects the state
+//! with the panic's message as the reason; a closure still running at the
+//! deadline is abandoned (its thread left to finish on its own) and the
+//! state is [`Outcome::TimedOut`]. A thread cannot be killed: an abandoned
+//! closure may still read (or write) the worker's slot while the next state
+//! is written there; its answer is never used.
+
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use crate::outcome::Outcome;
+use crate::shell::CHECKER_TIMEOUT_SECONDS_DEFAULT;
+use crate::slot::Slot;
+use crate::{Checker, StateFiles};
+
+/// What a [`ClosureChecker`] calls on each state: the state's directory and
+/// the promises made before the crash, in order; `Err(reason)` rejects it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use blackout_check::closure::CheckFn;
+///
+/// let f: Arc<CheckFn> = Arc::new(|dir, promised| {
+///     if promised.is_empty() || dir.join("a").exists() { Ok(()) } else { Err("a lost".into()) }
+/// });
+/// ```
+pub type CheckFn = dyn Fn(&Path, &[String]) -> Result<(), String> + Send + Sync;
+
+/// How often a waiting worker looks at the cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// A checker that calls a closure in this process.
+///
+/// ```
+/// use blackout_check::closure::ClosureChecker;
+/// use blackout_check::Checker;
+///
+/// let checker = ClosureChecker::new("doc is there", |dir, promised| {
+///     if promised.is_empty() || dir.join("doc.txt").exists() {
+///         Ok(())
+///     } else {
+///         Err("doc.txt is missing".into())
+///     }
+/// });
+/// assert_eq!(checker.command(), "doc is there");
+/// assert_eq!(checker.kind(), "closure");
+/// assert_eq!(checker.timeout().as_secs(), 60);
+/// ```
+#[derive(Clone)]
+pub struct ClosureChecker {
+    check: Arc<CheckFn>,
+    name: String,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for ClosureChecker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClosureChecker")
+            .field("name", &self.name)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClosureChecker {
+    /// A checker named `name` (what `reproduce:` lines show in place of a
+    /// command) calling `check`, with the default timeout.
+    pub fn new(
+        name: impl Into<String>,
+        check: impl Fn(&Path, &[String]) -> Result<(), String> + Send + Sync + 'static,
+    ) -> ClosureChecker {
+        ClosureChecker {
+            check: Arc::new(check),
+            name: name.into(),
+            timeout: Duration::from_secs(CHECKER_TIMEOUT_SECONDS_DEFAULT),
+        }
+    }
+
+    /// The same checker with another per-state timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use blackout_check::closure::ClosureChecker;
+    /// use blackout_check::Checker;
+    ///
+    /// let checker = ClosureChecker::new("any", |_, _| Ok(())).with_timeout(Duration::from_secs(5));
+    /// assert_eq!(checker.timeout(), Duration::from_secs(5));
+    /// ```
+    pub fn with_timeout(mut self, timeout: Duration) -> ClosureChecker {
+        self.timeout = timeout;
+        self
+    }
+}
+
+/// The message a panic carried (`panicked` when it was not text).
+///
+/// ```
+/// use blackout_check::closure::panic_message;
+///
+/// let payload = std::panic::catch_unwind(|| panic!("bad {}", "header")).unwrap_err();
+/// assert_eq!(panic_message(payload.as_ref()), "bad header");
+/// ```
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panicked".into()
+    }
+}
+
+impl Checker for ClosureChecker {
+    fn check(
+        &self,
+        _slot: &Slot,
+        state: &StateFiles<'_>,
+        cancel: Option<&AtomicBool>,
+    ) -> io::Result<Option<Outcome>> {
+        let promises: Vec<String> = String::from_utf8_lossy(state.promises)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let dir = state.dir.clone();
+        let check = Arc::clone(&self.check);
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name(format!("blackout check {}", state.id))
+            .spawn(move || {
+                let result = catch_unwind(AssertUnwindSafe(|| check(&dir, &promises)));
+                let _ = tx.send(result);
+            })?;
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Ok(None);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(Some(Outcome::TimedOut {
+                    seconds: self.timeout.as_secs_f64(),
+                }));
+            }
+            match rx.recv_timeout(CANCEL_POLL.min(deadline - now)) {
+                Ok(Ok(Ok(()))) => return Ok(Some(Outcome::Pass)),
+                Ok(Ok(Err(reason))) => {
+                    return Ok(Some(Outcome::Fail {
+                        status: "rejected".into(),
+                        reason,
+                    }))
+                }
+                Ok(Err(payload)) => {
+                    return Ok(Some(Outcome::Fail {
+                        status: "panicked".into(),
+                        reason: panic_message(payload.as_ref()),
+                    }))
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Ok(Some(Outcome::Fail {
+                        status: "panicked".into(),
+                        reason: "the check ended without an answer".into(),
+                    }))
+                }
+            }
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn command(&self) -> &str {
+        &self.name
+    }
+
+    fn kind(&self) -> &'static str {
+        "closure"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judge(checker: &ClosureChecker, promises: &[u8]) -> Outcome {
+        let tmp = tempfile::tempdir().unwrap();
+        let slot = Slot::new(&tmp.path().join("slot")).unwrap();
+        let state = StateFiles {
+            dir: tmp.path().to_path_buf(),
+            acks_file: tmp.path().join("acks"),
+            output_file: tmp.path().join("output"),
+            id: "c1",
+            promises,
+        };
+        checker.check(&slot, &state, None).unwrap().unwrap()
+    }
+
+    #[test]
+    fn the_closure_sees_the_promises_and_its_answer_is_the_outcome() {
+        let c = ClosureChecker::new("t", |_, p| {
+            if p == ["a", "b"] {
+                Ok(())
+            } else {
+                Err(format!("got {p:?}"))
+            }
+        });
+        assert_eq!(judge(&c, b"a\nb\n"), Outcome::Pass);
+        assert_eq!(
+            judge(&c, b"a\n"),
+            Outcome::Fail {
+                status: "rejected".into(),
+                reason: "got [\"a\"]".into()
+            }
+        );
+    }
+
+    #[test]
+    fn a_panic_rejects_with_its_message_and_a_hang_times_out() {
+        let c = ClosureChecker::new("t", |_, _| panic!("bad header"));
+        assert_eq!(
+            judge(&c, b""),
+            Outcome::Fail {
+                status: "panicked".into(),
+                reason: "bad header".into()
+            }
+        );
+        let c = ClosureChecker::new("t", |_, _| {
+            std::thread::sleep(Duration::from_secs(5));
+            Ok(())
+        })
+        .with_timeout(Duration::from_millis(100));
+        assert!(matches!(judge(&c, b""), Outcome::TimedOut { .. }));
+    }
+}

@@ -1,0 +1,592 @@
+//! Durability assertions inside `cargo test`: a [`Scenario`] records its
+//! workload, explores every crash state and runs a check closure on each,
+//! in the test itself.
+//!
+//! How a scenario runs. The test (the parent) re-executes its own test
+//! binary under the recorder, selecting exactly the current test
+//! (`TEST --exact --test-threads=1`) with [`SCENARIO_ENV`] naming the
+//! scenario. In that child the same test reaches the same [`Scenario::run`],
+//! which sees the marker, runs only the workload closure in the directory
+//! under test and ends the process at once, so nothing else of the test
+//! runs. Promises travel on an fd of their own ([`PROMISE_FD`]), which the
+//! recorder takes as the output stream, so each lands at its place in the op
+//! order and nothing the test harness prints is mistaken for one. Back in
+//! the parent the trace is checked as `blackout run` would, the check
+//! closure judging each distinct state in worker threads
+//! ([`ClosureChecker`]): the same pre-check, nothing-lost check, causes and
+//! verified fixes, and the same report.
+
+use std::fmt::Display;
+use std::io::Write;
+use std::os::fd::FromRawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::time::Duration;
+
+use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
+use blackout_check::closure::{panic_message, ClosureChecker};
+use blackout_explore::model::Model;
+use blackout_export::json::JsonExporter;
+use blackout_export::text::TextExporter;
+use blackout_export::{ExportContext, Exporter};
+use blackout_oplog::trace::Trace;
+use blackout_record::{RecordConfig, Recorder, StraceRecorder};
+
+use crate::run::{check_trace, RunConfig};
+
+/// The environment variable that tells a re-executed test binary which
+/// scenario's workload to run.
+///
+/// ```
+/// // Set only in the recorded copy of a test.
+/// let recorded = std::env::var_os(blackout::scenario::SCENARIO_ENV).is_some();
+/// ```
+pub const SCENARIO_ENV: &str = "BLACKOUT_SCENARIO";
+
+/// The fd a scenario's workload writes its promises to, one line each.
+///
+/// ```
+/// assert!(blackout::scenario::PROMISE_FD > 2);
+/// ```
+pub const PROMISE_FD: i32 = 63;
+
+/// What a report adds when a cause was not traced to a source line.
+const NO_SOURCE_LINES: &str = "note: a cause without a source line: strace unwinds a Rust test \
+     thread reliably only with frame pointers (RUSTFLAGS=\"-C force-frame-pointers=yes\")\n";
+
+/// What a workload closure returns: any error converts with `?`.
+///
+/// ```
+/// fn workload(dir: &std::path::Path) -> blackout::scenario::WorkloadResult {
+///     std::fs::write(dir.join("a"), "x")?;
+///     Ok(())
+/// }
+/// ```
+pub type WorkloadResult = Result<(), Box<dyn std::error::Error>>;
+
+type WorkloadFn = dyn Fn(&Path, &Promises) -> WorkloadResult;
+type CheckFn = dyn Fn(&Path, &[String]) -> Result<(), String> + Send + Sync;
+
+/// The handle a workload makes promises with.
+///
+/// ```
+/// fn workload(p: &blackout::Promises) {
+///     p.promise("saved v2");
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Promises {
+    fd: Option<i32>,
+}
+
+impl Promises {
+    /// Promises `what` (one line: a newline in it is written as a space):
+    /// from now on a crash must not lose it. The check closure gets every
+    /// promise made before the crash. Panics on an empty promise (an empty
+    /// line is no promise).
+    pub fn promise(&self, what: impl AsRef<str>) {
+        let what = what.as_ref();
+        assert!(
+            !what.is_empty(),
+            "blackout: an empty promise promises nothing"
+        );
+        let Some(fd) = self.fd else { return };
+        let mut line = what.replace(['\n', '\r'], " ").into_bytes();
+        line.push(b'\n');
+        // SAFETY: the recorder handed this fd down, open for writing; it is
+        // borrowed here and never closed.
+        let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+        if let Err(e) = (&*file).write_all(&line) {
+            panic!("blackout: cannot write a promise to fd {fd}: {e}");
+        }
+    }
+}
+
+/// A durability test: a workload that makes promises and a check that says
+/// whether a crash state keeps them.
+///
+/// ```no_run
+/// use std::fs::{self, File};
+/// use std::path::Path;
+///
+/// fn save(dir: &Path, text: &str) -> std::io::Result<()> {
+///     let tmp = dir.join("doc.tmp");
+///     fs::write(&tmp, text)?;
+///     File::open(&tmp)?.sync_all()?;
+///     fs::rename(&tmp, dir.join("doc"))?;
+///     File::open(dir)?.sync_all()
+/// }
+///
+/// blackout::Scenario::new("save")
+///     .workload(|dir, p| {
+///         save(dir, "v2")?;
+///         p.promise("saved v2");
+///         Ok(())
+///     })
+///     .check(|state, promised| {
+///         let doc = fs::read_to_string(state.join("doc")).unwrap_or_default();
+///         if promised.is_empty() || doc == "v2" {
+///             Ok(())
+///         } else {
+///             Err(format!("promised v2, found {doc:?}"))
+///         }
+///     })
+///     .run()
+///     .assert_pass();
+/// ```
+pub struct Scenario {
+    label: String,
+    models: Vec<Model>,
+    workload: Option<Box<WorkloadFn>>,
+    check: Option<std::sync::Arc<CheckFn>>,
+    test_name: Option<String>,
+    timeout: Option<Duration>,
+    jobs: Option<usize>,
+    stacks: bool,
+    strace: Option<std::path::PathBuf>,
+    keep_trace: Option<std::path::PathBuf>,
+}
+
+impl Scenario {
+    /// A scenario named `label` (unique within its test), exploring every
+    /// model.
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save");
+    /// assert_eq!(s.label(), "save");
+    /// ```
+    pub fn new(label: impl Into<String>) -> Scenario {
+        Scenario {
+            label: label.into(),
+            models: Model::ALL.to_vec(),
+            workload: None,
+            check: None,
+            test_name: None,
+            timeout: None,
+            jobs: None,
+            stacks: true,
+            strace: None,
+            keep_trace: None,
+        }
+    }
+
+    /// The scenario's label.
+    ///
+    /// ```
+    /// assert_eq!(blackout::Scenario::new("x").label(), "x");
+    /// ```
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Explores only these models (default: all, weakest first).
+    ///
+    /// ```
+    /// use blackout::explore::model::Model;
+    /// let s = blackout::Scenario::new("save").models([Model::Posix]);
+    /// ```
+    pub fn models(mut self, models: impl IntoIterator<Item = Model>) -> Scenario {
+        self.models = models.into_iter().collect();
+        self
+    }
+
+    /// The workload: gets the directory under test (also its working
+    /// directory) and the handle to make promises with.
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").workload(|dir, p| {
+    ///     std::fs::write(dir.join("a"), "x")?;
+    ///     p.promise("wrote a");
+    ///     Ok(())
+    /// });
+    /// ```
+    pub fn workload(
+        mut self,
+        f: impl Fn(&Path, &Promises) -> WorkloadResult + 'static,
+    ) -> Scenario {
+        self.workload = Some(Box::new(f));
+        self
+    }
+
+    /// The check: gets a crash state's directory and the promises made
+    /// before the crash, and returns `Ok(())` or why the state is wrong. A
+    /// panic rejects the state with its message.
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").check(|state, promised| {
+    ///     if promised.is_empty() || state.join("a").exists() {
+    ///         Ok(())
+    ///     } else {
+    ///         Err("a is missing")
+    ///     }
+    /// });
+    /// ```
+    pub fn check<E: Display>(
+        mut self,
+        f: impl Fn(&Path, &[String]) -> Result<(), E> + Send + Sync + 'static,
+    ) -> Scenario {
+        self.check = Some(std::sync::Arc::new(move |dir: &Path, p: &[String]| {
+            f(dir, p).map_err(|e| e.to_string())
+        }));
+        self
+    }
+
+    /// The test's path as libtest names it (`tests::save`), when it cannot
+    /// be read from the test thread's name (a harness that runs tests on
+    /// the main thread).
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").test_name("tests::save_survives");
+    /// ```
+    pub fn test_name(mut self, name: impl Into<String>) -> Scenario {
+        self.test_name = Some(name.into());
+        self
+    }
+
+    /// How long the check may take on one state (default 60 s).
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").timeout(std::time::Duration::from_secs(5));
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> Scenario {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Checks run at once (default: one per CPU).
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").jobs(2);
+    /// ```
+    pub fn jobs(mut self, jobs: usize) -> Scenario {
+        self.jobs = Some(jobs);
+        self
+    }
+
+    /// Records each call's stack to name the source line of every op
+    /// (default on).
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").stacks(false);
+    /// ```
+    pub fn stacks(mut self, on: bool) -> Scenario {
+        self.stacks = on;
+        self
+    }
+
+    /// The strace binary to record with (default: `strace` on `PATH`).
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").strace("/usr/local/bin/strace");
+    /// ```
+    pub fn strace(mut self, path: impl Into<std::path::PathBuf>) -> Scenario {
+        self.strace = Some(path.into());
+        self
+    }
+
+    /// Saves the recorded trace at `path`, which the report's `reproduce:`
+    /// lines then name (`blackout state PATH ID DIR` writes a state out to
+    /// look at; `blackout ops PATH` lists the ops).
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").keep_trace("target/save.trace");
+    /// ```
+    pub fn keep_trace(mut self, path: impl Into<std::path::PathBuf>) -> Scenario {
+        self.keep_trace = Some(path.into());
+        self
+    }
+
+    /// Records the workload, checks every crash state and reports.
+    ///
+    /// Panics with one line when the scenario cannot be run: no workload
+    /// or check, the test's name unknown, the recorder unable to run (no
+    /// strace, no ptrace permission), the workload failing.
+    ///
+    /// A test may run several scenarios (each with its own label) if it
+    /// runs them all before asserting on any report: inside the recording
+    /// of one, the others return at once with an empty report, verdict
+    /// PASS.
+    ///
+    /// ```no_run
+    /// let report = blackout::Scenario::new("nothing")
+    ///     .workload(|_, _| Ok(()))
+    ///     .check(|_, _| Ok::<(), String>(()))
+    ///     .run();
+    /// println!("{}", report.text());
+    /// ```
+    pub fn run(self) -> Report {
+        match self.try_run() {
+            Ok(report) => report,
+            Err(line) => panic!("blackout: scenario `{}`: {line}", self.label),
+        }
+    }
+
+    fn try_run(&self) -> Result<Report, String> {
+        let workload = self
+            .workload
+            .as_ref()
+            .ok_or("no workload: call .workload(...)")?;
+        let check = self.check.clone().ok_or("no check: call .check(...)")?;
+        if let Some(marker) = std::env::var_os(SCENARIO_ENV) {
+            if marker.as_encoded_bytes() == self.label.as_bytes() {
+                run_child(workload);
+            }
+            return Ok(Report::skipped(&self.label));
+        }
+        let test = self.current_test()?;
+        let trace = self.record(&test)?;
+        if let Some(path) = &self.keep_trace {
+            trace
+                .save(path)
+                .map_err(|e| format!("cannot save the trace at {}: {e}", path.display()))?;
+        }
+        let mut checker = ClosureChecker::new(
+            format!("the check of scenario `{}` (cargo test {test})", self.label),
+            move |dir: &Path, p: &[String]| check(dir, p),
+        );
+        if let Some(t) = self.timeout {
+            checker = checker.with_timeout(t);
+        }
+        let mut cfg = RunConfig::with_checker(Box::new(checker));
+        cfg.models = self.models.clone();
+        if let Some(j) = self.jobs {
+            cfg.jobs = j;
+        }
+        cfg.validate().map_err(|e| e.to_string())?;
+        let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
+        let kept = self.keep_trace.as_deref().map(|p| p.display().to_string());
+        let checker = cfg.checker.command().to_string();
+        let unlocated = self.stacks
+            && report
+                .models
+                .iter()
+                .flat_map(|m| &m.causes)
+                .any(|c| c.source.is_none());
+        let mut report = Report::new(&self.label, &checker, kept.as_deref(), trace, report);
+        if unlocated {
+            report.text.push_str(NO_SOURCE_LINES);
+        }
+        Ok(report)
+    }
+
+    /// The current test's path: set, else the test thread's name.
+    fn current_test(&self) -> Result<String, String> {
+        if let Some(t) = &self.test_name {
+            return Ok(t.clone());
+        }
+        match std::thread::current().name() {
+            Some(name) if name != "main" && !name.is_empty() => Ok(name.to_string()),
+            _ => Err(
+                "cannot tell which test this is (it does not run on a thread named after \
+                      it): name it with .test_name(\"module::test\")"
+                    .into(),
+            ),
+        }
+    }
+
+    /// Records this test binary running only this test, with the marker.
+    fn record(&self, test: &str) -> Result<Trace, String> {
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+        let mut cfg = RecordConfig::new(vec![
+            exe.into_os_string(),
+            test.into(),
+            "--exact".into(),
+            "--nocapture".into(),
+            "--test-threads=1".into(),
+        ]);
+        cfg.output_fd = Some(PROMISE_FD);
+        cfg.env = vec![(SCENARIO_ENV.into(), self.label.clone().into())];
+        cfg.stacks = self.stacks;
+        if let Some(strace) = &self.strace {
+            cfg.strace.clone_from(strace);
+        }
+        let rec = StraceRecorder
+            .record(&cfg)
+            .map_err(|e| format!("cannot record the workload: {e}"))?;
+        let stdout = String::from_utf8_lossy(&rec.stdout);
+        if stdout.contains("test result:") {
+            return Err(format!(
+                "the recorded test `{test}` ended without reaching this scenario's workload: \
+                 its name must be exact (.test_name(...)), and a test with several scenarios \
+                 must run them all before asserting on any report"
+            ));
+        }
+        if rec.trace.exit.code != Some(0) {
+            let stderr = String::from_utf8_lossy(&rec.stderr);
+            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+            return Err(format!(
+                "the workload failed: {}",
+                last.unwrap_or("it ended with an error")
+            ));
+        }
+        Ok(rec.trace)
+    }
+}
+
+/// In the recorded child: runs the workload in the directory under test and
+/// ends the process (0 when it succeeded, else 1 with the error on stderr).
+fn run_child(workload: &WorkloadFn) -> ! {
+    let code = match std::env::current_dir() {
+        Err(e) => {
+            eprintln!("blackout: no directory under test: {e}");
+            1
+        }
+        Ok(dir) => {
+            let promises = Promises {
+                fd: Some(PROMISE_FD),
+            };
+            match catch_unwind(AssertUnwindSafe(|| workload(&dir, &promises))) {
+                Ok(Ok(())) => 0,
+                Ok(Err(e)) => {
+                    eprintln!("blackout: the workload returned an error: {e}");
+                    1
+                }
+                Err(p) => {
+                    eprintln!(
+                        "blackout: the workload panicked: {}",
+                        panic_message(p.as_ref())
+                    );
+                    1
+                }
+            }
+        }
+    };
+    std::process::exit(code)
+}
+
+/// A scenario's result: the report `blackout run` prints, as data and as
+/// text or JSON.
+pub struct Report {
+    label: String,
+    verdict: Verdict,
+    report: Option<RunReport>,
+    text: String,
+    json: String,
+}
+
+impl Report {
+    fn new(
+        label: &str,
+        checker: &str,
+        trace_path: Option<&str>,
+        trace: Trace,
+        report: RunReport,
+    ) -> Report {
+        let trace_id = trace.content_id();
+        let cx = ExportContext {
+            trace: &trace,
+            trace_path,
+            trace_id: &trace_id,
+            checker,
+            checker_flag: "",
+            state_flags: "",
+            all_causes: true,
+            promise_prefix: None,
+        };
+        let text = String::from_utf8_lossy(&TextExporter { color: false }.export(&report, &cx))
+            .replace(
+                "record with -o run.trace, then: ",
+                "keep the trace with .keep_trace(\"run.trace\"), then: ",
+            );
+        let json = String::from_utf8_lossy(&JsonExporter.export(&report, &cx)).into_owned();
+        Report {
+            label: label.into(),
+            verdict: report.verdict,
+            report: Some(report),
+            text,
+            json,
+        }
+    }
+
+    fn skipped(label: &str) -> Report {
+        Report {
+            label: label.into(),
+            verdict: Verdict::Pass,
+            report: None,
+            text: format!("scenario `{label}` not run: another scenario's workload is recorded"),
+            json: "null".into(),
+        }
+    }
+
+    /// The overall verdict.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// use blackout::analysis::report::Verdict;
+    /// assert_eq!(report.verdict(), Verdict::Pass);
+    /// ```
+    pub fn verdict(&self) -> Verdict {
+        self.verdict
+    }
+
+    /// Each model's report (its verdict, failing states, causes).
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// for m in report.models() {
+    ///     println!("{}: {}", m.model.name(), m.verdict.name());
+    /// }
+    /// ```
+    pub fn models(&self) -> &[ModelReport] {
+        self.report.as_ref().map_or(&[], |r| &r.models)
+    }
+
+    /// Every model's causes, weakest model first.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// for cause in report.causes() {
+    ///     println!("{} states", cause.states);
+    /// }
+    /// ```
+    pub fn causes(&self) -> Vec<&CauseGroup> {
+        self.models().iter().flat_map(|m| &m.causes).collect()
+    }
+
+    /// The whole run's data.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// let promises = &report.run_report().unwrap().promises;
+    /// ```
+    pub fn run_report(&self) -> Option<&RunReport> {
+        self.report.as_ref()
+    }
+
+    /// The report as `blackout run` prints it.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// println!("{}", report.text());
+    /// ```
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The report as `blackout run --json` prints it (docs/JSON.md).
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// let v: serde_json::Value = serde_json::from_str(report.json()).unwrap();
+    /// ```
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// Panics with the whole report unless the verdict is PASS.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// report.assert_pass();
+    /// ```
+    pub fn assert_pass(&self) {
+        assert!(
+            self.verdict == Verdict::Pass,
+            "scenario `{}`: {}\n{}",
+            self.label,
+            self.verdict.name(),
+            self.text
+        );
+    }
+}
