@@ -287,7 +287,8 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Slot::fresh(&slot.stderr)?)
             .process_group(0);
-        let mut child = blackout_sys::proc::spawn(&mut cmd)?;
+        let mut child = blackout_sys::proc::spawn(&mut cmd)
+            .map_err(|e| crate::shell::spawn_error(&slot.root, e))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             kill_group(&child);
             return Err(io::Error::other("the checker server's pipes were not made"));

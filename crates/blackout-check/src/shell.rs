@@ -122,7 +122,7 @@ fn run_shell(
         .stdout(Slot::fresh(&slot.stdout)?)
         .stderr(Slot::fresh(&slot.stderr)?)
         .process_group(0);
-    let mut child = blackout_sys::proc::spawn(&mut cmd)?;
+    let mut child = blackout_sys::proc::spawn(&mut cmd).map_err(|e| spawn_error(fs_dir, e))?;
     let outcome = match wait_group(&mut child, Some(checker.timeout), cancel)? {
         Waited::Cancelled => return Ok(None),
         Waited::TimedOut => Outcome::TimedOut {
@@ -157,6 +157,17 @@ fn run_shell(
         }
     };
     Ok(Some(outcome))
+}
+
+/// Why a checker could not be started in `dir`: when the directory is gone
+/// (another worker's checker removed it, where isolation is not
+/// available), the error names it like every other slot error.
+pub(crate) fn spawn_error(dir: &std::path::Path, e: io::Error) -> io::Error {
+    if dir.is_dir() {
+        io::Error::new(e.kind(), format!("starting the checker (/bin/sh -c): {e}"))
+    } else {
+        crate::slot::at("starting the checker in", dir, e)
+    }
 }
 
 /// The last non-blank line of a checker's output, on one line, at most 300

@@ -119,7 +119,7 @@ impl Slot {
 /// An I/O error that names what was done to which path, and that a checker
 /// can have caused it (without isolation they run with the slot's parent
 /// reachable).
-fn at(what: &str, path: &Path, e: io::Error) -> io::Error {
+pub(crate) fn at(what: &str, path: &Path, e: io::Error) -> io::Error {
     // A full, read-only or forbidden scratch file system, not a checker.
     let hint = match e.kind() {
         io::ErrorKind::StorageFull
