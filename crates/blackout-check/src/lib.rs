@@ -75,9 +75,10 @@ pub trait Checker: Send + Sync {
     /// The command that checks a state by hand (for `reproduce:` lines).
     fn command(&self) -> &str;
 
-    /// How the command is run: `shell` (a process per state, the default)
-    /// or `server` (one long-lived process per worker). Recorded with a
-    /// sharded run's settings, so a merge checks the way its shards did.
+    /// How the command is run: `shell` (a process per state, the default),
+    /// `server` (one long-lived process per worker) or `closure` (in the
+    /// process). Recorded with a sharded run's settings, so a merge checks
+    /// the way its shards did (only `shell` and `server` can be sharded).
     fn kind(&self) -> &'static str {
         "shell"
     }
@@ -94,4 +95,10 @@ pub trait Checker: Send + Sync {
     /// checker keeps running for it (a checker server). Called once per
     /// slot, from the worker's thread.
     fn release(&self, _slot: &Slot) {}
+}
+
+/// Locks a mutex; a worker that panicked while holding it left the data
+/// consistent (every critical section here is one push, insert or remove).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -21,7 +21,7 @@ use blackout_oplog::trace::Trace;
 
 use crate::outcome::Outcome;
 use crate::slot::{Slot, StateInput};
-use crate::Checker;
+use crate::{lock, Checker};
 
 /// Why checking could not finish (a checker's own failures are outcomes,
 /// not errors).
@@ -326,12 +326,6 @@ impl Shared {
         self.stop.store(true, Ordering::SeqCst);
         lock(&self.failure).get_or_insert(e);
     }
-}
-
-/// Locks a mutex; a worker that panicked while holding it left its data
-/// consistent (every critical section is one push or insert).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn into_inner<T>(m: Mutex<T>) -> T {

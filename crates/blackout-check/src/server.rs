@@ -46,8 +46,9 @@ use blackout_sys::command::signal_name;
 use blackout_sys::proc::{kill_group, wait_fd, wait_group, Ready};
 
 use crate::outcome::Outcome;
+use crate::shell::{last_line, shorten};
 use crate::slot::Slot;
-use crate::{Checker, StateFiles};
+use crate::{lock, Checker, StateFiles};
 
 /// The longest answer line read, in bytes; a longer one is no answer.
 pub const ANSWER_BYTES_MAX: usize = 64 * 1024;
@@ -418,8 +419,9 @@ impl Server {
     }
 }
 
-/// The request line for a state.
-fn request_line(state: &StateFiles<'_>) -> Vec<u8> {
+/// The request line for a state, newline included (what `blackout state
+/// --checker-server` prints to check a state by hand).
+pub fn request_line(state: &StateFiles<'_>) -> Vec<u8> {
     let acked: Vec<String> = state
         .promises
         .split(|&b| b == b'\n')
@@ -453,29 +455,6 @@ fn retry(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
     )
-}
-
-/// The last non-blank line of what a server wrote, on one line.
-fn last_line(bytes: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(bytes);
-    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
-    Some(shorten(&escape_controls(line.trim())))
-}
-
-/// At most 300 characters.
-fn shorten(text: &str) -> String {
-    if text.chars().count() > 300 {
-        let cut: String = text.chars().take(300).collect();
-        format!("{cut}...")
-    } else {
-        text.to_string()
-    }
-}
-
-/// Locks a mutex; a worker that panicked while holding it left its data
-/// consistent (every critical section is one insert or remove).
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

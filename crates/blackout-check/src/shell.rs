@@ -172,16 +172,20 @@ pub(crate) fn spawn_error(dir: &std::path::Path, e: io::Error) -> io::Error {
 
 /// The last non-blank line of a checker's output, on one line, at most 300
 /// characters.
-fn last_line(bytes: &[u8]) -> Option<String> {
+pub(crate) fn last_line(bytes: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(bytes);
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
-    let line = escape_controls(line.trim());
-    Some(if line.chars().count() > 300 {
-        let cut: String = line.chars().take(300).collect();
+    Some(shorten(&escape_controls(line.trim())))
+}
+
+/// At most 300 characters of a reason (`...` marks a cut).
+pub(crate) fn shorten(text: &str) -> String {
+    if text.chars().count() > 300 {
+        let cut: String = text.chars().take(300).collect();
         format!("{cut}...")
     } else {
-        line
-    })
+        text.to_string()
+    }
 }
 
 #[cfg(test)]

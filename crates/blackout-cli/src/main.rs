@@ -15,11 +15,11 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
 use blackout::analysis::report::RunReport;
-use blackout::check::server::ServerChecker;
+use blackout::check::server::{request_line, ServerChecker};
 use blackout::check::shell::{
     acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
 };
-use blackout::check::Checker;
+use blackout::check::{Checker, StateFiles};
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{
     ExploreConfig, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT, EXHAUSTIVE_LIMIT_MAX,
@@ -909,21 +909,19 @@ fn cmd_state(a: StateArgs) -> Result<u8> {
         output.display()
     );
     if let Some(server) = &a.checker_server {
-        let request = serde_json::json!({
-            "dir": dir.display().to_string(),
-            "acks_file": acks.display().to_string(),
-            "output_file": output.display().to_string(),
-            "state": desc.id(),
-            "acked": std::fs::read(&acks)?
-                .split(|&b| b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| String::from_utf8_lossy(l).into_owned())
-                .collect::<Vec<_>>(),
+        let promises = std::fs::read(&acks)?;
+        let id = desc.id();
+        let request = request_line(&StateFiles {
+            dir: dir.clone(),
+            acks_file: acks.clone(),
+            output_file: output.clone(),
+            id: &id,
+            promises: &promises,
         });
         println!(
             "check it by hand (the server answers ok or fail REASON):\n  cd {} && printf '%s\\n' {} | BLACKOUT_CHECKER_SERVER=1 sh -c {}",
             q(dir.parent().unwrap_or(&dir)),
-            shell_quote(&request.to_string()),
+            shell_quote(String::from_utf8_lossy(&request).trim_end()),
             shell_quote(server)
         );
         return Ok(0);
