@@ -6,37 +6,19 @@
 //!
 //! Regenerate: `BLACKOUT_UPDATE_DOCS=1 cargo test -p kvstore --test bug_table`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 use blackout::analysis::report::{RunReport, Verdict};
-use blackout::check::shell::ShellChecker;
 use blackout::explore::model::Model;
-use blackout::record::{RecordConfig, Recorder, StraceRecorder};
-use blackout::run::{check_trace, RunConfig};
+use blackout::run::check_trace;
+use common::{bugs, recorded};
 
 const MODELS: [Model; 3] = [Model::Process, Model::Ordered, Model::Posix];
 
-fn kvstore() -> &'static str {
-    env!("CARGO_BIN_EXE_kvstore")
-}
-
 fn doc_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/kvstore.md")
-}
-
-/// (name, description) of every bug, from `kvstore bugs`.
-fn bugs() -> Vec<(String, String)> {
-    let out = Command::new(kvstore()).arg("bugs").output().unwrap();
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let (n, d) = l.split_once(' ').unwrap();
-            (n.to_string(), d.trim().to_string())
-        })
-        .collect()
 }
 
 /// The weakest model that must catch each bug.
@@ -50,29 +32,8 @@ fn expected(bug: &str) -> Option<Model> {
 }
 
 fn run(bug: &str) -> RunReport {
-    let flags: Vec<String> = if bug == "none" {
-        Vec::new()
-    } else {
-        vec!["--bug".into(), bug.into()]
-    };
-    let mut command: Vec<std::ffi::OsString> = vec![kvstore().into()];
-    command.extend(flags.iter().map(Into::into));
-    command.extend(["load".into(), "8".into()]);
-    let rec = StraceRecorder
-        .record(&RecordConfig::new(command))
-        .expect("recording kvstore");
-    let mut checker = kvstore().to_string();
-    for f in &flags {
-        checker.push(' ');
-        checker.push_str(f);
-    }
-    checker.push_str(" check");
-    let mut cfg = RunConfig::with_checker(Box::new(ShellChecker {
-        command: checker,
-        timeout: Duration::from_secs(60),
-    }));
-    cfg.models = MODELS.to_vec();
-    check_trace(&rec.trace, &cfg).expect("checking kvstore")
+    let (trace, cfg) = recorded(bug, &MODELS);
+    check_trace(&trace, &cfg).expect("checking kvstore")
 }
 
 /// A cause sentence without log line numbers (they depend on how the
