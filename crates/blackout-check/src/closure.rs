@@ -154,7 +154,7 @@ impl Checker for ClosureChecker {
                 Ok(Ok(Ok(()))) => return Ok(Some(Outcome::Pass)),
                 Ok(Ok(Err(reason))) => {
                     return Ok(Some(Outcome::Fail {
-                        status: "rejected".into(),
+                        status: "returned Err".into(),
                         reason,
                     }))
                 }
@@ -218,7 +218,7 @@ mod tests {
         assert_eq!(
             judge(&c, b"a\n"),
             Outcome::Fail {
-                status: "rejected".into(),
+                status: "returned Err".into(),
                 reason: "got [\"a\"]".into()
             }
         );

@@ -65,6 +65,7 @@ const NO_SOURCE_LINES: &str = "note: a cause without a source line: strace unwin
 pub type WorkloadResult = Result<(), Box<dyn std::error::Error>>;
 
 type WorkloadFn = dyn Fn(&Path, &Promises) -> WorkloadResult;
+type SetupFn = dyn Fn(&Path) -> WorkloadResult;
 type CheckFn = dyn Fn(&Path, &[String]) -> Result<(), String> + Send + Sync;
 
 /// The handle a workload makes promises with.
@@ -138,6 +139,8 @@ pub struct Scenario {
     label: String,
     models: Vec<Model>,
     workload: Option<Box<WorkloadFn>>,
+    setup: Option<Box<SetupFn>>,
+    volatile: Vec<String>,
     check: Option<std::sync::Arc<CheckFn>>,
     test_name: Option<String>,
     timeout: Option<Duration>,
@@ -160,6 +163,8 @@ impl Scenario {
             label: label.into(),
             models: Model::ALL.to_vec(),
             workload: None,
+            setup: None,
+            volatile: Vec::new(),
             check: None,
             test_name: None,
             timeout: None,
@@ -205,6 +210,35 @@ impl Scenario {
         f: impl Fn(&Path, &Promises) -> WorkloadResult + 'static,
     ) -> Scenario {
         self.workload = Some(Box::new(f));
+        self
+    }
+
+    /// The directory under test before the workload: `f` fills an empty
+    /// directory, unrecorded (as `blackout run --setup` does), and what it
+    /// leaves is the state every crash starts from. It runs once, in the
+    /// test, before the workload is recorded.
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").setup(|dir| {
+    ///     std::fs::write(dir.join("doc"), "v1")?;
+    ///     Ok(())
+    /// });
+    /// ```
+    pub fn setup(mut self, f: impl Fn(&Path) -> WorkloadResult + 'static) -> Scenario {
+        self.setup = Some(Box::new(f));
+        self
+    }
+
+    /// Files the program rebuilds on restart (globs on the file name, as
+    /// `blackout run --volatile`): their contents are not durable state,
+    /// and a shared mapping of them (SQLite's WAL index, `*-shm`) is
+    /// allowed.
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("wal").volatile(["*-shm"]);
+    /// ```
+    pub fn volatile<S: Into<String>>(mut self, globs: impl IntoIterator<Item = S>) -> Scenario {
+        self.volatile = globs.into_iter().map(Into::into).collect();
         self
     }
 
@@ -398,12 +432,28 @@ impl Scenario {
         cfg.output_fd = Some(PROMISE_FD);
         cfg.env = vec![(SCENARIO_ENV.into(), self.label.clone().into())];
         cfg.stacks = self.stacks;
+        cfg.volatile.clone_from(&self.volatile);
+        // The setup's tree, made here (unrecorded) and copied into the
+        // directory under test before the workload starts.
+        let init = match &self.setup {
+            None => None,
+            Some(setup) => {
+                let tree = tempfile::Builder::new()
+                    .prefix("blackout-setup-")
+                    .tempdir()
+                    .map_err(|e| format!("cannot make the setup's directory: {e}"))?;
+                setup(tree.path()).map_err(|e| format!("the setup failed: {e}"))?;
+                cfg.init = Some(tree.path().to_path_buf());
+                Some(tree)
+            }
+        };
         if let Some(strace) = &self.strace {
             cfg.strace.clone_from(strace);
         }
         let rec = StraceRecorder
             .record(&cfg)
             .map_err(|e| format!("cannot record the workload: {e}"))?;
+        drop(init);
         let stdout = String::from_utf8_lossy(&rec.stdout);
         if stdout.contains("test result:") {
             return Err(format!(
@@ -436,6 +486,10 @@ fn run_child(workload: &WorkloadFn) -> ! {
             let promises = Promises {
                 fd: Some(PROMISE_FD),
             };
+            // Where it panicked, without a backtrace: symbolising one
+            // under the recorder (every read of the debug info traced,
+            // each with its stack) would take seconds.
+            std::panic::set_hook(Box::new(|info| eprintln!("blackout: {info}")));
             match catch_unwind(AssertUnwindSafe(|| workload(&dir, &promises))) {
                 Ok(Ok(())) => 0,
                 Ok(Err(e)) => {
@@ -461,6 +515,7 @@ pub struct Report {
     label: String,
     verdict: Verdict,
     report: Option<RunReport>,
+    trace: Option<Trace>,
     text: String,
     json: String,
 }
@@ -494,6 +549,7 @@ impl Report {
             label: label.into(),
             verdict: report.verdict,
             report: Some(report),
+            trace: Some(trace),
             text,
             json,
         }
@@ -504,6 +560,7 @@ impl Report {
             label: label.into(),
             verdict: Verdict::Pass,
             report: None,
+            trace: None,
             text: format!("scenario `{label}` not run: another scenario's workload is recorded"),
             json: "null".into(),
         }
@@ -552,6 +609,17 @@ impl Report {
     /// ```
     pub fn run_report(&self) -> Option<&RunReport> {
         self.report.as_ref()
+    }
+
+    /// The recorded trace: the workload's ops, as `blackout ops` lists
+    /// them (`trace.op_log_text()`).
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// print!("{}", report.trace().unwrap().op_log_text());
+    /// ```
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
     }
 
     /// The report as `blackout run` prints it.

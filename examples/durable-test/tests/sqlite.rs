@@ -1,0 +1,155 @@
+//! SQLite, compiled into this test binary (rusqlite's bundled build), under
+//! `blackout::Scenario`: its own syncs, as its unix VFS issues them, are
+//! what is recorded; nothing in its configuration is changed to route them
+//! through blackout. Four transactions, each acknowledged once `COMMIT`
+//! returns; a crash state must open (SQLite's own recovery: a hot journal
+//! rolled back, a WAL replayed), pass `PRAGMA integrity_check` and hold
+//! every acknowledged row.
+//!
+//! What SQLite documents, and what these tests find under the posix model:
+//! with a rollback journal, `synchronous=FULL` does not fsync the directory
+//! after deleting the journal, so a crash can bring the journal back and
+//! roll the last acknowledged commit back; `EXTRA` does. With a WAL,
+//! `NORMAL` syncs the log only at checkpoints, so the last commits can be
+//! lost; `FULL` syncs it at every commit.
+
+use std::path::Path;
+
+use blackout::analysis::explain::CauseKind;
+use blackout::analysis::report::Verdict;
+use blackout::explore::model::Model;
+use blackout::{Report, Scenario};
+use rusqlite::Connection;
+
+/// Transactions per scenario: each inserts one row of 2,000 bytes (a
+/// transaction touches several pages) and is acknowledged as `ack N`.
+const COMMITS: i64 = 4;
+
+/// The database in `dir`: table `t` created, in `mode`.
+fn create(dir: &Path, mode: &str) -> blackout::scenario::WorkloadResult {
+    let db = Connection::open(dir.join("db"))?;
+    let _: String = db.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0))?;
+    db.execute_batch("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")?;
+    Ok(())
+}
+
+/// One connection, `COMMITS` transactions, each acknowledged once its
+/// `COMMIT` returned.
+fn commits(
+    dir: &Path,
+    p: &blackout::Promises,
+    mode: &str,
+    level: &str,
+) -> blackout::scenario::WorkloadResult {
+    let db = Connection::open(dir.join("db"))?;
+    let _: String = db.query_row(&format!("PRAGMA journal_mode={mode}"), [], |r| r.get(0))?;
+    db.execute_batch(&format!("PRAGMA synchronous={level}"))?;
+    for n in 1..=COMMITS {
+        db.execute_batch("BEGIN")?;
+        db.execute("INSERT INTO t VALUES(?1, ?2)", (n, format!("{n:02000}")))?;
+        db.execute_batch("COMMIT")?;
+        p.promise(format!("ack {n}"));
+    }
+    Ok(())
+}
+
+/// A crash state: it opens, passes the integrity check and holds every
+/// acknowledged row.
+fn check(state: &Path, promised: &[String]) -> Result<(), String> {
+    let db = Connection::open(state.join("db")).map_err(|e| format!("cannot open db: {e}"))?;
+    let integrity: String = db
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .map_err(|e| format!("cannot read db: {e}"))?;
+    if integrity != "ok" {
+        return Err(format!("integrity_check: {integrity}"));
+    }
+    for ack in promised {
+        let n: i64 = ack
+            .strip_prefix("ack ")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| format!("not an acknowledgement: {ack:?}"))?;
+        let there: bool = db
+            .query_row("SELECT count(*) FROM t WHERE id = ?1", [n], |r| r.get(0))
+            .map_err(|e| format!("cannot read db: {e}"))?;
+        if !there {
+            return Err(format!("acknowledged row {n} is missing"));
+        }
+    }
+    Ok(())
+}
+
+/// Records and checks one configuration under the posix model.
+fn sqlite(mode: &'static str, level: &'static str) -> Report {
+    Scenario::new(format!("{mode}/{level}"))
+        .models([Model::Posix])
+        .volatile(["*-shm"])
+        .setup(move |dir| create(dir, mode))
+        .workload(move |dir, p| commits(dir, p, mode, level))
+        .check(check)
+        .run()
+}
+
+/// Asserts a FAIL whose causes include one that loses an acknowledged row.
+fn loses_an_acknowledged_commit(report: &Report) {
+    assert_eq!(report.verdict(), Verdict::Fail, "{}", report.text());
+    assert!(
+        report
+            .causes()
+            .iter()
+            .any(|c| c.simplest.outcome.describe().contains("acknowledged row")),
+        "no cause loses an acknowledged row:\n{}",
+        report.text()
+    );
+}
+
+/// SQLite's own syncs were recorded: the trace holds an fsync or fdatasync
+/// of the database and of its journal or log.
+fn syncs_recorded(report: &Report, log: &str) {
+    let ops = report.trace().unwrap().op_log_text();
+    for file in ["db", log] {
+        let synced = ops.lines().any(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            words.windows(2).any(|w| {
+                (w[0].starts_with("fsync@") || w[0].starts_with("fdatasync@")) && w[1] == file
+            })
+        });
+        assert!(synced, "no sync of {file} recorded:\n{ops}");
+    }
+}
+
+#[test]
+fn rollback_journal_full_loses_the_last_commit() {
+    let report = sqlite("DELETE", "FULL");
+    loses_an_acknowledged_commit(&report);
+    syncs_recorded(&report, "db-journal");
+    // The journal's unlink is never made durable before the promise: a
+    // crash brings the journal back, and recovery rolls the commit back.
+    assert!(
+        report
+            .causes()
+            .iter()
+            .any(|c| c.cause.kind == CauseKind::PromiseBeforeSync
+                && c.cause.op.contains("unlink db-journal")),
+        "{}",
+        report.text()
+    );
+}
+
+#[test]
+fn rollback_journal_extra_passes() {
+    let report = sqlite("DELETE", "EXTRA");
+    report.assert_pass();
+}
+
+#[test]
+fn wal_normal_loses_the_last_commit() {
+    let report = sqlite("WAL", "NORMAL");
+    loses_an_acknowledged_commit(&report);
+    syncs_recorded(&report, "db-wal");
+}
+
+#[test]
+fn wal_full_passes() {
+    let report = sqlite("WAL", "FULL");
+    report.assert_pass();
+}
