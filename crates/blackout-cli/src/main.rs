@@ -265,7 +265,7 @@ struct RunArgs {
     baseline: Option<PathBuf>,
     /// The case's name in the baseline (default: the workload's command
     /// line, joined by spaces; with --trace, the trace file's name).
-    #[arg(long, value_name = "NAME", requires = "baseline")]
+    #[arg(long, value_name = "NAME", requires = "baseline", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     case: Option<String>,
     /// The workload and its arguments (with --trace: none).
     #[arg(

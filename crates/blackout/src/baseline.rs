@@ -250,6 +250,9 @@ pub enum BaselineError {
         /// The error.
         source: std::io::Error,
     },
+    /// A result with an empty case name (a scenario labelled `""`).
+    #[error("a result with an empty case name: give each scenario a label")]
+    EmptyCase,
     /// Two results name the same case and model.
     #[error("two results for case `{case}`, model {model}: give each scenario its own label")]
     DuplicateCase {
@@ -274,7 +277,8 @@ pub struct Baseline {
 }
 
 impl Baseline {
-    /// A baseline of these rows (sorted by case, then model weakest first).
+    /// A baseline of these rows (sorted by case, then model weakest
+    /// first); a case and model twice, or an empty case, is refused.
     ///
     /// ```
     /// use blackout::analysis::report::Verdict;
@@ -284,6 +288,9 @@ impl Baseline {
     pub fn of_rows(rows: Vec<Row>) -> Result<Baseline, BaselineError> {
         let mut seen = BTreeSet::new();
         for r in &rows {
+            if r.case.is_empty() {
+                return Err(BaselineError::EmptyCase);
+            }
             if !seen.insert((r.case.as_str(), r.model.as_str())) {
                 return Err(BaselineError::DuplicateCase {
                     case: r.case.clone(),
@@ -1239,5 +1246,17 @@ mod tests {
         };
         assert_eq!(rules(&c), [Rule::Unrecorded, Rule::Vanished]);
         assert_eq!(Baseline::load(&p).unwrap().rows(), b);
+    }
+
+    #[test]
+    fn results_that_cannot_make_a_file_are_refused() {
+        let twice = [
+            row("a", "posix", Verdict::Pass, &NONE),
+            row("a", "posix", Verdict::Fail, &["x"]),
+        ];
+        let e = Baseline::of_rows(twice.to_vec()).unwrap_err();
+        assert!(matches!(e, BaselineError::DuplicateCase { .. }), "{e}");
+        let e = Baseline::of_rows(vec![row("", "posix", Verdict::Pass, &NONE)]).unwrap_err();
+        assert!(matches!(e, BaselineError::EmptyCase), "{e}");
     }
 }

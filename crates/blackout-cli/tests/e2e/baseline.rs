@@ -293,3 +293,31 @@ fn a_recorded_run_is_named_by_its_command_line() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
     assert!(Path::new(&file).exists());
 }
+
+#[test]
+fn a_run_that_could_not_check_its_states_exits_2_with_its_violations() {
+    let s = Scratch::new();
+    record(&s, "full", "save");
+    // A checker that never answers in time: every state an error.
+    let trace = repo().join("tests/reports/save-full.trace");
+    let out = s
+        .blackout()
+        .env_remove("CI")
+        .env_remove("BLACKOUT_UPDATE_BASELINE")
+        .arg("run")
+        .arg("--trace")
+        .arg(&trace)
+        .args(["--checker", "sleep 5", "--timeout", "0.2", "--case", "save"])
+        .arg("--baseline")
+        .arg(s.path("baseline.tsv"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        violations(&out)
+            .iter()
+            .any(|v| v == "case `save`, model posix: worse verdict: baseline PASS, now ERROR"),
+        "{}",
+        text(&out.stdout)
+    );
+}
