@@ -14,7 +14,8 @@ use anyhow::{anyhow, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
-use blackout::analysis::report::RunReport;
+use blackout::analysis::report::{RunReport, Verdict};
+use blackout::baseline;
 use blackout::check::server::{request_line, ServerChecker};
 use blackout::check::shell::{
     acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
@@ -256,6 +257,16 @@ struct RunArgs {
     /// With --shard: write what the shard found to FILE (JSON).
     #[arg(long, value_name = "FILE")]
     part: Option<PathBuf>,
+    /// Compare the result with a baseline of verdicts and cause kinds
+    /// (docs/BASELINE.md): exit 1 if anything is worse than recorded, else
+    /// 0 (a recorded FAIL too). Only this case's rows are compared.
+    /// BLACKOUT_UPDATE_BASELINE=1 records them instead (not when CI is set).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["shard", "part"])]
+    baseline: Option<PathBuf>,
+    /// The case's name in the baseline (default: the workload's command
+    /// line, joined by spaces; with --trace, the trace file's name).
+    #[arg(long, value_name = "NAME", requires = "baseline", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    case: Option<String>,
     /// The workload and its arguments (with --trace: none).
     #[arg(
         last = true,
@@ -759,6 +770,19 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     for (flag, path, _) in a.report.files() {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
+    // So does a baseline that cannot be read (or, to record, written).
+    let mode = match a.baseline {
+        Some(_) => baseline::Mode::from_env(),
+        None => baseline::Mode::default(),
+    };
+    if let Some(path) = &a.baseline {
+        if mode.rewrites() {
+            check_writable(path)
+                .with_context(|| format!("cannot write --baseline {}", path.display()))?;
+        } else {
+            baseline::Baseline::load(path)?;
+        }
+    }
     let (trace, trace_path) = match &a.trace {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
@@ -821,7 +845,61 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
         all_causes: a.report.all_causes,
         promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
-    a.report.emit(&report, &ctx)
+    let code = a.report.emit(&report, &ctx)?;
+    match &a.baseline {
+        None => Ok(code),
+        Some(path) => {
+            let case = a
+                .case
+                .clone()
+                .unwrap_or_else(|| baseline::case_of_run(a.trace.as_deref(), &a.command));
+            ratchet_exit(path, &case, &report, mode, a.report.json)
+        }
+    }
+}
+
+/// The ratchet after a run: compares it with the baseline (or records it)
+/// and prints the violations after the report (on stderr with --json).
+/// Exit 0 when no rule is broken, 1 when one is, 2 when the run could not
+/// check its states (verdict ERROR).
+fn ratchet_exit(
+    path: &std::path::Path,
+    case: &str,
+    report: &RunReport,
+    mode: baseline::Mode,
+    json: bool,
+) -> Result<u8> {
+    let code = match baseline::check_run(path, case, report, mode)? {
+        baseline::Ratchet::Updated { rows } => {
+            eprintln!(
+                "baseline {}: case `{case}` recorded ({rows} rows in the file)",
+                path.display()
+            );
+            0
+        }
+        baseline::Ratchet::Compared(c) => {
+            eprint!("{}", c.better_text(path));
+            let rerun = format!("blackout run ... --baseline {}", path.display());
+            let mut said = c.violations_text(path, &rerun);
+            if c.passed() {
+                said = format!(
+                    "baseline {}: case `{case}` is no worse than recorded (only its rows compared)\n",
+                    path.display()
+                );
+            }
+            if json {
+                eprint!("{said}");
+            } else {
+                print!("{said}");
+            }
+            u8::from(!c.passed())
+        }
+    };
+    Ok(if report.verdict == Verdict::Error {
+        2
+    } else {
+        code
+    })
 }
 
 fn cmd_states(a: StatesArgs) -> Result<u8> {

@@ -38,6 +38,10 @@
 //! [`scenario`] runs all of it inside `cargo test`: a [`Scenario`]'s
 //! workload closure is recorded in a re-executed copy of the test, and its
 //! check closure judges each crash state in-process.
+//! [`baseline`] is a ratchet for CI: [`assert_no_worse_than`] compares
+//! scenario reports (and `blackout run --baseline` one run) with a
+//! recorded baseline of verdicts and cause kinds, and fails on anything
+//! worse.
 //! Why seams and not one crate: each coming capability (an in-process
 //! checker for `cargo test`, a disk-image materializer for real file
 //! systems, a recorder that does not stop the process per syscall, JUnit and
@@ -87,8 +91,10 @@ pub use blackout_oplog as oplog;
 pub use blackout_record as record;
 pub use blackout_sys as sys;
 
+pub mod baseline;
 pub mod run;
 pub mod scenario;
 pub mod shard;
 
+pub use baseline::assert_no_worse_than;
 pub use scenario::{Promises, Report, Scenario};

@@ -566,6 +566,17 @@ impl Report {
         }
     }
 
+    /// The scenario's label: its case in a baseline
+    /// ([`assert_no_worse_than`](crate::assert_no_worse_than)).
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// println!("{}: {}", report.label(), report.verdict().name());
+    /// ```
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
     /// The overall verdict.
     ///
     /// ```no_run

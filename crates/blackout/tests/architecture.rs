@@ -88,7 +88,7 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-export",
         &["text", "json", "junit", "markdown", "html"],
     ),
-    ("blackout", &["shard", "run", "scenario"]),
+    ("blackout", &["shard", "run", "scenario", "baseline"]),
     ("blackout-cli", &["main"]),
 ];
 

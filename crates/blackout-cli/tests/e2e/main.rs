@@ -3,6 +3,7 @@
 //! (its modules share the helpers in `common`).
 
 mod acks;
+mod baseline;
 mod cli;
 mod common;
 mod distributed;

@@ -1,0 +1,1262 @@
+//! A ratchet on durability verdicts for CI: a baseline file records the
+//! verdict and cause kinds each case had under each model, and a later run
+//! fails when anything is worse, so a known failure can be accepted while
+//! no new one slips in.
+//!
+//! The file is tab-separated text, one row per case and model, sorted, with
+//! a `#` header (docs/BASELINE.md); the cells are case, model, verdict and
+//! the cause kinds (comma-separated, or `-`):
+//!
+//! ```
+//! # use blackout::analysis::report::Verdict;
+//! # use blackout::baseline::Row;
+//! let row = Row::new("create", "posix", Verdict::Fail, ["entry_not_synced"]);
+//! assert_eq!(row.to_string(), "create\tposix\tFAIL\tentry_not_synced");
+//! ```
+//!
+//! A *case* is a scenario's label ([`Report::label`]) or, on the command
+//! line, the name `--case` gives. A run that stopped before exploring any
+//! model (INCONCLUSIVE, HARNESS BROKEN) has one row whose model is `-`.
+//!
+//! The rules ([`compare`]): for each case and model, a verdict worse than
+//! the recorded one (PASS < FAIL; any verdict other than PASS that differs
+//! from the recorded one), a cause kind the row did not have, a case that
+//! became INCONCLUSIVE, a case (or model) the baseline does not have, and,
+//! when every case is given ([`Scope::All`]), a recorded case no longer
+//! among the results, are violations. Better results are not: they are
+//! returned as notes that the baseline can be tightened.
+//!
+//! `BLACKOUT_UPDATE_BASELINE=1` rewrites the file from the results instead
+//! of comparing ([`Mode::from_env`]), unless `CI` is set: CI always
+//! compares.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use blackout_analysis::report::{RunReport, Verdict};
+use blackout_explore::model::Model;
+
+use crate::scenario::{Report, SCENARIO_ENV};
+
+/// The environment variable that makes a ratchet rewrite its baseline
+/// instead of comparing with it (any non-empty value).
+///
+/// ```
+/// assert_eq!(blackout::baseline::UPDATE_ENV, "BLACKOUT_UPDATE_BASELINE");
+/// ```
+pub const UPDATE_ENV: &str = "BLACKOUT_UPDATE_BASELINE";
+
+/// The model column of a run that stopped before exploring any model.
+///
+/// ```
+/// assert_eq!(blackout::baseline::NO_MODEL, "-");
+/// ```
+pub const NO_MODEL: &str = "-";
+
+/// The cause-kinds column of a row without causes.
+const NO_KINDS: &str = "-";
+
+/// The header every baseline file is written with.
+const HEADER: &str = "\
+# blackout baseline (docs/BASELINE.md): the verdict and cause kinds each case
+# had under each model. A run compared with it fails on a worse verdict, a new
+# cause kind, a case that became INCONCLUSIVE, and a new or vanished case.
+# Written by a run with BLACKOUT_UPDATE_BASELINE=1 (`cargo test`, or
+# `blackout run --baseline FILE`); update it the same way and review the diff.
+# case\tmodel\tverdict\tcause kinds (sorted; - for none)
+";
+
+/// One row: what a case got under one model.
+///
+/// ```
+/// use blackout::analysis::report::Verdict;
+/// use blackout::baseline::Row;
+/// let row = Row::new("save", "posix", Verdict::Fail, ["entry_not_synced"]);
+/// assert_eq!(row.to_string(), "save\tposix\tFAIL\tentry_not_synced");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// The case: a scenario's label, or the command line's `--case`.
+    pub case: String,
+    /// The model's name, or [`NO_MODEL`].
+    pub model: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The kinds of its causes (`entry_not_synced`), sorted, each once.
+    pub kinds: Vec<String>,
+}
+
+impl Row {
+    /// A row; the kinds are sorted and deduplicated.
+    ///
+    /// ```
+    /// use blackout::analysis::report::Verdict;
+    /// let row = blackout::baseline::Row::new("c", "posix", Verdict::Fail, ["b", "a", "b"]);
+    /// assert_eq!(row.kinds, ["a", "b"]);
+    /// ```
+    pub fn new<K: Into<String>>(
+        case: impl Into<String>,
+        model: impl Into<String>,
+        verdict: Verdict,
+        kinds: impl IntoIterator<Item = K>,
+    ) -> Row {
+        let kinds: BTreeSet<String> = kinds.into_iter().map(Into::into).collect();
+        Row {
+            case: case.into(),
+            model: model.into(),
+            verdict,
+            kinds: kinds.into_iter().collect(),
+        }
+    }
+
+    /// The rows of a run's report under the name `case`: one per model
+    /// explored, or one [`NO_MODEL`] row when it stopped before exploring.
+    ///
+    /// ```
+    /// use blackout::analysis::report::{RunReport, Verdict};
+    /// let early = RunReport::early((Verdict::Inconclusive, "nothing promised".into()), vec![], None, None);
+    /// let rows = blackout::baseline::Row::of_run("save", &early);
+    /// assert_eq!(rows[0].to_string(), "save\t-\tINCONCLUSIVE\t-");
+    /// ```
+    pub fn of_run(case: &str, report: &RunReport) -> Vec<Row> {
+        if report.models.is_empty() {
+            return vec![Row::new(
+                case,
+                NO_MODEL,
+                report.verdict,
+                Vec::<String>::new(),
+            )];
+        }
+        report
+            .models
+            .iter()
+            .map(|m| {
+                let kinds = m.causes.iter().map(|c| c.cause.kind.name());
+                Row::new(case, m.model.name(), m.verdict, kinds)
+            })
+            .collect()
+    }
+
+    /// The verdict and kinds as a violation names them: `FAIL
+    /// (entry_not_synced)`, `PASS`.
+    fn result(&self) -> String {
+        if self.kinds.is_empty() {
+            self.verdict.name().to_string()
+        } else {
+            format!("{} ({})", self.verdict.name(), self.kinds.join(", "))
+        }
+    }
+
+    /// Where the model sorts: [`NO_MODEL`], then weakest first.
+    fn model_rank(&self) -> (usize, &str) {
+        let rank = Model::ALL
+            .iter()
+            .position(|m| m.name() == self.model)
+            .map_or(Model::ALL.len() + 1, |i| i + 1);
+        (if self.model == NO_MODEL { 0 } else { rank }, &self.model)
+    }
+}
+
+impl fmt::Display for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kinds = if self.kinds.is_empty() {
+            NO_KINDS.to_string()
+        } else {
+            self.kinds.join(",")
+        };
+        write!(
+            f,
+            "{}\t{}\t{}\t{kinds}",
+            escape(&self.case),
+            self.model,
+            self.verdict.name()
+        )
+    }
+}
+
+/// A case name in the file: tabs, newlines and backslashes escaped, and a
+/// leading `#` (which would make the row a comment).
+fn escape(case: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in case.chars().enumerate() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '#' if i == 0 => out.push_str("\\#"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The case name an escaped cell holds; `None` on a bad escape.
+fn unescape(cell: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut chars = cell.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next()? {
+            '\\' => '\\',
+            't' => '\t',
+            'n' => '\n',
+            'r' => '\r',
+            '#' => '#',
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+/// The verdict a printed name names.
+fn verdict_named(name: &str) -> Option<Verdict> {
+    [
+        Verdict::Pass,
+        Verdict::Fail,
+        Verdict::Inconclusive,
+        Verdict::HarnessBroken,
+        Verdict::Error,
+    ]
+    .into_iter()
+    .find(|v| v.name() == name)
+}
+
+/// Why a baseline could not be read, written or used.
+#[derive(Debug, thiserror::Error)]
+pub enum BaselineError {
+    /// There is no file: it must be recorded first.
+    #[error("no baseline at {}: record it with {UPDATE_ENV}=1, review it and commit it", .0.display())]
+    Missing(PathBuf),
+    /// A line is not a row.
+    #[error("{}:{line}: {message}", .path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The file cannot be read or written.
+    #[error("{}: {source}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A result with an empty case name (a scenario labelled `""`).
+    #[error("a result with an empty case name: give each scenario a label")]
+    EmptyCase,
+    /// Two results name the same case and model.
+    #[error("two results for case `{case}`, model {model}: give each scenario its own label")]
+    DuplicateCase {
+        /// The case.
+        case: String,
+        /// The model.
+        model: String,
+    },
+}
+
+/// A baseline: rows keyed by case and model.
+///
+/// ```
+/// use blackout::baseline::Baseline;
+/// let b = Baseline::parse("save\tposix\tFAIL\tentry_not_synced\n", "b.tsv".as_ref()).unwrap();
+/// assert_eq!(b.rows().len(), 1);
+/// assert!(b.render().ends_with("save\tposix\tFAIL\tentry_not_synced\n"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Baseline {
+    rows: Vec<Row>,
+}
+
+impl Baseline {
+    /// A baseline of these rows (sorted by case, then model weakest
+    /// first); a case and model twice, or an empty case, is refused.
+    ///
+    /// ```
+    /// use blackout::analysis::report::Verdict;
+    /// use blackout::baseline::{Baseline, Row};
+    /// let b = Baseline::of_rows(vec![Row::new("a", "posix", Verdict::Pass, Vec::<String>::new())]).unwrap();
+    /// ```
+    pub fn of_rows(rows: Vec<Row>) -> Result<Baseline, BaselineError> {
+        let mut seen = BTreeSet::new();
+        for r in &rows {
+            if r.case.is_empty() {
+                return Err(BaselineError::EmptyCase);
+            }
+            if !seen.insert((r.case.as_str(), r.model.as_str())) {
+                return Err(BaselineError::DuplicateCase {
+                    case: r.case.clone(),
+                    model: r.model.clone(),
+                });
+            }
+        }
+        let mut b = Baseline { rows };
+        b.sort();
+        Ok(b)
+    }
+
+    fn sort(&mut self) {
+        self.rows
+            .sort_by(|a, b| (&a.case, a.model_rank()).cmp(&(&b.case, b.model_rank())));
+    }
+
+    /// Reads the file at `path`: [`BaselineError::Missing`] when there is
+    /// none, [`BaselineError::Malformed`] naming the first bad line.
+    ///
+    /// ```no_run
+    /// let b = blackout::baseline::Baseline::load("durability.tsv".as_ref()).unwrap();
+    /// ```
+    pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Baseline::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Err(BaselineError::Missing(path.to_path_buf()))
+            }
+            Err(source) => Err(BaselineError::Io {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses a baseline's text; `path` names it in errors. Blank lines and
+    /// lines starting with `#` are skipped.
+    ///
+    /// ```
+    /// let err = blackout::baseline::Baseline::parse("# head\nsave\tposix\tMAYBE\t-\n", "b.tsv".as_ref())
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "b.tsv:2: `MAYBE` is not a verdict (PASS, FAIL, INCONCLUSIVE, HARNESS BROKEN, ERROR)");
+    /// ```
+    pub fn parse(text: &str, path: &Path) -> Result<Baseline, BaselineError> {
+        let mut rows = Vec::new();
+        let mut seen = BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let bad = |message: String| BaselineError::Malformed {
+                path: path.to_path_buf(),
+                line: i + 1,
+                message,
+            };
+            let row = parse_row(line).map_err(bad)?;
+            if let Some(first) = seen.insert((row.case.clone(), row.model.clone()), i + 1) {
+                return Err(bad(format!(
+                    "case `{}`, model {} again (first on line {first})",
+                    row.case, row.model
+                )));
+            }
+            rows.push(row);
+        }
+        Baseline::of_rows(rows)
+    }
+
+    /// The rows, sorted.
+    ///
+    /// ```
+    /// let b = blackout::baseline::Baseline::default();
+    /// assert!(b.rows().is_empty());
+    /// ```
+    pub fn rows(&self) -> &[Row] {
+        &self.rows
+    }
+
+    /// The file's text: the header, then one line per row.
+    ///
+    /// ```
+    /// assert!(blackout::baseline::Baseline::default().render().starts_with("# blackout baseline"));
+    /// ```
+    pub fn render(&self) -> String {
+        let mut out = HEADER.to_string();
+        for r in &self.rows {
+            out.push_str(&r.to_string());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Writes the file (beside it, then renamed into place).
+    ///
+    /// ```no_run
+    /// blackout::baseline::Baseline::default().save("durability.tsv".as_ref()).unwrap();
+    /// ```
+    pub fn save(&self, path: &Path) -> Result<(), BaselineError> {
+        let io = |source| BaselineError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".blackout-baseline-")
+            .tempfile_in(dir)
+            .map_err(io)?;
+        std::io::Write::write_all(&mut tmp, self.render().as_bytes()).map_err(io)?;
+        tmp.persist(path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+
+    /// Replaces every row of the cases `rows` name by `rows`, keeping the
+    /// other cases' rows.
+    ///
+    /// ```
+    /// use blackout::analysis::report::Verdict;
+    /// use blackout::baseline::{Baseline, Row};
+    /// let none = Vec::<String>::new();
+    /// let mut b = Baseline::of_rows(vec![
+    ///     Row::new("a", "posix", Verdict::Fail, ["entry_not_synced"]),
+    ///     Row::new("b", "posix", Verdict::Pass, none.clone()),
+    /// ]).unwrap();
+    /// b.replace_cases(vec![Row::new("a", "posix", Verdict::Pass, none)]).unwrap();
+    /// assert!(b.rows().iter().all(|r| r.verdict == Verdict::Pass));
+    /// ```
+    pub fn replace_cases(&mut self, rows: Vec<Row>) -> Result<(), BaselineError> {
+        let cases: BTreeSet<&str> = rows.iter().map(|r| r.case.as_str()).collect();
+        let mut kept: Vec<Row> = self
+            .rows
+            .iter()
+            .filter(|r| !cases.contains(r.case.as_str()))
+            .cloned()
+            .collect();
+        kept.extend(rows);
+        *self = Baseline::of_rows(kept)?;
+        Ok(())
+    }
+
+    /// The rows of `case`.
+    fn case(&self, case: &str) -> Vec<&Row> {
+        self.rows.iter().filter(|r| r.case == case).collect()
+    }
+}
+
+/// One line of a baseline as a row, or what is wrong with it.
+fn parse_row(line: &str) -> Result<Row, String> {
+    let cells: Vec<&str> = line.split('\t').collect();
+    let [case, model, verdict, kinds] = cells[..] else {
+        return Err(format!(
+            "{} tab-separated cells, want 4: case, model, verdict, cause kinds",
+            cells.len()
+        ));
+    };
+    let case = unescape(case).ok_or("a bad escape in the case (\\\\, \\t, \\n, \\r, \\#)")?;
+    if case.is_empty() {
+        return Err("an empty case".into());
+    }
+    if model != NO_MODEL && !Model::ALL.iter().any(|m| m.name() == model) {
+        let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
+        return Err(format!(
+            "`{model}` is not a model ({}, or {NO_MODEL})",
+            names.join(", ")
+        ));
+    }
+    let verdict = verdict_named(verdict).ok_or_else(|| {
+        format!("`{verdict}` is not a verdict (PASS, FAIL, INCONCLUSIVE, HARNESS BROKEN, ERROR)")
+    })?;
+    let kinds: Vec<&str> = if kinds == NO_KINDS {
+        Vec::new()
+    } else {
+        kinds.split(',').collect()
+    };
+    if let Some(k) = kinds
+        .iter()
+        .find(|k| k.is_empty() || !k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+    {
+        return Err(format!(
+            "`{k}` is not a cause kind (comma-separated kinds like entry_not_synced, or -)"
+        ));
+    }
+    Ok(Row::new(case, model, verdict, kinds))
+}
+
+/// Which recorded cases a comparison answers for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every case: a recorded case not among the results has vanished
+    /// (a test's call with all its scenarios).
+    All,
+    /// Only the cases among the results; other rows are left alone (the
+    /// command line, which runs one case).
+    Given,
+}
+
+/// Which rule a result breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// A verdict worse than the recorded one.
+    WorseVerdict,
+    /// A cause kind the recorded row did not have, at the same verdict.
+    NewCauseKind,
+    /// A recorded case (or model) not among the results.
+    Vanished,
+    /// A case that became INCONCLUSIVE.
+    BecameInconclusive,
+    /// A case (or model) the baseline does not have.
+    Unrecorded,
+}
+
+impl Rule {
+    /// The rule in a violation's line.
+    fn says(self) -> &'static str {
+        match self {
+            Rule::WorseVerdict => "worse verdict",
+            Rule::NewCauseKind => "new cause kind",
+            Rule::Vanished => "vanished",
+            Rule::BecameInconclusive => "became INCONCLUSIVE",
+            Rule::Unrecorded => "not in the baseline",
+        }
+    }
+}
+
+/// A result that breaks a rule: the case, the model, the recorded row and
+/// the new one.
+///
+/// ```
+/// use blackout::analysis::report::Verdict;
+/// use blackout::baseline::{compare, Baseline, Row, Rule, Scope};
+/// let none = Vec::<String>::new();
+/// let old = Baseline::of_rows(vec![Row::new("save", "posix", Verdict::Pass, none)]).unwrap();
+/// let now = [Row::new("save", "posix", Verdict::Fail, ["entry_not_synced"])];
+/// let c = compare(&old, &now, Scope::All);
+/// assert_eq!(c.violations[0].rule, Rule::WorseVerdict);
+/// assert_eq!(
+///     c.violations[0].to_string(),
+///     "case `save`, model posix: worse verdict: baseline PASS, now FAIL (entry_not_synced)"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule.
+    pub rule: Rule,
+    /// The case.
+    pub case: String,
+    /// The model (or [`NO_MODEL`]).
+    pub model: String,
+    /// The recorded row, if any.
+    pub old: Option<Row>,
+    /// The new one, if any.
+    pub new: Option<Row>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let old = self.old.as_ref().map_or("none".into(), Row::result);
+        let new = self.new.as_ref().map_or("not run".into(), Row::result);
+        let mut rule = self.rule.says().to_string();
+        if let (Rule::NewCauseKind, Some(o), Some(n)) = (self.rule, &self.old, &self.new) {
+            let added: Vec<&str> = n
+                .kinds
+                .iter()
+                .filter(|k| !o.kinds.contains(k))
+                .map(String::as_str)
+                .collect();
+            rule = format!("{rule} {}", added.join(", "));
+        }
+        write!(
+            f,
+            "case `{}`, model {}: {rule}: baseline {old}, now {new}",
+            self.case, self.model
+        )
+    }
+}
+
+/// What a comparison found: the violations, and the results better than
+/// recorded (the baseline can be tightened).
+///
+/// ```
+/// let c = blackout::baseline::Comparison::default();
+/// assert!(c.passed());
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Comparison {
+    /// Every violation, in row order.
+    pub violations: Vec<Violation>,
+    /// One line per result better than recorded.
+    pub better: Vec<String>,
+}
+
+impl Comparison {
+    /// Whether no rule is broken.
+    ///
+    /// ```
+    /// assert!(blackout::baseline::Comparison::default().passed());
+    /// ```
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// Every violation, one per line, with a heading naming the file and
+    /// how to accept the change.
+    ///
+    /// ```
+    /// let c = blackout::baseline::Comparison::default();
+    /// assert_eq!(c.violations_text("b.tsv".as_ref(), "cargo test"), "");
+    /// ```
+    pub fn violations_text(&self, path: &Path, rerun: &str) -> String {
+        if self.violations.is_empty() {
+            return String::new();
+        }
+        let mut out = format!(
+            "{} violation(s) of the baseline {}:\n",
+            self.violations.len(),
+            path.display()
+        );
+        for v in &self.violations {
+            out.push_str(&format!("  {v}\n"));
+        }
+        out.push_str(&format!(
+            "If the change is intended, record it with {UPDATE_ENV}=1 {rerun} and review the diff.\n"
+        ));
+        out
+    }
+
+    /// The notes that the baseline can be tightened, one per line.
+    ///
+    /// ```
+    /// let c = blackout::baseline::Comparison::default();
+    /// assert_eq!(c.better_text("b.tsv".as_ref()), "");
+    /// ```
+    pub fn better_text(&self, path: &Path) -> String {
+        self.better
+            .iter()
+            .map(|b| {
+                format!(
+                    "note: {b}: the baseline {} can be tightened ({UPDATE_ENV}=1)\n",
+                    path.display()
+                )
+            })
+            .collect()
+    }
+}
+
+/// Compares results with a baseline: every violation of the rules, and
+/// every result better than recorded.
+///
+/// ```
+/// use blackout::analysis::report::Verdict;
+/// use blackout::baseline::{compare, Baseline, Row, Scope};
+/// // A recorded FAIL with the same kinds is accepted.
+/// let fail = Row::new("create", "posix", Verdict::Fail, ["entry_not_synced"]);
+/// let old = Baseline::of_rows(vec![fail.clone()]).unwrap();
+/// assert!(compare(&old, &[fail], Scope::All).passed());
+/// ```
+pub fn compare(baseline: &Baseline, results: &[Row], scope: Scope) -> Comparison {
+    let mut c = Comparison::default();
+    let cases: BTreeSet<&str> = results.iter().map(|r| r.case.as_str()).collect();
+    for case in &cases {
+        let new: Vec<&Row> = results.iter().filter(|r| r.case == *case).collect();
+        compare_case(&baseline.case(case), &new, &mut c);
+    }
+    if scope == Scope::All {
+        for old in baseline
+            .rows
+            .iter()
+            .filter(|r| !cases.contains(r.case.as_str()))
+        {
+            c.violations
+                .push(violation(Rule::Vanished, Some(old), None));
+        }
+    }
+    c
+}
+
+/// One case's rows against its recorded rows. A [`NO_MODEL`] row on one
+/// side stands for every model on the other.
+fn compare_case(old: &[&Row], new: &[&Row], c: &mut Comparison) {
+    if old.is_empty() {
+        for n in new {
+            c.violations
+                .push(violation(Rule::Unrecorded, None, Some(n)));
+        }
+        return;
+    }
+    let old_any = old.iter().find(|r| r.model == NO_MODEL);
+    if let [n] = new {
+        if n.model == NO_MODEL && old_any.is_none() {
+            for o in old {
+                compare_row(o, n, &o.model, c);
+            }
+            return;
+        }
+    }
+    for n in new {
+        match old.iter().find(|o| o.model == n.model).or(old_any) {
+            Some(o) => compare_row(o, n, &n.model, c),
+            None => c
+                .violations
+                .push(violation(Rule::Unrecorded, None, Some(n))),
+        }
+    }
+    let new_any = new.iter().any(|r| r.model == NO_MODEL);
+    for o in old {
+        let matched = new.iter().any(|n| n.model == o.model);
+        if !matched && o.model != NO_MODEL && !new_any {
+            c.violations.push(violation(Rule::Vanished, Some(o), None));
+        }
+    }
+}
+
+/// A recorded row against the new one (shown under `model`).
+fn compare_row(old: &Row, new: &Row, model: &str, c: &mut Comparison) {
+    let at = format!("case `{}`, model {model}", new.case);
+    if old.verdict == new.verdict {
+        if new.kinds.iter().any(|k| !old.kinds.contains(k)) {
+            let mut v = violation(Rule::NewCauseKind, Some(old), Some(new));
+            v.model = model.to_string();
+            c.violations.push(v);
+        } else if old.kinds != new.kinds {
+            c.better.push(format!(
+                "{at}: cause kinds gone: baseline {}, now {}",
+                old.result(),
+                new.result()
+            ));
+        }
+        return;
+    }
+    let rule = match new.verdict {
+        Verdict::Pass => {
+            c.better.push(format!(
+                "{at}: better verdict: baseline {}, now {}",
+                old.result(),
+                new.result()
+            ));
+            return;
+        }
+        Verdict::Inconclusive => Rule::BecameInconclusive,
+        _ => Rule::WorseVerdict,
+    };
+    let mut v = violation(rule, Some(old), Some(new));
+    v.model = model.to_string();
+    c.violations.push(v);
+}
+
+fn violation(rule: Rule, old: Option<&Row>, new: Option<&Row>) -> Violation {
+    let row = new.or(old).expect("a row on one side");
+    Violation {
+        rule,
+        case: row.case.clone(),
+        model: row.model.clone(),
+        old: old.cloned(),
+        new: new.cloned(),
+    }
+}
+
+/// Whether a ratchet compares or rewrites its baseline.
+///
+/// ```
+/// use blackout::baseline::Mode;
+/// // CI never rewrites.
+/// assert!(!Mode { update: true, ci: true }.rewrites());
+/// assert!(Mode { update: true, ci: false }.rewrites());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mode {
+    /// Asked to rewrite the baseline ([`UPDATE_ENV`]).
+    pub update: bool,
+    /// Running under CI (`CI` set): the update is ignored.
+    pub ci: bool,
+}
+
+impl Mode {
+    /// From the environment: [`UPDATE_ENV`] and `CI`, each set when
+    /// non-empty. Says on stderr, in one line, when `CI` overrides the
+    /// update.
+    ///
+    /// ```
+    /// let mode = blackout::baseline::Mode::from_env();
+    /// ```
+    pub fn from_env() -> Mode {
+        let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        let mode = Mode {
+            update: set(UPDATE_ENV),
+            ci: set("CI"),
+        };
+        if let Some(w) = mode.warning() {
+            eprintln!("{w}");
+        }
+        mode
+    }
+
+    /// Whether the baseline is rewritten rather than compared with.
+    ///
+    /// ```
+    /// assert!(!blackout::baseline::Mode::default().rewrites());
+    /// ```
+    pub fn rewrites(self) -> bool {
+        self.update && !self.ci
+    }
+
+    /// The warning when `CI` overrides an update.
+    ///
+    /// ```
+    /// use blackout::baseline::Mode;
+    /// assert!(Mode { update: true, ci: true }.warning().unwrap().starts_with("warning: BLACKOUT_UPDATE_BASELINE is ignored when CI is set"));
+    /// ```
+    pub fn warning(self) -> Option<String> {
+        (self.update && self.ci).then(|| {
+            format!(
+                "warning: {UPDATE_ENV} is ignored when CI is set: the baseline is compared with, not rewritten"
+            )
+        })
+    }
+}
+
+/// What a ratchet did.
+///
+/// ```
+/// let done = blackout::baseline::Ratchet::Updated { rows: 3 };
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ratchet {
+    /// The baseline was rewritten; it now has this many rows.
+    Updated {
+        /// Rows in the file.
+        rows: usize,
+    },
+    /// The results were compared with it.
+    Compared(Comparison),
+}
+
+/// The ratchet on rows: rewrites the baseline at `path` from `results`
+/// when `mode` says so (with [`Scope::All`] the file holds only them; with
+/// [`Scope::Given`] their cases' rows are replaced and the others kept),
+/// else compares them with it.
+///
+/// ```no_run
+/// use blackout::baseline::{ratchet, Mode, Ratchet, Scope};
+/// match ratchet("durability.tsv".as_ref(), &[], Scope::Given, Mode::from_env()).unwrap() {
+///     Ratchet::Updated { rows } => println!("{rows} rows recorded"),
+///     Ratchet::Compared(c) => assert!(c.passed()),
+/// }
+/// ```
+pub fn ratchet(
+    path: &Path,
+    results: &[Row],
+    scope: Scope,
+    mode: Mode,
+) -> Result<Ratchet, BaselineError> {
+    let fresh = Baseline::of_rows(results.to_vec())?;
+    if !mode.rewrites() {
+        return Ok(Ratchet::Compared(compare(
+            &Baseline::load(path)?,
+            results,
+            scope,
+        )));
+    }
+    let baseline = match scope {
+        Scope::All => fresh,
+        Scope::Given => {
+            let mut b = match Baseline::load(path) {
+                Ok(b) => b,
+                Err(BaselineError::Missing(_)) => Baseline::default(),
+                Err(e) => return Err(e),
+            };
+            b.replace_cases(fresh.rows)?;
+            b
+        }
+    };
+    baseline.save(path)?;
+    Ok(Ratchet::Updated {
+        rows: baseline.rows.len(),
+    })
+}
+
+/// The case a command-line run is recorded under when `--case` does not
+/// name one: with a trace, the trace file's name; else the workload's
+/// command line, its words joined by spaces.
+///
+/// ```
+/// use blackout::baseline::case_of_run;
+/// assert_eq!(case_of_run(Some("traces/save.trace".as_ref()), &[]), "save.trace");
+/// assert_eq!(case_of_run(None, &["sh".into(), "save.sh".into(), "full".into()]), "sh save.sh full");
+/// ```
+pub fn case_of_run(trace: Option<&Path>, command: &[std::ffi::OsString]) -> String {
+    if let Some(name) = trace.and_then(Path::file_name) {
+        return name.to_string_lossy().into_owned();
+    }
+    let words: Vec<_> = command.iter().map(|w| w.to_string_lossy()).collect();
+    words.join(" ")
+}
+
+/// The ratchet on one run of the command line: its rows under `case`
+/// compared with the baseline at `path` ([`Scope::Given`]: only that
+/// case's rows), or written into it, replacing only that case's rows.
+///
+/// ```no_run
+/// use blackout::analysis::report::RunReport;
+/// use blackout::baseline::{check_run, Mode};
+/// # let report: RunReport = unimplemented!();
+/// let done = check_run("durability.tsv".as_ref(), "save", &report, Mode::from_env()).unwrap();
+/// ```
+pub fn check_run(
+    path: &Path,
+    case: &str,
+    report: &RunReport,
+    mode: Mode,
+) -> Result<Ratchet, BaselineError> {
+    ratchet(path, &Row::of_run(case, report), Scope::Given, mode)
+}
+
+/// The rows of scenario reports, each under its label.
+fn rows_of_reports<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Vec<Row> {
+    reports
+        .into_iter()
+        .filter_map(|r| Some(Row::of_run(r.label(), r.run_report()?)))
+        .flatten()
+        .collect()
+}
+
+/// The ratchet on scenario reports, without panicking: every report's
+/// rows under its label ([`Scope::All`]: a recorded label missing from
+/// `reports` has vanished), compared with the baseline at `path` or
+/// written to it as `mode` says. A report of a scenario not run (inside
+/// another's recording) has no rows.
+///
+/// ```no_run
+/// use blackout::baseline::{check_reports, Mode, Ratchet};
+/// # let (a, b): (blackout::Report, blackout::Report) = unimplemented!();
+/// let done = check_reports([&a, &b], "tests/durability.tsv", Mode::default()).unwrap();
+/// if let Ratchet::Compared(c) = done {
+///     for v in &c.violations {
+///         println!("{v}");
+///     }
+/// }
+/// ```
+pub fn check_reports<'a>(
+    reports: impl IntoIterator<Item = &'a Report>,
+    path: impl AsRef<Path>,
+    mode: Mode,
+) -> Result<Ratchet, BaselineError> {
+    ratchet(path.as_ref(), &rows_of_reports(reports), Scope::All, mode)
+}
+
+/// Asserts that scenario reports are no worse than the baseline at `path`
+/// (relative to the package's directory under `cargo test`): panics with
+/// every violation, one per line. Give every scenario the baseline
+/// covers: a recorded label not among `reports` has vanished.
+///
+/// With `BLACKOUT_UPDATE_BASELINE=1` (and `CI` unset) it writes the file
+/// from the reports instead. Better results pass with a note on stderr
+/// that the baseline can be tightened. A missing file panics saying how to
+/// record it; a malformed one naming the line. In the recorded copy of a
+/// test it does nothing.
+///
+/// ```no_run
+/// let save = blackout::Scenario::new("save")
+///     .workload(|dir, p| { std::fs::write(dir.join("doc"), "v2")?; p.promise("saved"); Ok(()) })
+///     .check(|state, promised| {
+///         if promised.is_empty() || state.join("doc").exists() { Ok(()) } else { Err("doc lost") }
+///     })
+///     .run();
+/// blackout::assert_no_worse_than([&save], "tests/durability.tsv");
+/// ```
+pub fn assert_no_worse_than<'a>(
+    reports: impl IntoIterator<Item = &'a Report>,
+    path: impl AsRef<Path>,
+) {
+    if std::env::var_os(SCENARIO_ENV).is_some() {
+        return;
+    }
+    let path = path.as_ref();
+    match check_reports(reports, path, Mode::from_env()) {
+        Err(BaselineError::Missing(_)) => panic!(
+            "blackout: no baseline at {}: record it with `{UPDATE_ENV}=1 cargo test`, review it and commit it",
+            path.display()
+        ),
+        Err(e) => panic!("blackout: {e}"),
+        Ok(Ratchet::Updated { rows }) => {
+            eprintln!("blackout: baseline {} written ({rows} rows)", path.display());
+        }
+        Ok(Ratchet::Compared(c)) => {
+            eprint!("{}", c.better_text(path));
+            assert!(
+                c.passed(),
+                "blackout: {}",
+                c.violations_text(path, "cargo test")
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NONE: [&str; 0] = [];
+
+    fn row(case: &str, model: &str, verdict: Verdict, kinds: &[&str]) -> Row {
+        Row::new(case, model, verdict, kinds.iter().copied())
+    }
+
+    fn base(rows: &[Row]) -> Baseline {
+        Baseline::of_rows(rows.to_vec()).unwrap()
+    }
+
+    fn rules(c: &Comparison) -> Vec<Rule> {
+        c.violations.iter().map(|v| v.rule).collect()
+    }
+
+    #[test]
+    fn the_same_results_pass_a_recorded_fail_included() {
+        let rows = [
+            row("a", "process", Verdict::Pass, &NONE),
+            row("a", "posix", Verdict::Fail, &["entry_not_synced"]),
+        ];
+        let c = compare(&base(&rows), &rows, Scope::All);
+        assert!(c.passed() && c.better.is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn rule_1_a_worse_verdict_is_a_violation() {
+        let old = base(&[row("a", "posix", Verdict::Pass, &NONE)]);
+        for v in [Verdict::Fail, Verdict::HarnessBroken, Verdict::Error] {
+            let c = compare(&old, &[row("a", "posix", v, &[])], Scope::All);
+            assert_eq!(rules(&c), [Rule::WorseVerdict], "{v:?}");
+        }
+        // A FAIL where INCONCLUSIVE was recorded is no improvement either.
+        let old = base(&[row("a", "posix", Verdict::Inconclusive, &NONE)]);
+        let c = compare(
+            &old,
+            &[row("a", "posix", Verdict::Fail, &["x"])],
+            Scope::All,
+        );
+        assert_eq!(rules(&c), [Rule::WorseVerdict]);
+        // Exactly the recorded non-pass verdict is accepted.
+        let old = base(&[row("a", "-", Verdict::HarnessBroken, &NONE)]);
+        let c = compare(
+            &old,
+            &[row("a", "-", Verdict::HarnessBroken, &[])],
+            Scope::All,
+        );
+        assert!(c.passed());
+    }
+
+    #[test]
+    fn rule_2_a_new_cause_kind_at_the_same_verdict_is_a_violation() {
+        let old = base(&[row("a", "posix", Verdict::Fail, &["entry_not_synced"])]);
+        let new = [row(
+            "a",
+            "posix",
+            Verdict::Fail,
+            &["entry_not_synced", "data_not_synced"],
+        )];
+        let c = compare(&old, &new, Scope::All);
+        assert_eq!(rules(&c), [Rule::NewCauseKind]);
+        assert_eq!(
+            c.violations[0].to_string(),
+            "case `a`, model posix: new cause kind data_not_synced: baseline FAIL \
+             (entry_not_synced), now FAIL (data_not_synced, entry_not_synced)"
+        );
+    }
+
+    #[test]
+    fn rule_3_a_vanished_case_is_a_violation_only_when_all_are_given() {
+        let old = base(&[
+            row("a", "posix", Verdict::Pass, &NONE),
+            row("b", "posix", Verdict::Fail, &["entry_not_synced"]),
+        ]);
+        let new = [row("a", "posix", Verdict::Pass, &NONE)];
+        let c = compare(&old, &new, Scope::All);
+        assert_eq!(rules(&c), [Rule::Vanished]);
+        assert_eq!(
+            c.violations[0].to_string(),
+            "case `b`, model posix: vanished: baseline FAIL (entry_not_synced), now not run"
+        );
+        assert!(compare(&old, &new, Scope::Given).passed());
+        // A model no longer explored vanishes too, whatever the scope.
+        let old = base(&[
+            row("a", "process", Verdict::Pass, &NONE),
+            row("a", "posix", Verdict::Pass, &NONE),
+        ]);
+        let c = compare(&old, &new, Scope::Given);
+        assert_eq!(rules(&c), [Rule::Vanished]);
+        assert_eq!(c.violations[0].model, "process");
+    }
+
+    #[test]
+    fn rule_4_becoming_inconclusive_is_a_violation() {
+        let old = base(&[
+            row("a", "process", Verdict::Pass, &NONE),
+            row("a", "posix", Verdict::Fail, &["entry_not_synced"]),
+        ]);
+        // The run stopped before exploring: one row stands for every model.
+        let c = compare(
+            &old,
+            &[row("a", "-", Verdict::Inconclusive, &[])],
+            Scope::All,
+        );
+        assert_eq!(
+            rules(&c),
+            [Rule::BecameInconclusive, Rule::BecameInconclusive]
+        );
+        assert_eq!(
+            c.violations[1].to_string(),
+            "case `a`, model posix: became INCONCLUSIVE: baseline FAIL (entry_not_synced), now INCONCLUSIVE"
+        );
+        // Recorded as INCONCLUSIVE, it stays accepted.
+        let old = base(&[row("a", "-", Verdict::Inconclusive, &NONE)]);
+        let c = compare(
+            &old,
+            &[row("a", "-", Verdict::Inconclusive, &[])],
+            Scope::All,
+        );
+        assert!(c.passed());
+    }
+
+    #[test]
+    fn rule_5_an_unrecorded_case_or_model_is_a_violation() {
+        let old = base(&[row("a", "posix", Verdict::Pass, &NONE)]);
+        let new = [
+            row("a", "posix", Verdict::Pass, &NONE),
+            row("a", "ordered", Verdict::Pass, &NONE),
+            row("b", "posix", Verdict::Pass, &NONE),
+        ];
+        for scope in [Scope::All, Scope::Given] {
+            let c = compare(&old, &new, scope);
+            assert_eq!(rules(&c), [Rule::Unrecorded, Rule::Unrecorded]);
+            assert_eq!(
+                c.violations[1].to_string(),
+                "case `b`, model posix: not in the baseline: baseline none, now PASS"
+            );
+        }
+    }
+
+    #[test]
+    fn better_results_are_notes_not_violations() {
+        let old = base(&[
+            row(
+                "a",
+                "posix",
+                Verdict::Fail,
+                &["entry_not_synced", "data_not_synced"],
+            ),
+            row("b", "posix", Verdict::Fail, &["entry_not_synced"]),
+            row("c", "-", Verdict::Inconclusive, &NONE),
+        ]);
+        let new = [
+            row("a", "posix", Verdict::Fail, &["entry_not_synced"]),
+            row("b", "posix", Verdict::Pass, &NONE),
+            row("c", "process", Verdict::Pass, &NONE),
+            row("c", "posix", Verdict::Pass, &NONE),
+        ];
+        let c = compare(&old, &new, Scope::All);
+        assert!(c.passed(), "{c:?}");
+        assert_eq!(c.better.len(), 4, "{:?}", c.better);
+        assert!(c.better[0].contains("cause kinds gone"));
+        assert!(c.better_text("b.tsv".as_ref()).contains("can be tightened"));
+    }
+
+    #[test]
+    fn the_file_round_trips_and_sorts() {
+        let b = base(&[
+            row("z", "posix", Verdict::Fail, &["b", "a"]),
+            row("#odd\tcase\\", "posix", Verdict::Pass, &NONE),
+            row("z", "process", Verdict::Pass, &NONE),
+            row("z", "-", Verdict::HarnessBroken, &NONE),
+        ]);
+        let text = b.render();
+        let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            body,
+            [
+                "\\#odd\\tcase\\\\\tposix\tPASS\t-",
+                "z\t-\tHARNESS BROKEN\t-",
+                "z\tprocess\tPASS\t-",
+                "z\tposix\tFAIL\ta,b",
+            ]
+        );
+        assert_eq!(Baseline::parse(&text, "b".as_ref()).unwrap(), b);
+    }
+
+    #[test]
+    fn a_malformed_line_is_named() {
+        let p = Path::new("b.tsv");
+        let cases = [
+            ("a\tposix\tPASS\n", "b.tsv:1: 3 tab-separated cells, want 4"),
+            (
+                "# x\n\na\tfast\tPASS\t-\n",
+                "b.tsv:3: `fast` is not a model",
+            ),
+            (
+                "a\tposix\tPASS\tNot-A-Kind\n",
+                "b.tsv:1: `Not-A-Kind` is not a cause kind",
+            ),
+            ("a\\q\tposix\tPASS\t-\n", "b.tsv:1: a bad escape"),
+            ("\tposix\tPASS\t-\n", "b.tsv:1: an empty case"),
+            (
+                "a\tposix\tPASS\t-\na\tposix\tFAIL\tx\n",
+                "b.tsv:2: case `a`, model posix again (first on line 1)",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Baseline::parse(text, p).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{e:?} for {text:?}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn a_missing_file_says_how_to_record_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("none.tsv");
+        let e = ratchet(&p, &[], Scope::All, Mode::default()).unwrap_err();
+        assert!(matches!(e, BaselineError::Missing(_)));
+        assert!(e.to_string().contains("BLACKOUT_UPDATE_BASELINE=1"), "{e}");
+    }
+
+    #[test]
+    fn an_update_writes_and_ci_compares_instead() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("b.tsv");
+        let a = [row("a", "posix", Verdict::Pass, &NONE)];
+        let b = [row("b", "posix", Verdict::Fail, &["entry_not_synced"])];
+        let update = Mode {
+            update: true,
+            ci: false,
+        };
+        assert_eq!(
+            ratchet(&p, &a, Scope::Given, update).unwrap(),
+            Ratchet::Updated { rows: 1 }
+        );
+        // Given cases: the other rows are kept.
+        assert_eq!(
+            ratchet(&p, &b, Scope::Given, update).unwrap(),
+            Ratchet::Updated { rows: 2 }
+        );
+        // All: the file is the results.
+        assert_eq!(
+            ratchet(&p, &b, Scope::All, update).unwrap(),
+            Ratchet::Updated { rows: 1 }
+        );
+        let ci = Mode {
+            update: true,
+            ci: true,
+        };
+        let Ratchet::Compared(c) = ratchet(&p, &a, Scope::All, ci).unwrap() else {
+            panic!("CI rewrote the baseline");
+        };
+        assert_eq!(rules(&c), [Rule::Unrecorded, Rule::Vanished]);
+        assert_eq!(Baseline::load(&p).unwrap().rows(), b);
+    }
+
+    #[test]
+    fn results_that_cannot_make_a_file_are_refused() {
+        let twice = [
+            row("a", "posix", Verdict::Pass, &NONE),
+            row("a", "posix", Verdict::Fail, &["x"]),
+        ];
+        let e = Baseline::of_rows(twice.to_vec()).unwrap_err();
+        assert!(matches!(e, BaselineError::DuplicateCase { .. }), "{e}");
+        let e = Baseline::of_rows(vec![row("", "posix", Verdict::Pass, &NONE)]).unwrap_err();
+        assert!(matches!(e, BaselineError::EmptyCase), "{e}");
+    }
+}
