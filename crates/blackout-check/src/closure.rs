@@ -3,16 +3,19 @@
 //!
 //! The closure gets the state's directory and the promises made before the
 //! crash, and returns `Ok(())` or the reason it rejects the state. It runs on
-//! a helper thread of the worker: a panic is caught and rejects the state
-//! with the panic's message as the reason; a closure still running at the
-//! deadline is abandoned (its thread left to finish on its own) and the
-//! state is [`Outcome::TimedOut`]. A thread cannot be killed: an abandoned
-//! closure may still read (or write) the worker's slot while the next state
-//! is written there; its answer is never used.
+//! a helper thread of the worker, kept from state to state (starting a
+//! thread per state cost more than writing the state): a panic is caught
+//! and rejects the state with the panic's message as the reason; a closure
+//! still running at the deadline is abandoned (its thread left to finish on
+//! its own, the worker starting a new helper) and the state is
+//! [`Outcome::TimedOut`]. A thread cannot be killed: an abandoned closure
+//! may still read (or write) the worker's slot while the next state is
+//! written there; its answer is never used.
 
+use std::cell::RefCell;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -37,6 +40,47 @@ pub type CheckFn = dyn Fn(&Path, &[String]) -> Result<(), String> + Send + Sync;
 
 /// How often a waiting worker looks at the cancel flag.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// One state for a helper thread: the closure and what it is called with.
+struct Job {
+    check: Arc<CheckFn>,
+    dir: PathBuf,
+    promises: Vec<String>,
+}
+
+/// What the closure returned, or the panic it raised.
+type Answer = std::thread::Result<Result<(), String>>;
+
+/// A worker's helper thread, which calls closures one state at a time; it
+/// ends when its worker drops this (the job channel closes).
+struct Helper {
+    jobs: mpsc::Sender<Job>,
+    answers: mpsc::Receiver<Answer>,
+}
+
+impl Helper {
+    fn start() -> io::Result<Helper> {
+        let (jobs, job_rx) = mpsc::channel::<Job>();
+        let (answer_tx, answers) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("blackout check".into())
+            .spawn(move || {
+                for job in job_rx {
+                    let answer =
+                        catch_unwind(AssertUnwindSafe(|| (job.check)(&job.dir, &job.promises)));
+                    if answer_tx.send(answer).is_err() {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Helper { jobs, answers })
+    }
+}
+
+thread_local! {
+    /// The calling worker's helper, between two states.
+    static HELPER: RefCell<Option<Helper>> = const { RefCell::new(None) };
+}
 
 /// A checker that calls a closure in this process.
 ///
@@ -119,6 +163,14 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// A helper that ended without answering (it cannot: a panic is caught).
+fn ended_without_answer() -> Outcome {
+    Outcome::Fail {
+        status: "panicked".into(),
+        reason: "the check ended without an answer".into(),
+    }
+}
+
 impl Checker for ClosureChecker {
     fn check(
         &self,
@@ -130,17 +182,22 @@ impl Checker for ClosureChecker {
             .lines()
             .map(str::to_string)
             .collect();
-        let dir = state.dir.clone();
-        let check = Arc::clone(&self.check);
-        let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
-            .name(format!("blackout check {}", state.id))
-            .spawn(move || {
-                let result = catch_unwind(AssertUnwindSafe(|| check(&dir, &promises)));
-                let _ = tx.send(result);
-            })?;
+        let job = Job {
+            check: Arc::clone(&self.check),
+            dir: state.dir.clone(),
+            promises,
+        };
+        // The worker's helper (a new one if the last was abandoned); it is
+        // put back only when it answered.
+        let helper = match HELPER.with(|h| h.borrow_mut().take()) {
+            Some(h) => h,
+            None => Helper::start()?,
+        };
+        if helper.jobs.send(job).is_err() {
+            return Ok(Some(ended_without_answer()));
+        }
         let deadline = Instant::now() + self.timeout;
-        loop {
+        let answer = loop {
             if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
                 return Ok(None);
             }
@@ -150,29 +207,26 @@ impl Checker for ClosureChecker {
                     seconds: self.timeout.as_secs_f64(),
                 }));
             }
-            match rx.recv_timeout(CANCEL_POLL.min(deadline - now)) {
-                Ok(Ok(Ok(()))) => return Ok(Some(Outcome::Pass)),
-                Ok(Ok(Err(reason))) => {
-                    return Ok(Some(Outcome::Fail {
-                        status: "returned Err".into(),
-                        reason,
-                    }))
-                }
-                Ok(Err(payload)) => {
-                    return Ok(Some(Outcome::Fail {
-                        status: "panicked".into(),
-                        reason: panic_message(payload.as_ref()),
-                    }))
-                }
+            match helper.answers.recv_timeout(CANCEL_POLL.min(deadline - now)) {
+                Ok(answer) => break answer,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Ok(Some(Outcome::Fail {
-                        status: "panicked".into(),
-                        reason: "the check ended without an answer".into(),
-                    }))
+                    return Ok(Some(ended_without_answer()))
                 }
             }
-        }
+        };
+        HELPER.with(|h| *h.borrow_mut() = Some(helper));
+        Ok(Some(match answer {
+            Ok(Ok(())) => Outcome::Pass,
+            Ok(Err(reason)) => Outcome::Fail {
+                status: "returned Err".into(),
+                reason,
+            },
+            Err(payload) => Outcome::Fail {
+                status: "panicked".into(),
+                reason: panic_message(payload.as_ref()),
+            },
+        }))
     }
 
     fn timeout(&self) -> Duration {
@@ -240,5 +294,30 @@ mod tests {
         })
         .with_timeout(Duration::from_millis(100));
         assert!(matches!(judge(&c, b""), Outcome::TimedOut { .. }));
+    }
+
+    #[test]
+    fn one_helper_serves_a_worker_and_a_hung_one_is_replaced() {
+        let threads = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = Arc::clone(&threads);
+        let c = ClosureChecker::new("t", move |_, p| {
+            seen.lock().unwrap().push(std::thread::current().id());
+            if p == ["hang"] {
+                std::thread::sleep(Duration::from_secs(2));
+            }
+            Ok(())
+        })
+        .with_timeout(Duration::from_millis(200));
+        assert_eq!(judge(&c, b""), Outcome::Pass);
+        assert_eq!(judge(&c, b""), Outcome::Pass);
+        assert!(matches!(judge(&c, b"hang\n"), Outcome::TimedOut { .. }));
+        // The abandoned helper is still asleep: a new one answers.
+        assert_eq!(judge(&c, b""), Outcome::Pass);
+        let t = threads.lock().unwrap().clone();
+        assert_eq!(t.len(), 4);
+        assert_eq!(t[0], t[1], "the same helper thread for both states");
+        assert_eq!(t[1], t[2]);
+        assert_ne!(t[2], t[3], "a new helper after the hung one");
+        assert_ne!(t[0], std::thread::current().id());
     }
 }
