@@ -240,6 +240,10 @@ impl Checker for ClosureChecker {
     fn kind(&self) -> &'static str {
         "closure"
     }
+
+    fn reads_slot_files(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

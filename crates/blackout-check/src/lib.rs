@@ -91,6 +91,13 @@ pub trait Checker: Send + Sync {
         false
     }
 
+    /// Whether the checker reads the promises and the output from the
+    /// slot's `acks` and `output` files (a command does; a closure is handed
+    /// the promises): when not, they are not written for each state.
+    fn reads_slot_files(&self) -> bool {
+        true
+    }
+
     /// The worker that owns `slot` is done checking: end whatever the
     /// checker keeps running for it (a checker server). Called once per
     /// slot, from the worker's thread.

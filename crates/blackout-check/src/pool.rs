@@ -186,6 +186,7 @@ impl<'a> Pool<'a> {
             materializer: self.cfg.materializer,
             promises: &promises,
             output,
+            slot_files: self.cfg.checker.reads_slot_files(),
         })?;
         let files = slot.files(id, &promises);
         let outcome = self.cfg.checker.check(slot, &files, self.cfg.cancel);

@@ -21,6 +21,9 @@ pub struct StateInput<'a> {
     pub promises: &'a [u8],
     /// Everything printed before the crash.
     pub output: &'a [u8],
+    /// Whether to write the promises and the output into the slot's
+    /// `acks` and `output` files ([`crate::Checker::reads_slot_files`]).
+    pub slot_files: bool,
 }
 
 /// A checking worker's directory, reused from state to state: `root/fs`
@@ -100,6 +103,9 @@ impl Slot {
             .materializer
             .materialize(input.fs, &fs_dir)
             .map_err(|e| at("writing the state into", &fs_dir, e))?;
+        if !input.slot_files {
+            return Ok(());
+        }
         for (name, bytes) in [("acks", input.promises), ("output", input.output)] {
             let path = self.root.join(name);
             fs::write(&path, bytes).map_err(|e| at("writing", &path, e))?;

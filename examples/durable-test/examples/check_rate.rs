@@ -13,9 +13,10 @@
 //! blackout run --trace TRACE --model posix --consistency-only --checker 'sh -c true'
 //! ```
 //!
-//! (The trivial check accepts every state; the command line needs
-//! `--consistency-only` to check states with a checker that cannot fail,
-//! the scenario's check rejects the state before the workload, as it must.)
+//! The scenario's check accepts every state but the one before the
+//! workload, where a check must fail (the pre-check); `sh -c true` accepts
+//! even that one, so the command line runs with `--consistency-only`, which
+//! skips the pre-check. Both then check the same distinct states.
 
 use std::fs::File;
 use std::io::Write;
@@ -27,7 +28,7 @@ use blackout::Scenario;
 /// Rounds: each appends three records to a log, fdatasyncs it and
 /// promises; every crash point has its own few pending writes, so the
 /// states are many and small (one file), as a store's usually are.
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 12;
 
 fn workload(dir: &Path, p: &blackout::Promises) -> blackout::scenario::WorkloadResult {
     let mut log = File::create(dir.join("log"))?;
