@@ -64,6 +64,27 @@ fn every_state_text(cov: &Coverage) -> String {
     )
 }
 
+/// A count as a person reads it: exact below a million, else two
+/// significant digits and a power of ten (`9.2e18`, not nineteen digits;
+/// JSON keeps the exact number).
+///
+/// ```
+/// use blackout_explore::model::for_people;
+/// assert_eq!(for_people(999_999), "999999");
+/// assert_eq!(for_people(27_309_442), "2.7e7");
+/// assert_eq!(for_people(9_223_372_036_854_775_807), "9.2e18");
+/// ```
+pub fn for_people(n: u128) -> String {
+    if n < 1_000_000 {
+        return n.to_string();
+    }
+    // Two significant digits, rounded from the exact digits (an f64 keeps
+    // 15 to 17 of them, enough to round to two).
+    #[allow(clippy::cast_precision_loss)]
+    let f = n as f64;
+    format!("{f:.1e}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -163,7 +163,7 @@ fn coverage_text(cov: &Coverage, cfg: &ExploreConfig) -> String {
     let missed = if cov.subsets_not_covered == u128::MAX {
         "more than 2^127".to_string()
     } else {
-        cov.subsets_not_covered.to_string()
+        super::for_people(cov.subsets_not_covered)
     };
     format!(
         "not covered: {} of {} crash points had more than {limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {} sampled subsets per crash point); {TEARS}",
@@ -172,4 +172,31 @@ fn coverage_text(cov: &Coverage, cfg: &ExploreConfig) -> String {
         shown.join(", "),
         cfg.budget
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_subsets_left_out_are_counted_for_people() {
+        let cfg = ExploreConfig::default();
+        let cov = |n| Coverage {
+            crash_points: 40,
+            partial_crash_points: vec![30, 31],
+            subsets_not_covered: n,
+        };
+        let text = coverage_text(&cov(9_223_372_036_854_775_807), &cfg);
+        assert!(
+            text.contains("; 9.2e18 subsets of their pending ops"),
+            "{text}"
+        );
+        let text = coverage_text(&cov(4_032), &cfg);
+        assert!(
+            text.contains("; 4032 subsets of their pending ops"),
+            "{text}"
+        );
+        let text = coverage_text(&cov(u128::MAX), &cfg);
+        assert!(text.contains("more than 2^127 subsets"), "{text}");
+    }
 }
