@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 const CRATES: &[(&str, &[&str])] = &[
     ("blackout-oplog", &[]),
     ("blackout-sys", &[]),
+    ("blackout-block", &["blackout-sys"]),
     ("blackout-record", &["blackout-oplog", "blackout-sys"]),
     ("blackout-explore", &["blackout-oplog"]),
     (
@@ -68,6 +69,7 @@ const MODULES: &[(&str, &[&str])] = &[
         ],
     ),
     ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
+    ("blackout-block", &["log", "image", "daemon", "session"]),
     (
         "blackout-record",
         &[

@@ -1,0 +1,456 @@
+//! The FUSE daemon: one regular file, `disk.img`, served from a real image
+//! file, every change logged in the order it is answered.
+//!
+//! Which FUSE requests carry what (a loop device on `disk.img`):
+//! - WRITE: a block write (the loop device writes through its backing
+//!   file; the file is opened `direct_io`, so no page cache batches or
+//!   reorders them, and writeback caching is never asked for). FUSE splits
+//!   a request larger than its `max_write` (at most 1 MiB), so one block
+//!   write may be several records.
+//! - FSYNC: a block flush (a cache flush, or the flush a FUA write becomes):
+//!   loop turns it into `vfs_fsync` of the backing file. It is answered,
+//!   always — a daemon answering ENOSYS once never sees another.
+//! - FALLOCATE with punch-hole or zero-range: a discard or write-zeroes,
+//!   logged as a zeroed range. Plain allocation changes no byte and is not
+//!   logged.
+//! - FLUSH is sent on every `close(2)` of the file and promises nothing
+//!   durable: answered, not logged.
+//!
+//! The session loop is single-threaded: requests are answered one at a
+//! time, so the image always equals the logged records applied in order.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use fuser::{
+    FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, Session,
+};
+
+use crate::image::zero_range;
+use crate::log::LiveLog;
+
+/// The one file the daemon serves.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(blackout_block::daemon::IMAGE_NAME, "disk.img");
+/// ```
+pub const IMAGE_NAME: &str = "disk.img";
+
+/// The largest write FUSE is asked to send in one request (the kernel
+/// may send less).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(blackout_block::daemon::MAX_WRITE_BYTES, 1 << 20);
+/// ```
+pub const MAX_WRITE_BYTES: u32 = 1 << 20;
+
+const ROOT_INO: u64 = 1;
+const FILE_INO: u64 = 2;
+const TTL: Duration = Duration::from_secs(1);
+
+/// How long a busy FUSE mount is retried before it is detached lazily and
+/// its connection aborted.
+const UNMOUNT_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The first error the daemon met serving a request (the image or the
+/// data file could not be written): after one, the log no longer
+/// describes the image.
+type Failure = Arc<Mutex<Option<String>>>;
+
+struct ImageFs {
+    image: File,
+    size: u64,
+    log: LiveLog,
+    failure: Failure,
+}
+
+impl ImageFs {
+    fn attr(&self, ino: u64) -> FileAttr {
+        let (kind, perm, size, nlink) = if ino == ROOT_INO {
+            (FileType::Directory, 0o700, 0, 2)
+        } else {
+            (FileType::RegularFile, 0o600, self.size, 1)
+        };
+        let now = SystemTime::now();
+        FileAttr {
+            ino,
+            size,
+            blocks: size.div_ceil(512),
+            atime: now,
+            mtime: now,
+            ctime: now,
+            crtime: now,
+            kind,
+            perm,
+            nlink,
+            uid: 0,
+            gid: 0,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    fn fail(&self, what: &str, e: &io::Error) -> i32 {
+        let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        f.get_or_insert_with(|| format!("{what}: {e}"));
+        libc::EIO
+    }
+
+    /// The byte range `[offset, offset + len)` if it lies on the device.
+    fn range(&self, offset: i64, len: u64) -> Result<u64, i32> {
+        let off = u64::try_from(offset).map_err(|_| libc::EINVAL)?;
+        match off.checked_add(len) {
+            Some(end) if end <= self.size => Ok(off),
+            _ => Err(libc::ENOSPC),
+        }
+    }
+}
+
+impl Filesystem for ImageFs {
+    fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), i32> {
+        // Never FUSE_WRITEBACK_CACHE: it would batch and reorder writes.
+        let _ = config.set_max_write(MAX_WRITE_BYTES);
+        Ok(())
+    }
+
+    fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
+        if parent == ROOT_INO && name == IMAGE_NAME {
+            reply.entry(&TTL, &self.attr(FILE_INO), 0);
+        } else {
+            reply.error(libc::ENOENT);
+        }
+    }
+
+    fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
+        match ino {
+            ROOT_INO | FILE_INO => reply.attr(&TTL, &self.attr(ino)),
+            _ => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn setattr(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<u64>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<u32>,
+        reply: ReplyAttr,
+    ) {
+        // The device's size is fixed; times and modes are not kept.
+        match (ino, size) {
+            (FILE_INO, Some(s)) if s != self.size => reply.error(libc::EPERM),
+            (ROOT_INO | FILE_INO, _) => reply.attr(&TTL, &self.attr(ino)),
+            _ => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn open(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
+        if ino == FILE_INO {
+            reply.opened(0, fuser::consts::FOPEN_DIRECT_IO);
+        } else {
+            reply.error(libc::EISDIR);
+        }
+    }
+
+    fn read(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        _fh: u64,
+        offset: i64,
+        size: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyData,
+    ) {
+        let Ok(off) = u64::try_from(offset) else {
+            return reply.error(libc::EINVAL);
+        };
+        let len = u64::from(size).min(self.size.saturating_sub(off));
+        let mut buf = vec![0; len as usize];
+        match self.image.read_exact_at(&mut buf, off) {
+            Ok(()) => reply.data(&buf),
+            Err(_) => reply.error(libc::EIO),
+        }
+    }
+
+    fn write(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        _fh: u64,
+        offset: i64,
+        data: &[u8],
+        _write_flags: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyWrite,
+    ) {
+        let off = match self.range(offset, data.len() as u64) {
+            Ok(off) => off,
+            Err(e) => return reply.error(e),
+        };
+        if let Err(e) = self.image.write_all_at(data, off) {
+            return reply.error(self.fail("writing the image", &e));
+        }
+        if let Err(e) = self.log.write(off, data) {
+            return reply.error(self.fail("writing the data file", &e));
+        }
+        reply.written(data.len() as u32);
+    }
+
+    fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _owner: u64, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn fsync(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _data: bool, reply: ReplyEmpty) {
+        // The image is scratch: what matters is where the flush falls.
+        self.log.flush();
+        reply.ok();
+    }
+
+    fn fsyncdir(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _d: bool, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn fallocate(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        _fh: u64,
+        offset: i64,
+        length: i64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let zeroing = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_ZERO_RANGE;
+        let allowed = zeroing | libc::FALLOC_FL_KEEP_SIZE;
+        let Ok(len) = u64::try_from(length) else {
+            return reply.error(libc::EINVAL);
+        };
+        let off = match self.range(offset, len) {
+            Ok(off) => off,
+            Err(e) => return reply.error(e),
+        };
+        if mode & !allowed != 0 {
+            return reply.error(libc::EOPNOTSUPP);
+        }
+        if mode & zeroing != 0 {
+            if let Err(e) = zero_range(&self.image, off, len) {
+                return reply.error(self.fail("zeroing the image", &e));
+            }
+            self.log.zero(off, len);
+        }
+        reply.ok();
+    }
+
+    fn readdir(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        _fh: u64,
+        offset: i64,
+        mut reply: ReplyDirectory,
+    ) {
+        if ino != ROOT_INO {
+            return reply.error(libc::ENOTDIR);
+        }
+        let entries = [
+            (ROOT_INO, FileType::Directory, "."),
+            (ROOT_INO, FileType::Directory, ".."),
+            (FILE_INO, FileType::RegularFile, IMAGE_NAME),
+        ];
+        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset.max(0) as usize) {
+            if reply.add(*ino, (i + 1) as i64, *kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}
+
+/// A running daemon: `disk.img` served at a mount point by a thread of
+/// this process, named [`Daemon::thread_name`].
+///
+/// # Examples
+///
+/// ```no_run
+/// use blackout_block::daemon::Daemon;
+/// use blackout_block::log::LiveLog;
+/// use std::path::Path;
+/// let log = LiveLog::create(Path::new("/scratch/writes.data")).unwrap();
+/// let mut daemon = Daemon::start(Path::new("/scratch/backing.img"), log, Path::new("/scratch/fuse")).unwrap();
+/// // /scratch/fuse/disk.img is the device's backing file now.
+/// daemon.stop().unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Daemon {
+    mountpoint: PathBuf,
+    connection: u32,
+    thread_name: String,
+    thread: Option<JoinHandle<io::Result<()>>>,
+    failure: Failure,
+}
+
+static DAEMONS: AtomicUsize = AtomicUsize::new(0);
+
+impl Daemon {
+    /// Mounts a FUSE file system at `mountpoint` (an empty directory)
+    /// serving `image` (its size is the device's) as `disk.img`, every
+    /// change logged to `log`, and starts the thread that answers it.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::daemon::Daemon;
+    /// # use blackout_block::log::LiveLog;
+    /// # use std::path::Path;
+    /// # let log = LiveLog::create(Path::new("/scratch/writes.data")).unwrap();
+    /// let daemon = Daemon::start(Path::new("/scratch/backing.img"), log, Path::new("/scratch/fuse"))?;
+    /// assert!(Path::new("/scratch/fuse/disk.img").exists());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start(image: &Path, log: LiveLog, mountpoint: &Path) -> io::Result<Daemon> {
+        let file = File::options().read(true).write(true).open(image)?;
+        let size = file.metadata()?.len();
+        let failure = Failure::default();
+        let fs = ImageFs {
+            image: file,
+            size,
+            log,
+            failure: failure.clone(),
+        };
+        let options = [
+            MountOption::FSName("blackout-block".into()),
+            MountOption::RW,
+            MountOption::NoAtime,
+        ];
+        let mut session = Session::new(fs, mountpoint, &options)?;
+        let thread_name = format!("bofuse-{}", DAEMONS.fetch_add(1, Ordering::Relaxed));
+        let spawned = std::thread::Builder::new()
+            .name(thread_name.clone())
+            .spawn(move || session.run());
+        let thread = match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::DETACH);
+                return Err(e);
+            }
+        };
+        let mut daemon = Daemon {
+            mountpoint: mountpoint.to_path_buf(),
+            connection: 0,
+            thread_name,
+            thread: Some(thread),
+            failure,
+        };
+        // Only now: a stat of the mount waits for the thread to answer it.
+        daemon.connection = rustix::fs::minor(std::fs::metadata(mountpoint)?.dev());
+        Ok(daemon)
+    }
+
+    /// The name of the thread answering requests (unique in the process).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::daemon::Daemon;
+    /// # fn f(daemon: &Daemon) {
+    /// assert!(daemon.thread_name().starts_with("bofuse-"));
+    /// # }
+    /// ```
+    pub fn thread_name(&self) -> &str {
+        &self.thread_name
+    }
+
+    /// The first error the daemon met writing the image or the data file,
+    /// if any: after one, the log no longer describes the image.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::daemon::Daemon;
+    /// # fn f(daemon: &Daemon) {
+    /// assert_eq!(daemon.failure(), None);
+    /// # }
+    /// ```
+    pub fn failure(&self) -> Option<String> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Unmounts the FUSE file system and waits for the thread to end.
+    /// Nothing may hold `disk.img` open any more (detach the loop device
+    /// first); a mount still busy after a few seconds is detached lazily
+    /// and its FUSE connection aborted, so the thread always ends.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::daemon::Daemon;
+    /// # fn f(mut daemon: Daemon) -> std::io::Result<()> {
+    /// daemon.stop()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn stop(&mut self) -> io::Result<()> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        let unmounted = unmount_patiently(&self.mountpoint);
+        if unmounted.is_err() {
+            let _ = rustix::mount::unmount(&self.mountpoint, rustix::mount::UnmountFlags::DETACH);
+            let abort = format!("/sys/fs/fuse/connections/{}/abort", self.connection);
+            let _ = std::fs::write(abort, "1");
+        }
+        let ran = thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the FUSE daemon panicked")));
+        unmounted.and(ran)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// Unmounts `path`, retrying while it is busy (a loop device lets go of its
+/// backing file a moment after it is detached).
+pub(crate) fn unmount_patiently(path: &Path) -> io::Result<()> {
+    let deadline = Instant::now() + UNMOUNT_PATIENCE;
+    loop {
+        match rustix::mount::unmount(path, rustix::mount::UnmountFlags::empty()) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::BUSY) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(io::Error::from(e)),
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Device sessions on a real ext4 over a real loop device. These need
+//! root, /dev/fuse and a free loop device; where one is missing they fail
+//! with the one line saying which (CI has them all).
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use blackout_block::log::RecordKind;
+use blackout_block::session::{DeviceSession, FsKind, SessionConfig};
+
+fn ext4(scratch: &Path) -> SessionConfig {
+    let mut config = SessionConfig::new(FsKind::Ext4);
+    config.size = 64 << 20;
+    config.scratch_parent = scratch.to_path_buf();
+    config
+}
+
+fn start(config: &SessionConfig) -> DeviceSession {
+    DeviceSession::start(config).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Writes `name` on the session's file system and fsyncs it.
+fn write_and_fsync(session: &DeviceSession, name: &str, data: &[u8]) {
+    let mut f = fs::File::create(session.mount_path().join(name)).unwrap();
+    f.write_all(data).unwrap();
+    f.sync_all().unwrap();
+}
+
+fn labels(session: &DeviceSession, from: usize) -> Vec<&'static str> {
+    let log = session.log();
+    log.records[from..].iter().map(|r| r.kind.label()).collect()
+}
+
+#[test]
+fn an_fsynced_file_shows_writes_then_a_flush_after_the_base() {
+    let scratch = tempfile::tempdir().unwrap();
+    let session = start(&ext4(scratch.path()));
+    let base = session.base();
+    assert!(base > 0, "mkfs and mount wrote nothing?");
+    let log = session.log();
+    assert!(
+        log.records[..base]
+            .iter()
+            .any(|r| r.kind == RecordKind::Flush),
+        "no flush before the base"
+    );
+    write_and_fsync(&session, "doc.txt", &[b'x'; 10_000]);
+    let after = labels(&session, base);
+    let first_write = after.iter().position(|l| *l == "write").expect("no write");
+    let flush = after.iter().rposition(|l| *l == "flush").expect("no flush");
+    assert!(first_write < flush, "{after:?}");
+    // The file's data (10,000 x) reached the device before the last flush.
+    let log = session.log();
+    let data_flushed = log.records[base..base + flush]
+        .iter()
+        .any(|r| matches!(r.kind, RecordKind::Write { len, .. } if len >= 10_000));
+    assert!(data_flushed, "{after:?}");
+    assert!(log.records.windows(2).all(|w| w[0].nanos <= w[1].nanos));
+    session.close().unwrap();
+}
+
+#[test]
+fn a_mark_lands_between_the_records_it_was_placed_between() {
+    let scratch = tempfile::tempdir().unwrap();
+    let session = start(&ext4(scratch.path()));
+    let start_a = session.position();
+    write_and_fsync(&session, "a", b"first");
+    let before = session.position();
+    let after_mark = session.mark("promise: a saved");
+    assert_eq!(after_mark, before + 1);
+    write_and_fsync(&session, "b", b"second");
+    let log = session.log();
+    assert_eq!(
+        log.records[before].kind,
+        RecordKind::Mark {
+            name: "promise: a saved".into()
+        }
+    );
+    // Before the mark: a's writes and the flush its fsync waited for.
+    let earlier = labels(&session, start_a)[..before - start_a].to_vec();
+    let flush = earlier.iter().rposition(|l| *l == "flush");
+    assert!(
+        flush.is_some_and(|f| earlier[..f].contains(&"write")),
+        "{earlier:?}"
+    );
+    let later = labels(&session, after_mark);
+    assert!(
+        later.contains(&"write") && later.contains(&"flush"),
+        "{later:?}"
+    );
+    session.close().unwrap();
+}
+
+#[test]
+fn replaying_the_whole_log_gives_the_image_byte_for_byte() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut session = start(&ext4(scratch.path()));
+    for i in 0..20 {
+        write_and_fsync(&session, &format!("f{i}"), &vec![i as u8; 5000 * i]);
+    }
+    fs::remove_file(session.mount_path().join("f3")).unwrap();
+    session.unmount().unwrap();
+    let out = scratch.path().join("replayed.img");
+    let started = std::time::Instant::now();
+    session.replay_to(session.position(), &out).unwrap();
+    let took = started.elapsed();
+    let replayed = fs::read(&out).unwrap();
+    let live = fs::read(session.image_path()).unwrap();
+    assert!(
+        replayed == live,
+        "the replayed image differs from the live one"
+    );
+    eprintln!(
+        "{} records replayed from the base in {took:?}",
+        session.position() - session.base()
+    );
+    session.close().unwrap();
+}
+
+#[test]
+fn the_base_mounted_from_a_copy_does_not_have_the_file() {
+    let scratch = tempfile::tempdir().unwrap();
+    let session = start(&ext4(scratch.path()));
+    write_and_fsync(&session, "doc.txt", b"saved\n");
+    let end = session.position();
+    for (position, present) in [(session.base(), false), (end, true)] {
+        let image = scratch.path().join(format!("at{position}.img"));
+        session.replay_to(position, &image).unwrap();
+        let mnt = scratch.path().join(format!("mnt{position}"));
+        fs::create_dir(&mnt).unwrap();
+        mount_loop(&image, &mnt);
+        let found = mnt.join("doc.txt").exists();
+        let contents = fs::read(mnt.join("doc.txt")).ok();
+        umount(&mnt);
+        assert_eq!(found, present, "at position {position}");
+        if present {
+            assert_eq!(contents.as_deref(), Some(&b"saved\n"[..]));
+        }
+    }
+    session.close().unwrap();
+}
+
+fn mount_loop(image: &Path, mnt: &Path) {
+    let out = Command::new("mount")
+        .args(["-t", "ext4", "-o", "loop"])
+        .arg(image)
+        .arg(mnt)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn umount(mnt: &Path) {
+    let out = Command::new("umount").arg(mnt).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
