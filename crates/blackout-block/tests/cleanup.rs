@@ -10,6 +10,13 @@ use std::process::Command;
 
 use blackout_block::session::{DeviceSession, FsKind, SessionConfig, SessionError};
 
+/// A directory for the test's sessions and images, where the backend puts
+/// its scratch by default (memory: reading a sparse image's holes on a
+/// disk file system can cost seconds).
+fn scratch_dir() -> tempfile::TempDir {
+    tempfile::tempdir_in(blackout_sys::scratch::default_scratch_parent()).unwrap()
+}
+
 fn config(parent: &Path) -> SessionConfig {
     let mut config = SessionConfig::new(FsKind::Ext4);
     config.size = 32 << 20;
@@ -65,7 +72,7 @@ fn failing_workload(session: &DeviceSession) -> Result<(), String> {
 
 #[test]
 fn nothing_is_left_after_success_failure_or_a_failed_start() {
-    let parent = tempfile::tempdir().unwrap();
+    let parent = scratch_dir();
     let parent = parent.path();
 
     // Success, closed explicitly.

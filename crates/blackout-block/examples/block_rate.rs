@@ -1,0 +1,95 @@
+//! Measures the block recorder on this machine: small write+fsync
+//! operations per second on a recorded ext4, records logged per second,
+//! and how long rebuilding an image at a flush takes.
+//!
+//! `cargo run -p blackout-block --example block_rate [FS] [OPS]` (root).
+
+use std::io::Write;
+use std::time::Instant;
+
+use blackout_block::log::RecordKind;
+use blackout_block::session::{DeviceSession, FsKind, SessionConfig};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let fs: FsKind = args.next().as_deref().unwrap_or("ext4").parse()?;
+    let ops: usize = args.next().map_or(Ok(1000), |n| n.parse())?;
+    let mut config = SessionConfig::new(fs);
+    config.size = config.size.max(fs.min_size());
+    let started = Instant::now();
+    let mut session = DeviceSession::start(&config)?;
+    let setup = started.elapsed();
+    let before = session.position();
+    let t = Instant::now();
+    let mut f = std::fs::File::create(session.mount_path().join("log"))?;
+    for i in 0..ops {
+        writeln!(f, "record {i}")?;
+        f.sync_data()?;
+    }
+    let took = t.elapsed().as_secs_f64();
+    drop(f);
+    let big = vec![0x5a_u8; 32 << 20];
+    let t = Instant::now();
+    let mut f = std::fs::File::create(session.mount_path().join("big"))?;
+    f.write_all(&big)?;
+    f.sync_all()?;
+    drop(f);
+    let mbps = 32.0 / t.elapsed().as_secs_f64();
+    session.unmount()?;
+    let log = session.log();
+    let records = log.records.len() - before;
+    let flushes = log.records[before..]
+        .iter()
+        .filter(|r| r.kind == RecordKind::Flush)
+        .count();
+    println!(
+        "{fs}: session up in {setup:.2?}; base at record {}",
+        session.base()
+    );
+    println!(
+        "{ops} write+fdatasync ops in {took:.2} s: {:.0} ops/s, {records} records ({flushes} flushes), {:.0} records/s",
+        ops as f64 / took,
+        records as f64 / took
+    );
+    let count = |records: &[blackout_block::log::Record], label: &str| {
+        records.iter().filter(|r| r.kind.label() == label).count()
+    };
+    let mkfs = &log.records[..session.base()];
+    let largest = log
+        .records
+        .iter()
+        .filter_map(|r| match r.kind {
+            RecordKind::Write { len, .. } => Some(len),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    println!(
+        "mkfs + mount + sync: {} writes, {} zeroed ranges, {} flushes; largest write {largest} bytes",
+        count(mkfs, "write"),
+        count(mkfs, "zero"),
+        count(mkfs, "flush")
+    );
+    println!("32 MiB written and fsynced at {mbps:.0} MB/s");
+    let points = log.barrier_positions(session.base());
+    let dir = tempfile::tempdir()?;
+    let t = Instant::now();
+    let sample: Vec<usize> = points
+        .iter()
+        .step_by((points.len() / 50).max(1))
+        .copied()
+        .collect();
+    for (i, p) in sample.iter().enumerate() {
+        let out = dir.path().join(format!("s{i}.img"));
+        session.replay_to(*p, &out)?;
+        std::fs::remove_file(&out)?;
+    }
+    let per = t.elapsed() / sample.len().max(1) as u32;
+    println!(
+        "{} crash points at flushes and marks; an image rebuilt at one in {per:.2?} (mean of {})",
+        points.len(),
+        sample.len()
+    );
+    session.close()?;
+    Ok(())
+}
