@@ -11,7 +11,8 @@
 //! recovery runs. No device-mapper, nbd or kernel module is needed.
 //!
 //! Modules, each using only those before it: [`log`] (the records, their
-//! text form, the live log), [`image`] (sparse images and replay),
+//! text form, the live log), [`crash`] (crash points at the base, each
+//! flush and each mark), [`image`] (sparse images and replay),
 //! [`daemon`] (the FUSE file system), [`session`] (image, daemon, loop
 //! device, mkfs and mount, taken down on every path).
 //!
@@ -28,6 +29,7 @@
 
 #![warn(missing_docs)]
 
+pub mod crash;
 pub mod daemon;
 pub mod image;
 pub mod log;

@@ -15,6 +15,7 @@ use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::crash::{crash_points, CrashPoint};
 use crate::daemon::{unmount_patiently, Daemon, IMAGE_NAME};
 use crate::image::{create_sparse, Replay};
 use crate::log::{BlockLog, LiveLog};
@@ -541,6 +542,23 @@ impl DeviceSession {
     /// ```
     pub fn log(&self) -> BlockLog {
         self.log.snapshot()
+    }
+
+    /// The crash points so far: the base, then just after each flush and
+    /// each mark (see [`crash_points`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::session::DeviceSession;
+    /// # fn f(session: &DeviceSession) {
+    /// for point in session.crash_points() {
+    ///     println!("{} after {} ({} writes in flight)", point.position, point.barrier, point.in_flight);
+    /// }
+    /// # }
+    /// ```
+    pub fn crash_points(&self) -> Vec<CrashPoint> {
+        crash_points(&self.log.snapshot(), self.base)
     }
 
     /// `syncfs` on the mounted file system: everything written so far

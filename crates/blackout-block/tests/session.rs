@@ -238,3 +238,48 @@ fn xfs_and_btrfs_replay_to_their_image_and_mount_from_a_copy() {
         session.close().unwrap();
     }
 }
+
+/// Every crash point of a real ext4 workload mounts (the journal recovers)
+/// and holds every file whose mark came before it, whole.
+#[test]
+fn every_crash_point_mounts_and_keeps_what_was_promised() {
+    let scratch = scratch_dir();
+    let session = start(&ext4(scratch.path()));
+    let names: Vec<String> = (0..4).map(|i| format!("f{i}")).collect();
+    for (i, name) in names.iter().enumerate() {
+        write_and_fsync(&session, name, &vec![b'a' + i as u8; 3000 * (i + 1)]);
+        let dir = fs::File::open(session.mount_path()).unwrap();
+        dir.sync_all().unwrap();
+        session.mark(name);
+    }
+    let points = session.crash_points();
+    assert!(
+        points.iter().filter(|p| p.marks > 0).count() >= 4,
+        "{points:?}"
+    );
+    let mut mounted = 0;
+    for p in points.iter().filter(|p| !p.same_image_as_previous) {
+        let image = scratch.path().join("state.img");
+        session.replay_to(p.position, &image).unwrap();
+        let mnt = scratch.path().join("state");
+        fs::create_dir(&mnt).unwrap();
+        mount_loop(&image, &mnt);
+        let seen: Vec<Option<Vec<u8>>> = names.iter().map(|n| fs::read(mnt.join(n)).ok()).collect();
+        umount(&mnt);
+        fs::remove_dir(&mnt).unwrap();
+        fs::remove_file(&image).unwrap();
+        for (i, got) in seen.iter().enumerate().take(p.marks) {
+            let want = vec![b'a' + i as u8; 3000 * (i + 1)];
+            assert_eq!(
+                got.as_ref(),
+                Some(&want),
+                "f{i} at {} ({})",
+                p.position,
+                p.barrier
+            );
+        }
+        mounted += 1;
+    }
+    eprintln!("{mounted} crash points mounted of {}", points.len());
+    session.close().unwrap();
+}

@@ -69,7 +69,10 @@ const MODULES: &[(&str, &[&str])] = &[
         ],
     ),
     ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
-    ("blackout-block", &["log", "image", "daemon", "session"]),
+    (
+        "blackout-block",
+        &["log", "crash", "image", "daemon", "session"],
+    ),
     (
         "blackout-record",
         &[

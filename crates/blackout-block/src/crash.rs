@@ -1,0 +1,236 @@
+//! Crash points on a block log: where power may fail so that the device
+//! holds the base plus every write up to that point — at the base, after
+//! each flush and at each mark (a promise made).
+//!
+//! A prefix of the log is sound but not complete: writes since the last
+//! flush may reach the disk in any subset. Each point says how many such
+//! writes are in flight, so a later stage can enumerate subsets within a
+//! bound and say what it left out.
+
+use crate::log::{BlockLog, RecordKind};
+
+/// Why a position is a crash point.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::crash::Barrier;
+/// assert_eq!(Barrier::Mark("saved".into()).to_string(), "mark \"saved\"");
+/// assert_eq!(Barrier::Flush.to_string(), "flush");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Barrier {
+    /// The base: after mkfs, mount and sync, before the workload wrote.
+    Base,
+    /// Just after a flush.
+    Flush,
+    /// Just after a mark (the promise named was made).
+    Mark(String),
+}
+
+impl std::fmt::Display for Barrier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Barrier::Base => f.write_str("base"),
+            Barrier::Flush => f.write_str("flush"),
+            Barrier::Mark(name) => write!(f, "mark {name:?}"),
+        }
+    }
+}
+
+/// One crash point: the device is the log applied up to `position`.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::crash::{crash_points, Barrier};
+/// use blackout_block::log::BlockLog;
+/// let points = crash_points(&BlockLog::default(), 0);
+/// assert_eq!(points[0].barrier, Barrier::Base);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrashPoint {
+    /// Records `0..position` are on the device.
+    pub position: usize,
+    /// What the point is just after.
+    pub barrier: Barrier,
+    /// Monotonic nanoseconds of the record it is just after (the base's
+    /// for the base).
+    pub nanos: u64,
+    /// Marks before `position`: the promises made when power fails here.
+    pub marks: usize,
+    /// Writes and zeroed ranges after the last flush before `position`:
+    /// the ones a real disk might hold any subset of.
+    pub in_flight: usize,
+    /// Whether the image is the previous point's (no write or zeroed range
+    /// between them): only the promises differ, the image need not be
+    /// rebuilt.
+    pub same_image_as_previous: bool,
+}
+
+/// The crash points of `log` from its base: the base itself, then the
+/// position just after every flush and every mark, in order. States are the
+/// base plus the writes up to each point.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::crash::{crash_points, Barrier};
+/// use blackout_block::log::{BlockLog, Record, RecordKind};
+/// let r = |kind| Record { nanos: 0, kind };
+/// let log = BlockLog {
+///     records: vec![
+///         r(RecordKind::Flush), // mkfs: before the base
+///         r(RecordKind::Write { offset: 0, len: 512, data_at: 0 }),
+///         r(RecordKind::Flush),
+///     ],
+/// };
+/// let points = crash_points(&log, 1);
+/// let at: Vec<usize> = points.iter().map(|p| p.position).collect();
+/// assert_eq!(at, [1, 3]);
+/// assert_eq!(points[1].barrier, Barrier::Flush);
+/// ```
+pub fn crash_points(log: &BlockLog, base: usize) -> Vec<CrashPoint> {
+    let base = base.min(log.records.len());
+    let mut marks = log.records[..base]
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Mark { .. }))
+        .count();
+    let mut in_flight = 0;
+    let mut changed = false;
+    let nanos = base.checked_sub(1).map_or(0, |i| log.records[i].nanos);
+    let mut points = vec![CrashPoint {
+        position: base,
+        barrier: Barrier::Base,
+        nanos,
+        marks,
+        in_flight: 0,
+        same_image_as_previous: false,
+    }];
+    for (i, r) in log.records.iter().enumerate().skip(base) {
+        let barrier = match &r.kind {
+            RecordKind::Write { .. } | RecordKind::Zero { .. } => {
+                in_flight += 1;
+                changed = true;
+                continue;
+            }
+            RecordKind::Flush => {
+                in_flight = 0;
+                Barrier::Flush
+            }
+            RecordKind::Mark { name } => {
+                marks += 1;
+                Barrier::Mark(name.clone())
+            }
+        };
+        points.push(CrashPoint {
+            position: i + 1,
+            barrier,
+            nanos: r.nanos,
+            marks,
+            in_flight,
+            same_image_as_previous: !changed,
+        });
+        changed = false;
+    }
+    points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::Record;
+
+    fn log(kinds: Vec<RecordKind>) -> BlockLog {
+        let records = kinds
+            .into_iter()
+            .enumerate()
+            .map(|(i, kind)| Record {
+                nanos: i as u64 * 10,
+                kind,
+            })
+            .collect();
+        BlockLog { records }
+    }
+
+    fn w() -> RecordKind {
+        RecordKind::Write {
+            offset: 0,
+            len: 4096,
+            data_at: 0,
+        }
+    }
+
+    fn mark(name: &str) -> RecordKind {
+        RecordKind::Mark { name: name.into() }
+    }
+
+    #[test]
+    fn points_fall_at_the_base_every_flush_and_every_mark() {
+        use RecordKind::{Flush, Zero};
+        // Record indexes: 0-1 mkfs (the base is 2), 2-4 a write, a zeroed
+        // range, a flush (point 5), 5 mark a (point 6, same image), 6-7 a
+        // write and mark b (point 8, one write in flight), 8-9 a write and
+        // a flush (point 10), 10 a write after the last point.
+        let zero = Zero {
+            offset: 0,
+            len: 512,
+        };
+        let log = log(vec![
+            w(),
+            Flush,
+            w(),
+            zero,
+            Flush,
+            mark("a"),
+            w(),
+            mark("b"),
+            w(),
+            Flush,
+            w(),
+        ]);
+        let points = crash_points(&log, 2);
+        let got: Vec<(usize, String, usize, usize, bool)> = points
+            .iter()
+            .map(|p| {
+                let b = p.barrier.to_string();
+                (
+                    p.position,
+                    b,
+                    p.marks,
+                    p.in_flight,
+                    p.same_image_as_previous,
+                )
+            })
+            .collect();
+        let want = [
+            (2, "base", 0, 0, false),
+            (5, "flush", 0, 0, false),
+            (6, "mark \"a\"", 1, 0, true),
+            (8, "mark \"b\"", 2, 1, false),
+            (10, "flush", 2, 0, false),
+        ];
+        let want: Vec<(usize, String, usize, usize, bool)> = want
+            .iter()
+            .map(|(p, b, m, f, s)| (*p, b.to_string(), *m, *f, *s))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(points[0].nanos, 10);
+        assert_eq!(points[4].nanos, 90);
+        // The same positions as the log's own barrier list, plus the base.
+        let mut barriers = vec![2];
+        barriers.extend(log.barrier_positions(2));
+        let at: Vec<usize> = points.iter().map(|p| p.position).collect();
+        assert_eq!(at, barriers);
+    }
+
+    #[test]
+    fn marks_before_the_base_count_as_promises_already_made() {
+        let log = log(vec![mark("setup done"), RecordKind::Flush, w()]);
+        let points = crash_points(&log, 2);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].marks, 1);
+        // A base past the end is the end.
+        assert_eq!(crash_points(&log, 99)[0].position, 3);
+    }
+}
