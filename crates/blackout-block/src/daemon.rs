@@ -18,6 +18,9 @@
 //!
 //! The session loop is single-threaded: requests are answered one at a
 //! time, so the image always equals the logged records applied in order.
+//! The thread asks to be an I/O flusher (`PR_SET_IO_FLUSHER`), so under
+//! memory pressure it does not wait on the writeback it is serving; best
+//! effort: the kernel refuses it without `CAP_SYS_RESOURCE`.
 
 use std::ffi::OsStr;
 use std::fs::File;
@@ -352,7 +355,13 @@ impl Daemon {
         let thread_name = format!("bofuse-{}", DAEMONS.fetch_add(1, Ordering::Relaxed));
         let spawned = std::thread::Builder::new()
             .name(thread_name.clone())
-            .spawn(move || session.run());
+            .spawn(move || {
+                // It serves the disk the kernel may be flushing to free
+                // memory: its allocations must not wait on that same I/O
+                // (refused without CAP_SYS_RESOURCE: best effort).
+                let _ = rustix::process::configure_io_flusher_behavior(true);
+                session.run()
+            });
         let thread = match spawned {
             Ok(t) => t,
             Err(e) => {

@@ -13,7 +13,8 @@
 //! Modules, each using only those before it: [`log`] (the records, their
 //! text form, the live log), [`crash`] (crash points at the base, each
 //! flush and each mark), [`image`] (sparse images and replay),
-//! [`daemon`] (the FUSE file system), [`session`] (image, daemon, loop
+//! [`recording`] (a finished log with its data and base image, replayed
+//! with no device left), [`daemon`] (the FUSE file system), [`session`] (image, daemon, loop
 //! device, mkfs and mount, taken down on every path).
 //!
 //! ```no_run
@@ -33,4 +34,5 @@ pub mod crash;
 pub mod daemon;
 pub mod image;
 pub mod log;
+pub mod recording;
 pub mod session;

@@ -19,6 +19,7 @@ use crate::crash::{crash_points, CrashPoint};
 use crate::daemon::{unmount_patiently, Daemon, IMAGE_NAME};
 use crate::image::{create_sparse, Replay};
 use crate::log::{BlockLog, LiveLog};
+use crate::recording::{Recording, BASE_FILE, DATA_FILE};
 
 /// Where tools are looked for besides `$PATH` (root's tools live in sbin).
 const TOOL_DIRS: &[&str] = &["/usr/local/sbin", "/usr/sbin", "/sbin"];
@@ -334,7 +335,7 @@ impl DeviceSession {
         let mut session = DeviceSession {
             fs: config.fs,
             size: config.size,
-            log: LiveLog::create(&scratch.join("writes.data"))
+            log: LiveLog::create(&scratch.join(DATA_FILE))
                 .map_err(|e| SessionError::step("creating the data file", e))?,
             scratch,
             daemon: None,
@@ -408,11 +409,11 @@ impl DeviceSession {
     }
 
     fn data_path(&self) -> PathBuf {
-        self.scratch.join("writes.data")
+        self.scratch.join(DATA_FILE)
     }
 
     fn base_path(&self) -> PathBuf {
-        self.scratch.join("base.img")
+        self.scratch.join(BASE_FILE)
     }
 
     /// The live image file the daemon serves (equal to the whole log
@@ -642,11 +643,51 @@ impl DeviceSession {
         self.take_down()
     }
 
+    /// Takes the device down — unmount, detach the loop device, stop the
+    /// daemon — and keeps the log, its data and the base image as a
+    /// [`Recording`] (the live image and mount points are removed). On a
+    /// failure everything is removed, as by [`DeviceSession::close`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::session::DeviceSession;
+    /// # fn f(session: DeviceSession) -> Result<(), blackout_block::session::SessionError> {
+    /// let recording = session.finish()?;
+    /// println!("{} crash points", recording.crash_points().len());
+    /// # Ok(()) }
+    /// ```
+    pub fn finish(mut self) -> Result<Recording, SessionError> {
+        self.release_device()?;
+        let remove =
+            |r: io::Result<()>| r.map_err(|e| SessionError::step("removing the live image", e));
+        remove(fs::remove_file(self.image_path()))?;
+        remove(fs::remove_dir(self.fuse_dir()))?;
+        remove(fs::remove_dir(self.mount_path()))?;
+        self.closed = true;
+        let log = self.log.snapshot();
+        Ok(Recording::new(
+            self.scratch.clone(),
+            log,
+            self.base,
+            self.size,
+        ))
+    }
+
     fn take_down(&mut self) -> Result<(), SessionError> {
         if self.closed {
             return Ok(());
         }
+        let released = self.release_device();
         self.closed = true;
+        let removed = blackout_sys::scratch::remove_tree(&self.scratch)
+            .map_err(|e| SessionError::step("removing the scratch directory", e));
+        released.and(removed)
+    }
+
+    /// Unmounts, detaches the loop device and stops the daemon, trying
+    /// every step even when one fails; the first failure is returned.
+    fn release_device(&mut self) -> Result<(), SessionError> {
         let mut first: Option<SessionError> = None;
         let mut note = |r: Result<(), SessionError>| {
             if let Err(e) = r {
@@ -669,8 +710,6 @@ impl DeviceSession {
                     .map_err(|e| SessionError::step("unmounting FUSE", e)),
             );
         }
-        let removed = blackout_sys::scratch::remove_tree(&self.scratch);
-        note(removed.map_err(|e| SessionError::step("removing the scratch directory", e)));
         first.map_or(Ok(()), Err)
     }
 }

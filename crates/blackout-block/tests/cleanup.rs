@@ -82,6 +82,27 @@ fn nothing_is_left_after_success_failure_or_a_failed_start() {
     session.close().unwrap();
     assert_eq!(leftovers(parent), Vec::<String>::new(), "after close");
 
+    // Finished: the device is gone, the recording's directory stays until
+    // the recording is dropped.
+    let session = DeviceSession::start(&config(parent)).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(session.mount_path().join("f"), b"kept").unwrap();
+    let recording = session.finish().unwrap();
+    let left = leftovers(parent);
+    assert_eq!(left.len(), 1, "after finish: {left:?}");
+    assert!(left[0].starts_with("file: "), "after finish: {left:?}");
+    let mut kept: Vec<String> = fs::read_dir(recording.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    kept.sort();
+    assert_eq!(kept, ["base.img", "writes.data"]);
+    drop(recording);
+    assert_eq!(
+        leftovers(parent),
+        Vec::<String>::new(),
+        "after the recording"
+    );
+
     // The workload fails and the session is dropped on the error path.
     let session = DeviceSession::start(&config(parent)).unwrap_or_else(|e| panic!("{e}"));
     let err = failing_workload(&session).unwrap_err();

@@ -283,3 +283,30 @@ fn every_crash_point_mounts_and_keeps_what_was_promised() {
     eprintln!("{mounted} crash points mounted of {}", points.len());
     session.close().unwrap();
 }
+
+/// A finished recording replays the same images the live session did,
+/// with no device left.
+#[test]
+fn a_finished_recording_replays_what_the_session_did() {
+    let scratch = scratch_dir();
+    let mut session = start(&ext4(scratch.path()));
+    write_and_fsync(&session, "doc.txt", b"saved\n");
+    session.mark("saved");
+    session.unmount().unwrap();
+    let points = session.crash_points();
+    let end = session.position();
+    let live = scratch.path().join("live.img");
+    session.replay_to(end, &live).unwrap();
+    let recording = session.finish().unwrap();
+    assert_eq!(recording.crash_points(), points);
+    assert_eq!(recording.log().records.len(), end);
+    let replayed = scratch.path().join("replayed.img");
+    recording.replay_to(end, &replayed).unwrap();
+    assert!(same_contents(&live, &replayed));
+    let mnt = scratch.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    mount_loop(&replayed, &mnt);
+    let contents = fs::read(mnt.join("doc.txt")).ok();
+    umount(&mnt);
+    assert_eq!(contents.as_deref(), Some(&b"saved\n"[..]));
+}

@@ -71,7 +71,7 @@ const MODULES: &[(&str, &[&str])] = &[
     ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
     (
         "blackout-block",
-        &["log", "crash", "image", "daemon", "session"],
+        &["log", "crash", "image", "recording", "daemon", "session"],
     ),
     (
         "blackout-record",

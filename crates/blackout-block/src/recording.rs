@@ -1,0 +1,155 @@
+//! A finished recording: the block log, the bytes of its writes and the
+//! base image, kept after the device is gone, so crash states can be
+//! rebuilt with no daemon, loop device or mount left running.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::crash::{crash_points, CrashPoint};
+use crate::image::Replay;
+use crate::log::BlockLog;
+
+/// The data file's name in a recording's directory.
+pub const DATA_FILE: &str = "writes.data";
+
+/// The base image's name in a recording's directory.
+pub const BASE_FILE: &str = "base.img";
+
+/// A block log with what replaying it needs, in a directory it owns and
+/// removes when dropped.
+///
+/// # Examples
+///
+/// ```no_run
+/// use blackout_block::session::{DeviceSession, FsKind, SessionConfig};
+/// let session = DeviceSession::start(&SessionConfig::new(FsKind::Ext4))?;
+/// std::fs::write(session.mount_path().join("f"), b"x").unwrap();
+/// let recording = session.finish()?;
+/// for point in recording.crash_points() {
+///     recording.replay_to(point.position, std::path::Path::new("/tmp/state.img")).unwrap();
+///     # break;
+/// }
+/// # Ok::<(), blackout_block::session::SessionError>(())
+/// ```
+#[derive(Debug)]
+pub struct Recording {
+    dir: PathBuf,
+    log: BlockLog,
+    base: usize,
+    size: u64,
+}
+
+impl Recording {
+    /// A recording of `log` whose directory `dir` holds [`DATA_FILE`] and
+    /// [`BASE_FILE`] (the device of `size` bytes at position `base`). The
+    /// recording owns `dir` from now on.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use blackout_block::log::BlockLog;
+    /// use blackout_block::recording::Recording;
+    /// let r = Recording::new("/scratch/rec".into(), BlockLog::default(), 0, 1 << 20);
+    /// assert_eq!(r.base(), 0);
+    /// ```
+    pub fn new(dir: PathBuf, log: BlockLog, base: usize, size: u64) -> Recording {
+        Recording {
+            dir,
+            log,
+            base,
+            size,
+        }
+    }
+
+    /// The whole log.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// println!("{}", r.log().to_text());
+    /// # }
+    /// ```
+    pub fn log(&self) -> &BlockLog {
+        &self.log
+    }
+
+    /// The log position of the base (after mkfs, mount and sync).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// assert!(r.base() <= r.log().records.len());
+    /// # }
+    /// ```
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// The device size in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// assert!(r.size() > 0);
+    /// # }
+    /// ```
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The directory holding the data file and the base image.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// assert!(r.dir().join("base.img").exists());
+    /// # }
+    /// ```
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The crash points from the base (see [`crash_points`]).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// assert_eq!(r.crash_points()[0].position, r.base());
+    /// # }
+    /// ```
+    pub fn crash_points(&self) -> Vec<CrashPoint> {
+        crash_points(&self.log, self.base)
+    }
+
+    /// Writes the device as of log position `position` to the new sparse
+    /// file `out`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(r: &blackout_block::recording::Recording) -> std::io::Result<()> {
+    /// r.replay_to(r.log().records.len(), std::path::Path::new("/tmp/end.img"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn replay_to(&self, position: usize, out: &Path) -> io::Result<()> {
+        let base = self.dir.join(BASE_FILE);
+        let replay = Replay {
+            records: &self.log.records,
+            data: &self.dir.join(DATA_FILE),
+            size: self.size,
+            base: Some((self.base, &base)),
+        };
+        replay.write_image(position, out)
+    }
+}
+
+impl Drop for Recording {
+    fn drop(&mut self) {
+        let _ = blackout_sys::scratch::remove_tree(&self.dir);
+    }
+}
