@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fs: FsKind = args.next().as_deref().unwrap_or("ext4").parse()?;
     let ops: usize = args.next().map_or(Ok(1000), |n| n.parse())?;
     let mut config = SessionConfig::new(fs);
-    config.size = config.size.max(fs.min_size());
+    config.size = config.size.max(2 * fs.min_size());
     let started = Instant::now();
     let mut session = DeviceSession::start(&config)?;
     let setup = started.elapsed();
@@ -71,25 +71,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         count(mkfs, "flush")
     );
     println!("32 MiB written and fsynced at {mbps:.0} MB/s");
-    let points = log.barrier_positions(session.base());
-    let dir = tempfile::tempdir()?;
-    let t = Instant::now();
+    let recording = session.finish()?;
+    let points = recording.crash_points();
+    let dir = tempfile::tempdir_in(blackout_sys::scratch::default_scratch_parent())?;
     let sample: Vec<usize> = points
         .iter()
         .step_by((points.len() / 50).max(1))
-        .copied()
+        .map(|p| p.position)
         .collect();
-    for (i, p) in sample.iter().enumerate() {
-        let out = dir.path().join(format!("s{i}.img"));
-        session.replay_to(*p, &out)?;
+    let t = Instant::now();
+    for p in &sample {
+        let out = dir.path().join("state.img");
+        recording.replay_to(*p, &out)?;
         std::fs::remove_file(&out)?;
     }
-    let per = t.elapsed() / sample.len().max(1) as u32;
+    let from_base = t.elapsed() / sample.len().max(1) as u32;
+    let t = Instant::now();
+    let mut cursor = recording.cursor(&dir.path().join("work.img"))?;
+    for p in &points {
+        let out = dir.path().join("state.img");
+        cursor.advance(p.position)?;
+        cursor.write_image(&out)?;
+        std::fs::remove_file(&out)?;
+    }
+    let carried = t.elapsed() / points.len().max(1) as u32;
     println!(
-        "{} crash points at flushes and marks; an image rebuilt at one in {per:.2?} (mean of {})",
+        "{} crash points (base, flushes, marks); an image written at one in {from_base:.2?} \
+         rebuilt from the base (mean of {}), {carried:.2?} with a cursor carried through all",
         points.len(),
         sample.len()
     );
-    session.close()?;
     Ok(())
 }

@@ -239,3 +239,132 @@ impl Replay<'_> {
         apply(&self.records[from..position], &data, &out_file)
     }
 }
+
+/// The fast replay path: one working image carried forward through the
+/// log, copied out at each position asked for — each record applied once
+/// however many states are written, where [`Replay::write_image`] applies
+/// every record up to each state again.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::image::{Cursor, Replay};
+/// use blackout_block::log::LiveLog;
+/// let dir = std::env::temp_dir().join(format!("cursor-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let log = LiveLog::create(&dir.join("writes.data")).unwrap();
+/// log.write(0, b"one").unwrap();
+/// log.write(0, b"two").unwrap();
+/// let snapshot = log.snapshot();
+/// let replay = Replay { records: &snapshot.records, data: &dir.join("writes.data"), size: 8, base: None };
+/// let mut cursor = Cursor::new(replay, &dir.join("work.img")).unwrap();
+/// cursor.advance(1).unwrap();
+/// cursor.write_image(&dir.join("at1")).unwrap();
+/// cursor.advance(2).unwrap();
+/// cursor.write_image(&dir.join("at2")).unwrap();
+/// assert_eq!(&std::fs::read(dir.join("at1")).unwrap()[..3], b"one");
+/// assert_eq!(&std::fs::read(dir.join("at2")).unwrap()[..3], b"two");
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Cursor<'a> {
+    replay: Replay<'a>,
+    work: std::path::PathBuf,
+    file: File,
+    data: File,
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `replay` (its base, or position 0 with no
+    /// base), its working image the new file `work`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::image::{Cursor, Replay};
+    /// # use std::path::Path;
+    /// # let replay = Replay { records: &[], data: Path::new("writes.data"), size: 4096, base: None };
+    /// let cursor = Cursor::new(replay, Path::new("work.img"))?;
+    /// assert_eq!(cursor.position(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn new(replay: Replay<'a>, work: &Path) -> io::Result<Cursor<'a>> {
+        let at = match replay.base {
+            Some((base, image)) => {
+                sparse_copy(image, work)?;
+                base
+            }
+            None => {
+                create_sparse(work, replay.size)?;
+                0
+            }
+        };
+        Ok(Cursor {
+            file: File::options().read(true).write(true).open(work)?,
+            data: File::open(replay.data)?,
+            work: work.to_path_buf(),
+            replay,
+            at,
+        })
+    }
+
+    /// The log position the working image is at.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::image::Cursor;
+    /// # fn f(c: &Cursor) {
+    /// println!("at {}", c.position());
+    /// # }
+    /// ```
+    pub fn position(&self) -> usize {
+        self.at
+    }
+
+    /// Applies the records up to `position` (forward only: a position
+    /// behind the cursor, or past the log, is refused).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::image::Cursor;
+    /// # fn f(c: &mut Cursor) -> std::io::Result<()> {
+    /// c.advance(c.position() + 1)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn advance(&mut self, position: usize) -> io::Result<()> {
+        if position < self.at || position > self.replay.records.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "cannot move from position {} to {position} (log of {})",
+                    self.at,
+                    self.replay.records.len()
+                ),
+            ));
+        }
+        apply(
+            &self.replay.records[self.at..position],
+            &self.data,
+            &self.file,
+        )?;
+        self.at = position;
+        Ok(())
+    }
+
+    /// Writes the working image to the new file `out` (a sparse copy).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::image::Cursor;
+    /// # fn f(c: &Cursor) -> std::io::Result<()> {
+    /// c.write_image(std::path::Path::new("state.img"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn write_image(&self, out: &Path) -> io::Result<()> {
+        sparse_copy(&self.work, out)
+    }
+}

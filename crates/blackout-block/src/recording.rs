@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::crash::{crash_points, CrashPoint};
-use crate::image::Replay;
+use crate::image::{Cursor, Replay};
 use crate::log::BlockLog;
 
 /// The data file's name in a recording's directory.
@@ -34,6 +34,8 @@ pub const BASE_FILE: &str = "base.img";
 #[derive(Debug)]
 pub struct Recording {
     dir: PathBuf,
+    data: PathBuf,
+    base_image: PathBuf,
     log: BlockLog,
     base: usize,
     size: u64,
@@ -54,6 +56,8 @@ impl Recording {
     /// ```
     pub fn new(dir: PathBuf, log: BlockLog, base: usize, size: u64) -> Recording {
         Recording {
+            data: dir.join(DATA_FILE),
+            base_image: dir.join(BASE_FILE),
             dir,
             log,
             base,
@@ -137,14 +141,46 @@ impl Recording {
     /// # Ok(()) }
     /// ```
     pub fn replay_to(&self, position: usize, out: &Path) -> io::Result<()> {
-        let base = self.dir.join(BASE_FILE);
-        let replay = Replay {
+        self.replay().write_image(position, out)
+    }
+
+    /// What replaying needs, starting from the base image. With `base:
+    /// None` it rebuilds from the first write instead (the slow, paranoid
+    /// path).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::image::Replay;
+    /// # fn f(r: &blackout_block::recording::Recording) -> std::io::Result<()> {
+    /// let from_start = Replay { base: None, ..r.replay() };
+    /// from_start.write_image(r.base(), std::path::Path::new("/tmp/base.img"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn replay(&self) -> Replay<'_> {
+        Replay {
             records: &self.log.records,
-            data: &self.dir.join(DATA_FILE),
+            data: &self.data,
             size: self.size,
-            base: Some((self.base, &base)),
-        };
-        replay.write_image(position, out)
+            base: Some((self.base, &self.base_image)),
+        }
+    }
+
+    /// A cursor at the base whose working image is the new file `work`
+    /// (the fast path for writing many states in log order).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn f(r: &blackout_block::recording::Recording) -> std::io::Result<()> {
+    /// let mut cursor = r.cursor(std::path::Path::new("/tmp/work.img"))?;
+    /// for point in r.crash_points() {
+    ///     cursor.advance(point.position)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn cursor(&self, work: &Path) -> io::Result<Cursor<'_>> {
+        Cursor::new(self.replay(), work)
     }
 }
 
