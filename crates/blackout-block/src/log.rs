@@ -203,6 +203,50 @@ impl BlockLog {
         Ok(BlockLog { records })
     }
 
+    /// Checks that every range lies on a device of `size` bytes and every
+    /// write's bytes inside a data file of `data_len` bytes — what a log
+    /// read from a file must pass before it is replayed (the daemon never
+    /// logs anything else).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use blackout_block::log::BlockLog;
+    /// let log = BlockLog::parse("blackout-block-log 1\nW 1 4096 512 0\n").unwrap();
+    /// assert!(log.validate(8192, 512).is_ok());
+    /// assert_eq!(log.validate(4096, 512).unwrap_err().line, 2);
+    /// assert!(log.validate(8192, 511).is_err());
+    /// ```
+    pub fn validate(&self, size: u64, data_len: u64) -> Result<(), LogError> {
+        for (i, r) in self.records.iter().enumerate() {
+            let (offset, len, data) = match r.kind {
+                RecordKind::Write {
+                    offset,
+                    len,
+                    data_at,
+                } => (offset, len, Some(data_at)),
+                RecordKind::Zero { offset, len } => (offset, len, None),
+                RecordKind::Flush | RecordKind::Mark { .. } => continue,
+            };
+            let fail = |message: String| LogError {
+                line: i + 2,
+                message,
+            };
+            if offset.checked_add(len).is_none_or(|end| end > size) {
+                return Err(fail(format!(
+                    "{} of {len} bytes at {offset} is past the device's end ({size})",
+                    r.kind.label()
+                )));
+            }
+            if data.is_some_and(|at| at.checked_add(len).is_none_or(|end| end > data_len)) {
+                return Err(fail(format!(
+                    "write's bytes are past the data file's end ({data_len})"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Positions just after each flush and each mark, in order: where a
     /// crash may be placed without cutting between writes the block layer
     /// ordered.
@@ -549,5 +593,35 @@ mod tests {
         }
         let err = BlockLog::parse("blackout-block-log 1\nF 1\nQ 2\n").unwrap_err();
         assert_eq!(err.line, 3);
+    }
+
+    #[test]
+    fn mangled_logs_are_refused_or_validated_never_a_panic() {
+        let good =
+            "blackout-block-log 1\nW 1 0 512 0\nZ 2 512 512\nF 3\nM 4 6f6b\nW 5 1024 8 512\n";
+        assert!(BlockLog::parse(good).unwrap().validate(2048, 520).is_ok());
+        // Every single-byte change and every cut: an error or a log that
+        // validates or is refused by validate, never a panic.
+        let bytes = good.as_bytes();
+        let mut seen = 0;
+        for i in 0..bytes.len() {
+            for b in [b' ', b'0', b'9', b'W', b'\n', b'-', 0xff] {
+                let mut m = bytes.to_vec();
+                m[i] = b;
+                if let Ok(text) = std::str::from_utf8(&m) {
+                    if let Ok(log) = BlockLog::parse(text) {
+                        let _ = log.validate(2048, 520);
+                        seen += 1;
+                    }
+                }
+            }
+            if let Ok(log) = BlockLog::parse(&good[..i]) {
+                let _ = log.validate(2048, 520);
+            }
+        }
+        assert!(seen > 0);
+        let far = "blackout-block-log 1\nZ 1 18446744073709551000 10\n";
+        assert!(BlockLog::parse(far).unwrap().validate(u64::MAX, 0).is_ok());
+        assert!(BlockLog::parse(far).unwrap().validate(4096, 0).is_err());
     }
 }
