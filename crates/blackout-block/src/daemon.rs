@@ -16,6 +16,12 @@
 //! - FLUSH is sent on every `close(2)` of the file and promises nothing
 //!   durable: answered, not logged.
 //!
+//! A second file, `stdout` ([`OUTPUT_NAME`]), is where a workload's
+//! standard output goes: each `write(2)` to it is a WRITE the daemon
+//! answers in turn with the block requests, so every completed line is
+//! logged as a mark exactly where it was printed (the writer waits for the
+//! answer), and the bytes are kept for the caller.
+//!
 //! The session loop is single-threaded: requests are answered one at a
 //! time, so the image always equals the logged records applied in order.
 //! The thread asks to be an I/O flusher (`PR_SET_IO_FLUSHER`), so under
@@ -59,8 +65,27 @@ pub const IMAGE_NAME: &str = "disk.img";
 /// ```
 pub const MAX_WRITE_BYTES: u32 = 1 << 20;
 
+/// The file a workload's standard output is written to.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(blackout_block::daemon::OUTPUT_NAME, "stdout");
+/// ```
+pub const OUTPUT_NAME: &str = "stdout";
+
+/// The most standard output kept (beyond it, writes fail with EFBIG).
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(blackout_block::daemon::OUTPUT_BYTES_MAX, 64 << 20);
+/// ```
+pub const OUTPUT_BYTES_MAX: usize = 64 << 20;
+
 const ROOT_INO: u64 = 1;
 const FILE_INO: u64 = 2;
+const OUTPUT_INO: u64 = 3;
 const TTL: Duration = Duration::from_secs(1);
 
 /// How long a busy FUSE mount is retried before it is detached lazily and
@@ -72,19 +97,29 @@ const UNMOUNT_PATIENCE: Duration = Duration::from_secs(5);
 /// describes the image.
 type Failure = Arc<Mutex<Option<String>>>;
 
+/// What was printed to `stdout`, and where the unfinished line starts.
+#[derive(Debug, Default)]
+struct Printed {
+    bytes: Vec<u8>,
+    line_start: usize,
+}
+
+type Output = Arc<Mutex<Printed>>;
+
 struct ImageFs {
     image: File,
     size: u64,
     log: LiveLog,
     failure: Failure,
+    output: Output,
 }
 
 impl ImageFs {
     fn attr(&self, ino: u64) -> FileAttr {
-        let (kind, perm, size, nlink) = if ino == ROOT_INO {
-            (FileType::Directory, 0o700, 0, 2)
-        } else {
-            (FileType::RegularFile, 0o600, self.size, 1)
+        let (kind, perm, size, nlink) = match ino {
+            ROOT_INO => (FileType::Directory, 0o700, 0, 2),
+            OUTPUT_INO => (FileType::RegularFile, 0o600, self.printed_len(), 1),
+            _ => (FileType::RegularFile, 0o600, self.size, 1),
         };
         let now = SystemTime::now();
         FileAttr {
@@ -104,6 +139,31 @@ impl ImageFs {
             blksize: 4096,
             flags: 0,
         }
+    }
+
+    fn printed(&self) -> std::sync::MutexGuard<'_, Printed> {
+        self.output.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn printed_len(&self) -> u64 {
+        self.printed().bytes.len() as u64
+    }
+
+    /// Appends `data` to the output (whatever the offset: standard output
+    /// is a stream) and marks every line it completes.
+    fn print(&self, data: &[u8]) -> Result<(), i32> {
+        let mut out = self.printed();
+        if out.bytes.len() + data.len() > OUTPUT_BYTES_MAX {
+            return Err(libc::EFBIG);
+        }
+        out.bytes.extend_from_slice(data);
+        while let Some(nl) = out.bytes[out.line_start..].iter().position(|b| *b == b'\n') {
+            let end = out.line_start + nl;
+            self.log
+                .mark(&String::from_utf8_lossy(&out.bytes[out.line_start..end]));
+            out.line_start = end + 1;
+        }
+        Ok(())
     }
 
     fn fail(&self, what: &str, e: &io::Error) -> i32 {
@@ -132,6 +192,8 @@ impl Filesystem for ImageFs {
     fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
         if parent == ROOT_INO && name == IMAGE_NAME {
             reply.entry(&TTL, &self.attr(FILE_INO), 0);
+        } else if parent == ROOT_INO && name == OUTPUT_NAME {
+            reply.entry(&Duration::ZERO, &self.attr(OUTPUT_INO), 0);
         } else {
             reply.error(libc::ENOENT);
         }
@@ -140,6 +202,7 @@ impl Filesystem for ImageFs {
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
         match ino {
             ROOT_INO | FILE_INO => reply.attr(&TTL, &self.attr(ino)),
+            OUTPUT_INO => reply.attr(&Duration::ZERO, &self.attr(ino)),
             _ => reply.error(libc::ENOENT),
         }
     }
@@ -162,16 +225,18 @@ impl Filesystem for ImageFs {
         _flags: Option<u32>,
         reply: ReplyAttr,
     ) {
-        // The device's size is fixed; times and modes are not kept.
+        // The device's size is fixed, the output only grows (a truncation,
+        // as `>` asks, changes nothing); times and modes are not kept.
         match (ino, size) {
             (FILE_INO, Some(s)) if s != self.size => reply.error(libc::EPERM),
+            (OUTPUT_INO, _) => reply.attr(&Duration::ZERO, &self.attr(ino)),
             (ROOT_INO | FILE_INO, _) => reply.attr(&TTL, &self.attr(ino)),
             _ => reply.error(libc::ENOENT),
         }
     }
 
     fn open(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        if ino == FILE_INO {
+        if ino == FILE_INO || ino == OUTPUT_INO {
             reply.opened(0, fuser::consts::FOPEN_DIRECT_IO);
         } else {
             reply.error(libc::EISDIR);
@@ -181,7 +246,7 @@ impl Filesystem for ImageFs {
     fn read(
         &mut self,
         _req: &Request<'_>,
-        _ino: u64,
+        ino: u64,
         _fh: u64,
         offset: i64,
         size: u32,
@@ -192,6 +257,12 @@ impl Filesystem for ImageFs {
         let Ok(off) = u64::try_from(offset) else {
             return reply.error(libc::EINVAL);
         };
+        if ino == OUTPUT_INO {
+            let out = self.printed();
+            let from = (off as usize).min(out.bytes.len());
+            let to = from.saturating_add(size as usize).min(out.bytes.len());
+            return reply.data(&out.bytes[from..to]);
+        }
         let len = u64::from(size).min(self.size.saturating_sub(off));
         let mut buf = vec![0; len as usize];
         match self.image.read_exact_at(&mut buf, off) {
@@ -203,7 +274,7 @@ impl Filesystem for ImageFs {
     fn write(
         &mut self,
         _req: &Request<'_>,
-        _ino: u64,
+        ino: u64,
         _fh: u64,
         offset: i64,
         data: &[u8],
@@ -212,6 +283,12 @@ impl Filesystem for ImageFs {
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
+        if ino == OUTPUT_INO {
+            return match self.print(data) {
+                Ok(()) => reply.written(data.len() as u32),
+                Err(e) => reply.error(e),
+            };
+        }
         let off = match self.range(offset, data.len() as u64) {
             Ok(off) => off,
             Err(e) => return reply.error(e),
@@ -229,9 +306,12 @@ impl Filesystem for ImageFs {
         reply.ok();
     }
 
-    fn fsync(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _data: bool, reply: ReplyEmpty) {
-        // The image is scratch: what matters is where the flush falls.
-        self.log.flush();
+    fn fsync(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _data: bool, reply: ReplyEmpty) {
+        // The image is scratch: what matters is where the flush falls. An
+        // fsync of the output is no block flush.
+        if ino == FILE_INO {
+            self.log.flush();
+        }
         reply.ok();
     }
 
@@ -242,13 +322,16 @@ impl Filesystem for ImageFs {
     fn fallocate(
         &mut self,
         _req: &Request<'_>,
-        _ino: u64,
+        ino: u64,
         _fh: u64,
         offset: i64,
         length: i64,
         mode: i32,
         reply: ReplyEmpty,
     ) {
+        if ino != FILE_INO {
+            return reply.error(libc::EOPNOTSUPP);
+        }
         let zeroing = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_ZERO_RANGE;
         let allowed = zeroing | libc::FALLOC_FL_KEEP_SIZE;
         let Ok(len) = u64::try_from(length) else {
@@ -285,6 +368,7 @@ impl Filesystem for ImageFs {
             (ROOT_INO, FileType::Directory, "."),
             (ROOT_INO, FileType::Directory, ".."),
             (FILE_INO, FileType::RegularFile, IMAGE_NAME),
+            (OUTPUT_INO, FileType::RegularFile, OUTPUT_NAME),
         ];
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset.max(0) as usize) {
             if reply.add(*ino, (i + 1) as i64, *kind, name) {
@@ -316,6 +400,7 @@ pub struct Daemon {
     thread_name: String,
     thread: Option<JoinHandle<io::Result<()>>>,
     failure: Failure,
+    output: Output,
 }
 
 static DAEMONS: AtomicUsize = AtomicUsize::new(0);
@@ -340,11 +425,13 @@ impl Daemon {
         let file = File::options().read(true).write(true).open(image)?;
         let size = file.metadata()?.len();
         let failure = Failure::default();
+        let output = Output::default();
         let fs = ImageFs {
             image: file,
             size,
             log,
             failure: failure.clone(),
+            output: output.clone(),
         };
         let options = [
             MountOption::FSName("blackout-block".into()),
@@ -375,6 +462,7 @@ impl Daemon {
             thread_name,
             thread: Some(thread),
             failure,
+            output,
         };
         // Only now: a stat of the mount waits for the thread to answer it.
         daemon.connection = rustix::fs::minor(std::fs::metadata(mountpoint)?.dev());
@@ -410,6 +498,24 @@ impl Daemon {
         self.failure
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Everything written to [`OUTPUT_NAME`] so far.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::daemon::Daemon;
+    /// # fn f(daemon: &Daemon) {
+    /// println!("{}", String::from_utf8_lossy(&daemon.output()));
+    /// # }
+    /// ```
+    pub fn output(&self) -> Vec<u8> {
+        self.output
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .bytes
             .clone()
     }
 

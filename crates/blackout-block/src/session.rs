@@ -16,7 +16,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::crash::{crash_points, CrashPoint};
-use crate::daemon::{unmount_patiently, Daemon, IMAGE_NAME};
+use crate::daemon::{unmount_patiently, Daemon, IMAGE_NAME, OUTPUT_NAME};
 use crate::image::{create_sparse, Replay};
 use crate::log::{BlockLog, LiveLog};
 use crate::recording::{Recording, BASE_FILE, DATA_FILE};
@@ -414,6 +414,39 @@ impl DeviceSession {
 
     fn base_path(&self) -> PathBuf {
         self.scratch.join(BASE_FILE)
+    }
+
+    /// The file to give a workload as its standard output: every line
+    /// printed to it is logged as a mark at the moment it is written (the
+    /// writer waits for the daemon, which answers block requests in the
+    /// same order).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::session::DeviceSession;
+    /// # fn f(session: &DeviceSession) -> std::io::Result<()> {
+    /// let stdout = std::fs::OpenOptions::new().write(true).open(session.output_path())?;
+    /// std::process::Command::new("echo").arg("saved").stdout(stdout).status()?;
+    /// assert_eq!(session.output(), b"saved\n");
+    /// # Ok(()) }
+    /// ```
+    pub fn output_path(&self) -> PathBuf {
+        self.fuse_dir().join(OUTPUT_NAME)
+    }
+
+    /// Everything written to [`DeviceSession::output_path`] so far.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::session::DeviceSession;
+    /// # fn f(session: &DeviceSession) {
+    /// println!("{}", String::from_utf8_lossy(&session.output()));
+    /// # }
+    /// ```
+    pub fn output(&self) -> Vec<u8> {
+        self.daemon.as_ref().map(Daemon::output).unwrap_or_default()
     }
 
     /// The live image file the daemon serves (equal to the whole log

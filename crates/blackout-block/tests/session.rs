@@ -367,3 +367,55 @@ fn the_fast_and_the_paranoid_replay_agree_at_every_crash_point() {
     }
     assert!(points.len() > 12, "{}", points.len());
 }
+
+/// A workload's standard output on the daemon's `stdout` file: each line is
+/// a mark exactly where it was printed — after the flush an fsync before it
+/// waited for, before the writes after it.
+#[test]
+fn printed_lines_are_marks_where_they_were_printed() {
+    let scratch = scratch_dir();
+    let session = start(&ext4(scratch.path()));
+    let stdout = fs::OpenOptions::new()
+        .write(true)
+        .open(session.output_path())
+        .unwrap();
+    let from = session.position();
+    let status = Command::new("sh")
+        .args(["-c", "echo one; echo data > f; sync f; echo two; echo more > g; sync g; printf 'three\\npart'; sync f"])
+        .current_dir(session.mount_path())
+        .stdout(stdout)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(session.output(), b"one\ntwo\nthree\npart");
+    let log = session.log();
+    let mark = |name: &str| {
+        log.records
+            .iter()
+            .position(|r| r.kind == RecordKind::Mark { name: name.into() })
+            .unwrap_or_else(|| panic!("no mark {name:?}"))
+    };
+    let (one, two, three) = (mark("one"), mark("two"), mark("three"));
+    assert!(from <= one && one < two && two < three);
+    let between = |a: usize, b: usize| -> Vec<&str> {
+        log.records[a + 1..b]
+            .iter()
+            .map(|r| r.kind.label())
+            .collect()
+    };
+    // f's data and the flush `sync f` waited for come between one and two,
+    // g's between two and three; "part" has no newline: no mark.
+    for (a, b) in [(one, two), (two, three)] {
+        let kinds = between(a, b);
+        let flush = kinds.iter().rposition(|k| *k == "flush");
+        assert!(
+            flush.is_some_and(|f| kinds[..f].contains(&"write")),
+            "{kinds:?}"
+        );
+    }
+    assert!(!log.records.iter().any(|r| r.kind
+        == RecordKind::Mark {
+            name: "part".into()
+        }));
+    session.close().unwrap();
+}
