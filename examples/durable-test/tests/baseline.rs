@@ -10,25 +10,9 @@ use std::path::{Path, PathBuf};
 use blackout::analysis::report::Verdict;
 use blackout::baseline::{check_reports, Mode, Ratchet, Rule};
 use blackout::{assert_no_worse_than, Report, Scenario};
-use durable_test::{atomic_replace, create_without_dir_sync};
+use durable_test::{atomic_replace, holds};
 
-/// Once `promise` was made, `dir/name` must hold `want`.
-fn holds(
-    dir: &Path,
-    promised: &[String],
-    promise: &str,
-    name: &str,
-    want: &str,
-) -> Result<(), String> {
-    if !promised.iter().any(|p| p == promise) {
-        return Ok(());
-    }
-    match std::fs::read_to_string(dir.join(name)) {
-        Ok(text) if text == want => Ok(()),
-        Ok(text) => Err(format!("{promise}, but {name} holds {text:?}")),
-        Err(e) => Err(format!("{promise}, but {name}: {e}")),
-    }
-}
+mod common;
 
 /// A fresh directory for this test's baseline files.
 fn scratch() -> PathBuf {
@@ -74,14 +58,7 @@ fn a_baseline_of_two_scenarios_ratchets() {
         })
         .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
         .run();
-    let create = Scenario::new("create")
-        .workload(|dir, p| {
-            create_without_dir_sync(dir, "data", b"hello")?;
-            p.promise("created data");
-            Ok(())
-        })
-        .check(|state, promised| holds(state, promised, "created data", "data", "hello"))
-        .run();
+    let create = common::create_scenario();
     assert_eq!(replace.label(), "atomic replace");
     assert_eq!(create.verdict(), Verdict::Fail, "{}", create.text());
     let dir = scratch();
