@@ -8,7 +8,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use blackout::analysis::report::Verdict;
-use blackout::baseline::{check_reports, Mode, Ratchet, Rule};
+use blackout::baseline::{check_reports, Comparison, Mode, Ratchet, Rule};
 use blackout::{assert_no_worse_than, Report, Scenario};
 use durable_test::{atomic_replace, holds};
 
@@ -41,6 +41,17 @@ fn violations(reports: &[&Report], path: &Path) -> Vec<String> {
 /// not checked).
 fn env_rewrites() -> bool {
     Mode::from_env().rewrites()
+}
+
+/// The reports compared with the baseline `text` with one row replaced
+/// (`edit`: the row and its replacement), written at `path`.
+fn edited(reports: &[&Report], text: &str, edit: (&str, &str), path: &Path) -> Comparison {
+    std::fs::write(path, text.replace(edit.0, edit.1)).unwrap();
+    let Ratchet::Compared(c) = check_reports(reports.iter().copied(), path, COMPARE).unwrap()
+    else {
+        panic!("compared");
+    };
+    c
 }
 
 fn panic_of(f: impl FnOnce()) -> String {
@@ -105,17 +116,15 @@ fn a_baseline_of_two_scenarios_ratchets() {
 
     // A stricter baseline (create recorded as passing): a worse verdict.
     let strict = dir.join("strict.tsv");
-    std::fs::write(
-        &strict,
-        text.replace(
+    let c = edited(
+        &[&replace, &create],
+        &text,
+        (
             "create\tposix\tFAIL\tentry_not_synced",
             "create\tposix\tPASS\t-",
         ),
-    )
-    .unwrap();
-    let Ratchet::Compared(c) = check_reports([&replace, &create], &strict, COMPARE).unwrap() else {
-        panic!("compared");
-    };
+        &strict,
+    );
     assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
     assert_eq!(c.violations[0].rule, Rule::WorseVerdict);
     assert_eq!(
@@ -132,18 +141,15 @@ fn a_baseline_of_two_scenarios_ratchets() {
     }
 
     // A looser one (the replace recorded as failing): better, a note only.
-    let loose = dir.join("loose.tsv");
-    std::fs::write(
-        &loose,
-        text.replace(
+    let c = edited(
+        &[&replace, &create],
+        &text,
+        (
             "atomic replace\tposix\tPASS\t-",
             "atomic replace\tposix\tFAIL\tentry_not_synced",
         ),
-    )
-    .unwrap();
-    let Ratchet::Compared(c) = check_reports([&replace, &create], &loose, COMPARE).unwrap() else {
-        panic!("compared");
-    };
+        &dir.join("loose.tsv"),
+    );
     assert!(c.passed(), "{:?}", c.violations);
     assert_eq!(
         c.better,
