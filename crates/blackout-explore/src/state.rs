@@ -290,8 +290,8 @@ pub fn file_hash(
 /// state that keeps every op before op `m` (its first lost or torn op, or
 /// its crash point) is a base holding ops `0..m`, plus the ops from `m` to
 /// the crash that it kept. A base is made at each op that states lose
-/// first, from the nearest base before it, and the [`BASES_KEPT`] most
-/// recently used are kept (a crash point's states lose its pending ops,
+/// first and at each crash point, from the nearest base before it, and the
+/// [`BASES_KEPT`] most recently used are kept (a crash point's states lose its pending ops,
 /// which move forward with the crash points; a few stay pending long). A content hash rehashes only the blocks of files
 /// ([`HASH_BLOCK_BYTES`]) that the ops after the base touched; each base
 /// remembers the hashes of its own blocks.
@@ -426,9 +426,9 @@ impl<'t> StateBuilder<'t> {
             let hash = fs.content_hash();
             return (fs, hash);
         };
-        // A state that loses nothing is built from the nearest base; a base
-        // is made at each op that states lose first.
-        let i = if self.bases[i].at == first_damaged || first_damaged == desc.crash {
+        // A base at the first op the state loses (or at its crash point),
+        // made from the nearest one before it.
+        let i = if self.bases[i].at == first_damaged {
             i
         } else {
             let mut base = self.bases[i].clone();
