@@ -11,7 +11,7 @@ use blackout_oplog::trace::Trace;
 
 use crate::enumerate::{enumerate_until, ConfigError, Coverage, ExploreConfig, StateDesc};
 use crate::model::Model;
-use crate::state::FsState;
+use crate::state::{FsState, StateBuilder};
 
 /// Orders states simplest first: fewest lost or torn, then the earliest
 /// crash, then a lost op before a torn one, then by id.
@@ -62,7 +62,12 @@ pub struct Explored {
 /// The content key of a built state at crash point `crash`: the one
 /// function that makes keys, so a state is always deduplicated the same way.
 pub fn state_key(fs: &FsState, outputs: &Outputs, crash: usize) -> StateKey {
-    (*fs.content_hash().as_bytes(), outputs.printed_len(crash))
+    key_of(fs.content_hash(), outputs, crash)
+}
+
+/// The content key of a state whose content hash is `hash`.
+fn key_of(hash: blake3::Hash, outputs: &Outputs, crash: usize) -> StateKey {
+    (*hash.as_bytes(), outputs.printed_len(crash))
 }
 
 /// How a caller follows and stops an exploration.
@@ -126,6 +131,9 @@ pub fn distinct_states_watched(
         let mut reach: HashMap<usize, StateDesc> = HashMap::new();
         let mut order: Vec<usize> = Vec::new();
         let mut states = 0usize;
+        // States come in crash-point order: each is built from the state
+        // every crash at its point keeps, not from the first op.
+        let mut builder = StateBuilder::new(trace, sector);
         let coverage =
             enumerate_until(&trace.ops, model.crash_model(), cfg, watch.cancel, |desc| {
                 if cancelled() || !tear_possible(trace, &sizes_before, &desc, sector) {
@@ -138,7 +146,7 @@ pub fn distinct_states_watched(
                         p(built);
                     }
                 }
-                let key = state_key(&FsState::build(trace, &desc, sector), outputs, desc.crash);
+                let key = key_of(builder.build(&desc).1, outputs, desc.crash);
                 let next = distinct.len();
                 let i = *index.entry(key).or_insert(next);
                 if i == next {

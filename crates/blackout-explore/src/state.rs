@@ -62,9 +62,25 @@ impl FsState {
     /// that it kept, applied in order through [`store::apply`].
     pub fn build(trace: &Trace, desc: &StateDesc, sector: u64) -> FsState {
         let mut fs = FsState::initial(trace);
+        fs.apply_kept(trace, desc, 0, sector, |_, _, _| {});
+        fs
+    }
+
+    /// Applies the ops `from..desc.crash` that `desc` kept (its torn write
+    /// cut as the tear says), calling `touched(ino, lo, hi)` for each applied
+    /// op that may change a file's hashed bytes ([`FsState::content_hash`]):
+    /// every changed byte lies in `lo..hi`.
+    fn apply_kept(
+        &mut self,
+        trace: &Trace,
+        desc: &StateDesc,
+        from: usize,
+        sector: u64,
+        mut touched: impl FnMut(Ino, u64, u64),
+    ) {
         let lost: HashSet<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
         let crash = desc.crash.min(trace.ops.len());
-        for (i, op) in trace.ops[..crash].iter().enumerate() {
+        for (i, op) in trace.ops.iter().enumerate().take(crash).skip(from) {
             if lost.contains(&(i, Part::Whole)) {
                 continue;
             }
@@ -77,16 +93,28 @@ impl FsState {
                 },
                 _ => Halves::BOTH,
             };
+            // The bytes an op may change: its own range, and everything
+            // between the hashed lengths before and after it.
+            let range = match &op.kind {
+                OpKind::Write { ino, off, data } => Some((*ino, *off, off + data.len)),
+                OpKind::Truncate { ino, size } => Some((*ino, *size, *size)),
+                OpKind::Fallocate { ino, off, len, .. } => {
+                    Some((*ino, *off, off.saturating_add(*len)))
+                }
+                _ => None,
+            };
+            let before = range.map(|(ino, ..)| self.inodes[ino as usize].hashed_len());
             let bytes: &[u8] = match (&op.kind, desc.torn) {
                 (OpKind::Write { ino, off, data }, Some((t, tear))) if t == i => {
                     let bytes = trace.bytes(*data);
-                    let before = fs.inodes[*ino as usize].size;
-                    match tear.cut(*off, data.len, before, sector) {
+                    let size_before = self.inodes[*ino as usize].size;
+                    match tear.cut(*off, data.len, size_before, sector) {
                         Some(Cut::Prefix(n)) => &bytes[..n as usize],
                         Some(Cut::SizeOnly) => {
-                            let size = before.max(off + data.len);
+                            let size = size_before.max(off + data.len);
                             let grow = OpKind::Truncate { ino: *ino, size };
-                            store::apply(&mut fs.inodes, &grow, &[], halves);
+                            store::apply(&mut self.inodes, &grow, &[], halves);
+                            self.touched(range, before, &mut touched);
                             continue;
                         }
                         // A tear storage cannot make: the write whole
@@ -97,9 +125,23 @@ impl FsState {
                 (OpKind::Write { data, .. }, _) => trace.bytes(*data),
                 _ => &[],
             };
-            store::apply(&mut fs.inodes, &op.kind, bytes, halves);
+            store::apply(&mut self.inodes, &op.kind, bytes, halves);
+            self.touched(range, before, &mut touched);
         }
-        fs
+    }
+
+    /// Reports an applied op's range, widened to the hashed lengths before
+    /// and after it.
+    fn touched(
+        &self,
+        range: Option<(Ino, u64, u64)>,
+        before: Option<u64>,
+        touched: &mut impl FnMut(Ino, u64, u64),
+    ) {
+        if let (Some((ino, lo, hi)), Some(before)) = (range, before) {
+            let after = self.inodes[ino as usize].hashed_len();
+            touched(ino, lo.min(before).min(after), hi.max(before).max(after));
+        }
     }
 
     /// The bytes a reader sees in a file.
@@ -138,6 +180,17 @@ impl FsState {
     /// A hash of what a reader of the directory sees: every path, its kind,
     /// bytes or target, and which paths are links to one file.
     pub fn content_hash(&self) -> blake3::Hash {
+        self.content_hash_with(|_, bytes| file_hash(bytes, |_, block| blake3::hash(block)))
+    }
+
+    /// [`FsState::content_hash`], with each file's bytes hashed by
+    /// `file_hash` (given the inode and its bytes; it must answer what
+    /// [`file_hash`] does), which may answer from what it knows of a file
+    /// unchanged since it last hashed it.
+    pub fn content_hash_with(
+        &self,
+        mut file_hash: impl FnMut(Ino, &[u8]) -> blake3::Hash,
+    ) -> blake3::Hash {
         let mut h = blake3::Hasher::new();
         let mut ids: HashMap<Ino, u64> = HashMap::new();
         self.walk(|path, ino, first| {
@@ -151,8 +204,8 @@ impl FsState {
             match node.kind {
                 InodeKind::File => {
                     h.update(&node.size.to_le_bytes());
-                    let data = &node.data[..node.data.len().min(node.size as usize)];
-                    h.update(data);
+                    let data = &node.data[..node.hashed_len() as usize];
+                    h.update(file_hash(ino, data).as_bytes());
                 }
                 InodeKind::Symlink => {
                     h.update(&(node.data.len() as u64).to_le_bytes());
@@ -203,6 +256,213 @@ impl FsState {
         });
         result
     }
+}
+
+/// Files are hashed in blocks of this many bytes, so that a file changed in
+/// one place is hashed again only there.
+pub const HASH_BLOCK_BYTES: usize = 16 * 1024;
+
+/// The hash of a file's bytes: its length and the hash of each block of
+/// [`HASH_BLOCK_BYTES`], each block hashed by `block(index, bytes)` (which
+/// must answer `blake3::hash(bytes)`, from memory or not).
+///
+/// ```
+/// use blackout_explore::state::{file_hash, HASH_BLOCK_BYTES};
+/// let bytes = vec![7u8; HASH_BLOCK_BYTES + 1];
+/// let mut blocks = 0;
+/// let h = file_hash(&bytes, |_, b| { blocks += 1; blake3::hash(b) });
+/// assert_eq!(blocks, 2);
+/// assert_ne!(h, file_hash(&bytes[1..], |_, b| blake3::hash(b)));
+/// ```
+pub fn file_hash(
+    bytes: &[u8],
+    mut block: impl FnMut(usize, &[u8]) -> blake3::Hash,
+) -> blake3::Hash {
+    let mut h = blake3::Hasher::new();
+    h.update(&(bytes.len() as u64).to_le_bytes());
+    for (i, chunk) in bytes.chunks(HASH_BLOCK_BYTES).enumerate() {
+        h.update(block(i, chunk).as_bytes());
+    }
+    h.finalize()
+}
+
+/// Builds crash states from shared bases instead of from the first op: a
+/// state that keeps every op before op `m` (its first lost or torn op, or
+/// its crash point) is a base holding ops `0..m`, plus the ops from `m` to
+/// the crash that it kept. A base is made at each op that states lose
+/// first and at each crash point, from the nearest base before it, and the
+/// [`BASES_KEPT`] most recently used are kept (a crash point's states lose its pending ops,
+/// which move forward with the crash points; a few stay pending long). A content hash rehashes only the blocks of files
+/// ([`HASH_BLOCK_BYTES`]) that the ops after the base touched; each base
+/// remembers the hashes of its own blocks.
+///
+/// ```
+/// use blackout_explore::enumerate::{enumerate, ExploreConfig};
+/// use blackout_explore::model::Model;
+/// use blackout_explore::state::{FsState, StateBuilder};
+/// use blackout_oplog::trace::Trace;
+///
+/// // The careful document save, as recorded (run from the crate's root).
+/// let trace = Trace::load("../../tests/reports/save-full.trace".as_ref()).unwrap();
+/// let mut b = StateBuilder::new(&trace, 512);
+/// let posix = Model::Posix.crash_model();
+/// enumerate(&trace.ops, posix, &ExploreConfig::default(), |desc| {
+///     let (fs, hash) = b.build(&desc);
+///     assert_eq!(fs, FsState::build(&trace, &desc, 512));
+///     assert_eq!(hash, fs.content_hash());
+/// })
+/// .unwrap();
+/// ```
+pub struct StateBuilder<'t> {
+    trace: &'t Trace,
+    sector: u64,
+    /// The bases, by the number of ops they hold, ascending.
+    bases: Vec<Base>,
+    /// States built.
+    built: u64,
+}
+
+/// How many bases a [`StateBuilder`] keeps.
+pub const BASES_KEPT: usize = 16;
+
+/// A state holding ops `0..at`, and the hashes of its files' blocks once
+/// asked for.
+#[derive(Clone)]
+struct Base {
+    at: usize,
+    /// When a state was last built from it (the builder's count).
+    used: u64,
+    fs: FsState,
+    blocks: Vec<Vec<Option<blake3::Hash>>>,
+}
+
+impl Base {
+    /// Applies ops `at..to`, forgetting the hashes of the blocks they touch.
+    fn advance(&mut self, trace: &Trace, sector: u64, to: usize) {
+        let kept = StateDesc {
+            crash: to,
+            lost: Vec::new(),
+            torn: None,
+        };
+        let blocks = &mut self.blocks;
+        self.fs
+            .apply_kept(trace, &kept, self.at, sector, |ino, lo, hi| {
+                let known = &mut blocks[ino as usize];
+                let end = block_range(lo, hi).end.min(known.len());
+                for slot in known.iter_mut().take(end).skip(block_range(lo, hi).start) {
+                    *slot = None;
+                }
+            });
+        for (known, node) in self.blocks.iter_mut().zip(&self.fs.inodes) {
+            known.resize(
+                node.hashed_len().div_ceil(HASH_BLOCK_BYTES as u64) as usize,
+                None,
+            );
+        }
+        self.at = to;
+    }
+
+    /// The state `desc` describes, which keeps every op before `at`, and
+    /// its content hash.
+    fn build(&mut self, trace: &Trace, sector: u64, desc: &StateDesc) -> (FsState, blake3::Hash) {
+        let mut fs = self.fs.clone();
+        let mut touched: Vec<(Ino, u64, u64)> = Vec::new();
+        fs.apply_kept(trace, desc, self.at, sector, |ino, lo, hi| {
+            touched.push((ino, lo, hi));
+        });
+        let blocks = &mut self.blocks;
+        let hash = fs.content_hash_with(|ino, bytes| {
+            let known = &mut blocks[ino as usize];
+            file_hash(bytes, |i, block| {
+                let changed = touched
+                    .iter()
+                    .any(|&(t, lo, hi)| t == ino && block_range(lo, hi).contains(&i));
+                // A block no op after the base touched holds the base's bytes.
+                match known.get_mut(i) {
+                    Some(slot) if !changed => *slot.get_or_insert_with(|| blake3::hash(block)),
+                    _ => blake3::hash(block),
+                }
+            })
+        });
+        (fs, hash)
+    }
+}
+
+impl<'t> StateBuilder<'t> {
+    /// A builder whose one base is the initial tree.
+    pub fn new(trace: &'t Trace, sector: u64) -> StateBuilder<'t> {
+        let fs = FsState::initial(trace);
+        let mut base = Base {
+            at: 0,
+            used: 0,
+            blocks: vec![Vec::new(); fs.inodes.len()],
+            fs,
+        };
+        base.advance(trace, sector, 0);
+        StateBuilder {
+            trace,
+            sector,
+            bases: vec![base],
+            built: 0,
+        }
+    }
+
+    /// The state `desc` describes and its content hash: the same as
+    /// [`FsState::build`] and [`FsState::content_hash`].
+    pub fn build(&mut self, desc: &StateDesc) -> (FsState, blake3::Hash) {
+        let first_damaged = desc
+            .lost
+            .iter()
+            .map(|u| u.op)
+            .chain(desc.torn.map(|(op, _)| op))
+            .min()
+            .unwrap_or(desc.crash)
+            .min(desc.crash)
+            .min(self.trace.ops.len());
+        // The nearest base at or before the first damaged op; none when the
+        // earliest bases were dropped (then from the first op).
+        let Some(i) = self.bases.iter().rposition(|b| b.at <= first_damaged) else {
+            let fs = FsState::build(self.trace, desc, self.sector);
+            let hash = fs.content_hash();
+            return (fs, hash);
+        };
+        // A base at the first op the state loses (or at its crash point),
+        // made from the nearest one before it.
+        let i = if self.bases[i].at == first_damaged {
+            i
+        } else {
+            let mut base = self.bases[i].clone();
+            base.advance(self.trace, self.sector, first_damaged);
+            self.bases.insert(i + 1, base);
+            if self.bases.len() > BASES_KEPT {
+                // The base least recently built from goes.
+                let stale = (0..self.bases.len())
+                    .filter(|&j| j != i + 1)
+                    .min_by_key(|&j| self.bases[j].used)
+                    .unwrap_or(0);
+                self.bases.remove(stale);
+                if stale < i + 1 {
+                    i
+                } else {
+                    i + 1
+                }
+            } else {
+                i + 1
+            }
+        };
+        self.built += 1;
+        self.bases[i].used = self.built;
+        self.bases[i].build(self.trace, self.sector, desc)
+    }
+}
+
+/// The blocks ([`HASH_BLOCK_BYTES`]) that bytes `lo..hi` lie in (an empty
+/// range touches the block it is in: a length change there).
+fn block_range(lo: u64, hi: u64) -> std::ops::Range<usize> {
+    let b = HASH_BLOCK_BYTES as u64;
+    let first = lo / b;
+    let last = hi.max(lo + 1).div_ceil(b);
+    first as usize..usize::try_from(last).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

@@ -26,6 +26,22 @@ pub struct InodeState {
     pub entries: BTreeMap<Vec<u8>, Ino>,
 }
 
+impl InodeState {
+    /// How many of a file's bytes its content hash covers: those written
+    /// within its size (the rest of the size reads as zeros, and the size
+    /// is hashed apart).
+    ///
+    /// ```
+    /// use blackout_oplog::store::InodeState;
+    /// use blackout_oplog::ops::InodeKind;
+    /// let f = InodeState { kind: InodeKind::File, data: b"abc".to_vec(), size: 2, entries: Default::default() };
+    /// assert_eq!(f.hashed_len(), 2);
+    /// ```
+    pub fn hashed_len(&self) -> u64 {
+        (self.data.len() as u64).min(self.size)
+    }
+}
+
 /// Which halves of a rename between two directories to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Halves {

@@ -48,6 +48,38 @@ pub fn create_without_dir_sync(dir: &Path, name: &str, data: &[u8]) -> io::Resul
     f.sync_all()
 }
 
+/// A check for a crash state: once `promise` was made, `dir/name` must
+/// hold `want` (before it, anything goes).
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("durable-holds-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// std::fs::write(dir.join("doc"), "v1").unwrap();
+/// let promised = ["saved v2".to_string()];
+/// assert!(durable_test::holds(&dir, &[], "saved v2", "doc", "v2").is_ok());
+/// assert_eq!(
+///     durable_test::holds(&dir, &promised, "saved v2", "doc", "v2"),
+///     Err("saved v2, but doc holds \"v1\"".to_string())
+/// );
+/// std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub fn holds(
+    dir: &Path,
+    promised: &[String],
+    promise: &str,
+    name: &str,
+    want: &str,
+) -> Result<(), String> {
+    if !promised.iter().any(|p| p == promise) {
+        return Ok(());
+    }
+    match fs::read_to_string(dir.join(name)) {
+        Ok(text) if text == want => Ok(()),
+        Ok(text) => Err(format!("{promise}, but {name} holds {text:?}")),
+        Err(e) => Err(format!("{promise}, but {name}: {e}")),
+    }
+}
+
 /// A key-value store: a base file of `key=value` lines, and a log of the
 /// same lines appended (and fsynced) on every set. Reading applies the log
 /// over the base.

@@ -8,27 +8,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use blackout::analysis::report::Verdict;
-use blackout::baseline::{check_reports, Mode, Ratchet, Rule};
+use blackout::baseline::{check_reports, Comparison, Mode, Ratchet, Rule};
 use blackout::{assert_no_worse_than, Report, Scenario};
-use durable_test::{atomic_replace, create_without_dir_sync};
+use durable_test::{atomic_replace, holds};
 
-/// Once `promise` was made, `dir/name` must hold `want`.
-fn holds(
-    dir: &Path,
-    promised: &[String],
-    promise: &str,
-    name: &str,
-    want: &str,
-) -> Result<(), String> {
-    if !promised.iter().any(|p| p == promise) {
-        return Ok(());
-    }
-    match std::fs::read_to_string(dir.join(name)) {
-        Ok(text) if text == want => Ok(()),
-        Ok(text) => Err(format!("{promise}, but {name} holds {text:?}")),
-        Err(e) => Err(format!("{promise}, but {name}: {e}")),
-    }
-}
+mod common;
 
 /// A fresh directory for this test's baseline files.
 fn scratch() -> PathBuf {
@@ -59,6 +43,17 @@ fn env_rewrites() -> bool {
     Mode::from_env().rewrites()
 }
 
+/// The reports compared with the baseline `text` with one row replaced
+/// (`edit`: the row and its replacement), written at `path`.
+fn edited(reports: &[&Report], text: &str, edit: (&str, &str), path: &Path) -> Comparison {
+    std::fs::write(path, text.replace(edit.0, edit.1)).unwrap();
+    let Ratchet::Compared(c) = check_reports(reports.iter().copied(), path, COMPARE).unwrap()
+    else {
+        panic!("compared");
+    };
+    c
+}
+
 fn panic_of(f: impl FnOnce()) -> String {
     let e = catch_unwind(AssertUnwindSafe(f)).expect_err("no panic");
     e.downcast_ref::<String>().cloned().unwrap_or_default()
@@ -74,14 +69,7 @@ fn a_baseline_of_two_scenarios_ratchets() {
         })
         .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
         .run();
-    let create = Scenario::new("create")
-        .workload(|dir, p| {
-            create_without_dir_sync(dir, "data", b"hello")?;
-            p.promise("created data");
-            Ok(())
-        })
-        .check(|state, promised| holds(state, promised, "created data", "data", "hello"))
-        .run();
+    let create = common::create_scenario();
     assert_eq!(replace.label(), "atomic replace");
     assert_eq!(create.verdict(), Verdict::Fail, "{}", create.text());
     let dir = scratch();
@@ -128,17 +116,15 @@ fn a_baseline_of_two_scenarios_ratchets() {
 
     // A stricter baseline (create recorded as passing): a worse verdict.
     let strict = dir.join("strict.tsv");
-    std::fs::write(
-        &strict,
-        text.replace(
+    let c = edited(
+        &[&replace, &create],
+        &text,
+        (
             "create\tposix\tFAIL\tentry_not_synced",
             "create\tposix\tPASS\t-",
         ),
-    )
-    .unwrap();
-    let Ratchet::Compared(c) = check_reports([&replace, &create], &strict, COMPARE).unwrap() else {
-        panic!("compared");
-    };
+        &strict,
+    );
     assert_eq!(c.violations.len(), 1, "{:?}", c.violations);
     assert_eq!(c.violations[0].rule, Rule::WorseVerdict);
     assert_eq!(
@@ -155,18 +141,15 @@ fn a_baseline_of_two_scenarios_ratchets() {
     }
 
     // A looser one (the replace recorded as failing): better, a note only.
-    let loose = dir.join("loose.tsv");
-    std::fs::write(
-        &loose,
-        text.replace(
+    let c = edited(
+        &[&replace, &create],
+        &text,
+        (
             "atomic replace\tposix\tPASS\t-",
             "atomic replace\tposix\tFAIL\tentry_not_synced",
         ),
-    )
-    .unwrap();
-    let Ratchet::Compared(c) = check_reports([&replace, &create], &loose, COMPARE).unwrap() else {
-        panic!("compared");
-    };
+        &dir.join("loose.tsv"),
+    );
     assert!(c.passed(), "{:?}", c.violations);
     assert_eq!(
         c.better,

@@ -5,7 +5,9 @@ use std::path::Path;
 use blackout::analysis::explain::CauseKind;
 use blackout::analysis::report::{CauseGroup, Verdict};
 use blackout::{Report, Scenario};
-use durable_test::{atomic_replace, create_without_dir_sync, LogStore};
+use durable_test::{atomic_replace, create_without_dir_sync, holds, LogStore};
+
+mod common;
 
 /// The cause of `kind` blamed on an op described as `op`; the report if
 /// there is none.
@@ -36,24 +38,6 @@ fn fails_under_posix_only_and_fix_passes(report: &Report, c: &CauseGroup, path: 
         fix.description
     );
     assert!(report.text().contains(&fix.description));
-}
-
-/// Once `promise` was made, `dir/name` must hold `want`.
-fn holds(
-    dir: &Path,
-    promised: &[String],
-    promise: &str,
-    name: &str,
-    want: &str,
-) -> Result<(), String> {
-    if !promised.iter().any(|p| p == promise) {
-        return Ok(());
-    }
-    match std::fs::read_to_string(dir.join(name)) {
-        Ok(text) if text == want => Ok(()),
-        Ok(text) => Err(format!("{promise}, but {name} holds {text:?}")),
-        Err(e) => Err(format!("{promise}, but {name}: {e}")),
-    }
 }
 
 #[test]
@@ -87,14 +71,7 @@ fn a_failing_workload_fails_the_test_saying_why() {
 
 #[test]
 fn a_create_without_a_directory_fsync_fails() {
-    let report = Scenario::new("create")
-        .workload(|dir, p| {
-            create_without_dir_sync(dir, "data", b"hello")?;
-            p.promise("created data");
-            Ok(())
-        })
-        .check(|state, promised| holds(state, promised, "created data", "data", "hello"))
-        .run();
+    let report = common::create_scenario();
     let c = cause(&report, CauseKind::EntryNotSynced, "create data");
     assert!(
         c.cause.sentence.contains("never fsynced"),

@@ -35,6 +35,23 @@ fn ratchet(
     out
 }
 
+/// The recording of the `full` variant, as case `save`, checked by another
+/// checker (`checker`: its flags) against the scratch's baseline.
+fn full_with_checker(s: &Scratch, checker: &[&str]) -> Output {
+    let trace = repo().join("tests/reports/save-full.trace");
+    s.blackout()
+        .env_remove("CI")
+        .env_remove("BLACKOUT_UPDATE_BASELINE")
+        .arg("run")
+        .arg("--trace")
+        .arg(&trace)
+        .args(checker)
+        .args(["--case", "save", "--baseline"])
+        .arg(s.path("baseline.tsv"))
+        .output()
+        .unwrap()
+}
+
 const UPDATE: &[(&str, &str)] = &[("BLACKOUT_UPDATE_BASELINE", "1")];
 
 /// Records variant `mode` as case `case` into the scratch's baseline.
@@ -151,18 +168,7 @@ fn rule_4_a_case_that_became_inconclusive_exits_1() {
     let s = Scratch::new();
     record(&s, "full", "save");
     // A checker that accepts everything cannot fail: INCONCLUSIVE.
-    let trace = repo().join("tests/reports/save-full.trace");
-    let out = s
-        .blackout()
-        .env_remove("CI")
-        .env_remove("BLACKOUT_UPDATE_BASELINE")
-        .arg("run")
-        .arg("--trace")
-        .arg(&trace)
-        .args(["--checker", "true", "--case", "save", "--baseline"])
-        .arg(s.path("baseline.tsv"))
-        .output()
-        .unwrap();
+    let out = full_with_checker(&s, &["--checker", "true"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     let v = violations(&out);
     assert_eq!(v.len(), 3, "{v:?}");
@@ -299,19 +305,7 @@ fn a_run_that_could_not_check_its_states_exits_2_with_its_violations() {
     let s = Scratch::new();
     record(&s, "full", "save");
     // A checker that never answers in time: every state an error.
-    let trace = repo().join("tests/reports/save-full.trace");
-    let out = s
-        .blackout()
-        .env_remove("CI")
-        .env_remove("BLACKOUT_UPDATE_BASELINE")
-        .arg("run")
-        .arg("--trace")
-        .arg(&trace)
-        .args(["--checker", "sleep 5", "--timeout", "0.2", "--case", "save"])
-        .arg("--baseline")
-        .arg(s.path("baseline.tsv"))
-        .output()
-        .unwrap();
+    let out = full_with_checker(&s, &["--checker", "sleep 5", "--timeout", "0.2"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     assert!(
         violations(&out)

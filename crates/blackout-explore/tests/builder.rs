@@ -1,0 +1,153 @@
+//! The incremental builder builds exactly what building from the first op
+//! builds: for every state every model enumerates, the same inodes and the
+//! same content hash. On the golden logs, the recorded save traces, and
+//! random writes, truncates and fallocates across hash-block boundaries.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use blackout_explore::enumerate::{enumerate, ExploreConfig};
+use blackout_explore::model::Model;
+use blackout_explore::state::{FsState, StateBuilder, HASH_BLOCK_BYTES};
+use blackout_oplog::trace::Trace;
+use blackout_record::replay::trace_of_log;
+use proptest::prelude::*;
+
+/// Builds every state of every model both ways; the number compared.
+fn agree(trace: &Trace, what: &str) -> usize {
+    let mut compared = 0;
+    for model in Model::ALL {
+        let mut builder = StateBuilder::new(trace, 512);
+        let cfg = ExploreConfig::default();
+        enumerate(&trace.ops, model.crash_model(), &cfg, |desc| {
+            let (fs, hash) = builder.build(&desc);
+            let whole = FsState::build(trace, &desc, 512);
+            assert!(fs == whole, "{what}, {}: the state differs", desc.id());
+            assert_eq!(hash, whole.content_hash(), "{what}, {}", desc.id());
+            compared += 1;
+        })
+        .unwrap();
+    }
+    compared
+}
+
+fn repo() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+#[test]
+fn on_the_golden_logs_and_the_recorded_traces() {
+    let (mut compared, mut logs) = (0, 0);
+    for entry in fs::read_dir(repo().join("tests/golden")).unwrap() {
+        let case = entry.unwrap().path();
+        let (Ok(log), Ok(dir)) = (
+            fs::read(case.join("strace.log")),
+            fs::read_to_string(case.join("dir.txt")),
+        ) else {
+            continue;
+        };
+        // Cases with an initial tree, or refused, are left out.
+        let Ok(trace) = trace_of_log(&log, dir.trim().as_bytes()) else {
+            continue;
+        };
+        logs += 1;
+        compared += agree(&trace, &case.display().to_string());
+    }
+    assert!(logs >= 10, "only {logs} golden logs replayed");
+    for entry in fs::read_dir(repo().join("tests/reports")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "trace") {
+            let trace = Trace::load(&path).unwrap();
+            compared += agree(&trace, &path.display().to_string());
+        }
+    }
+    assert!(compared > 1000, "only {compared} states compared");
+}
+
+/// One change to one of two files, or a sync.
+#[derive(Debug, Clone)]
+enum Change {
+    Write {
+        file: u8,
+        off: u32,
+        len: u32,
+        byte: u8,
+    },
+    Truncate {
+        file: u8,
+        size: u32,
+    },
+    ZeroRange {
+        file: u8,
+        off: u32,
+        len: u32,
+    },
+    Fsync {
+        file: u8,
+    },
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    let off = 0u32..(4 * HASH_BLOCK_BYTES as u32);
+    prop_oneof![
+        4 => (0u8..2, off.clone(), 1u32..(HASH_BLOCK_BYTES as u32 + 100), any::<u8>())
+            .prop_map(|(file, off, len, byte)| Change::Write { file, off, len, byte }),
+        1 => (0u8..2, off.clone()).prop_map(|(file, size)| Change::Truncate { file, size }),
+        1 => (0u8..2, off, 1u32..(2 * HASH_BLOCK_BYTES as u32))
+            .prop_map(|(file, off, len)| Change::ZeroRange { file, off, len }),
+        3 => (0u8..2).prop_map(|file| Change::Fsync { file }),
+    ]
+}
+
+/// The strace log of the changes (fds 3 and 4 for files `a` and `b`,
+/// created and their directory fsynced first).
+fn log(changes: &[Change]) -> String {
+    let mut log = String::new();
+    for (fd, name) in [(3, "\\x61"), (4, "\\x62")] {
+        writeln!(
+            log,
+            "1 openat(AT_FDCWD, \"{name}\", O_RDWR|O_CREAT, 0644) = {fd}"
+        )
+        .unwrap();
+    }
+    // The names made durable: the builder's base can then move past them.
+    log.push_str("1 openat(AT_FDCWD, \"\\x2e\", O_RDONLY|O_DIRECTORY) = 5\n1 fsync(5) = 0\n");
+    for c in changes {
+        match *c {
+            Change::Write {
+                file,
+                off,
+                len,
+                byte,
+            } => {
+                let data = format!("\\x{byte:02x}").repeat(len as usize);
+                let fd = 3 + file;
+                writeln!(log, "1 pwrite64({fd}, \"{data}\", {len}, {off}) = {len}").unwrap();
+            }
+            Change::Truncate { file, size } => {
+                writeln!(log, "1 ftruncate({}, {size}) = 0", 3 + file).unwrap();
+            }
+            Change::ZeroRange { file, off, len } => {
+                let fd = 3 + file;
+                writeln!(
+                    log,
+                    "1 fallocate({fd}, FALLOC_FL_ZERO_RANGE, {off}, {len}) = 0"
+                )
+                .unwrap();
+            }
+            Change::Fsync { file } => writeln!(log, "1 fsync({}) = 0", 3 + file).unwrap(),
+        }
+    }
+    log
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn on_random_changes_across_hash_blocks(changes in prop::collection::vec(change(), 4..16)) {
+        let trace = trace_of_log(log(&changes).as_bytes(), b"/d").unwrap();
+        agree(&trace, &format!("{changes:?}"));
+    }
+}
