@@ -348,10 +348,8 @@ impl Base {
         self.fs
             .apply_kept(trace, &kept, self.at, sector, |ino, lo, hi| {
                 let known = &mut blocks[ino as usize];
-                let end = block_range(lo, hi).end.min(known.len());
-                for slot in known.iter_mut().take(end).skip(block_range(lo, hi).start) {
-                    *slot = None;
-                }
+                let (r, len) = (block_range(lo, hi), known.len());
+                known[r.start.min(len)..r.end.min(len)].fill(None);
             });
         for (known, node) in self.blocks.iter_mut().zip(&self.fs.inodes) {
             known.resize(

@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 
 use blackout::analysis::report::Verdict;
 use blackout::baseline::{check_reports, Comparison, Mode, Ratchet, Rule};
-use blackout::{assert_no_worse_than, Report, Scenario};
-use durable_test::{atomic_replace, holds};
+use blackout::{assert_no_worse_than, Report};
 
 mod common;
 
@@ -61,14 +60,7 @@ fn panic_of(f: impl FnOnce()) -> String {
 
 #[test]
 fn a_baseline_of_two_scenarios_ratchets() {
-    let replace = Scenario::new("atomic replace")
-        .workload(|dir, p| {
-            atomic_replace(dir, "doc", b"v2")?;
-            p.promise("saved v2");
-            Ok(())
-        })
-        .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
-        .run();
+    let replace = common::replace_scenario();
     let create = common::create_scenario();
     assert_eq!(replace.label(), "atomic replace");
     assert_eq!(create.verdict(), Verdict::Fail, "{}", create.text());

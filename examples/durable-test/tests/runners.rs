@@ -15,6 +15,11 @@ use std::process::Command;
 /// The test files whose scenarios are compared.
 const FILES: [&str; 2] = ["scenarios", "sqlite"];
 
+/// The cargo that runs this test (else the one on `PATH`).
+fn cargo_bin() -> std::ffi::OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
 /// `cargo ARGS` for this package's scenario files, in this build's target
 /// directory and profile.
 fn cargo(args: &[&str]) -> Command {
@@ -22,7 +27,7 @@ fn cargo(args: &[&str]) -> Command {
     // TARGET/PROFILE/deps/runners-HASH
     let profile_dir = exe.parent().and_then(|d| d.parent()).expect("a target dir");
     let target: PathBuf = profile_dir.parent().expect("a target dir").into();
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut cmd = Command::new(cargo_bin());
     cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(args)
         .args(["-p", "durable-test", "--target-dir"])
@@ -102,7 +107,7 @@ fn parallel_threads_one_thread_and_nextest_agree() {
     let mut one = cargo(&["test"]);
     one.args(["--", "--test-threads=1"]);
     let one = libtest_results(&output("cargo test -- --test-threads=1", one));
-    let has_nextest = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    let has_nextest = Command::new(cargo_bin())
         .args(["nextest", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());

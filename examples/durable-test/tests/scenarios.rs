@@ -42,17 +42,7 @@ fn fails_under_posix_only_and_fix_passes(report: &Report, c: &CauseGroup, path: 
 
 #[test]
 fn atomic_replace_passes() {
-    let report = Scenario::new("atomic replace")
-        .workload(|dir, p| {
-            atomic_replace(dir, "doc", b"v2")?;
-            // What the test prints is not a promise: promises have a
-            // channel of their own.
-            println!("replaced doc");
-            p.promise("saved v2");
-            Ok(())
-        })
-        .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
-        .run();
+    let report = common::replace_scenario();
     report.assert_pass();
     assert_eq!(report.run_report().unwrap().promises, ["saved v2"]);
     assert_eq!(report.models().len(), 3);

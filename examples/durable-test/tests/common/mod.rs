@@ -1,7 +1,22 @@
 //! What the scenario tests share.
 
 use blackout::{Report, Scenario};
-use durable_test::{create_without_dir_sync, holds};
+use durable_test::{atomic_replace, create_without_dir_sync, holds};
+
+/// A document replaced atomically and durably, then promised: passes.
+pub fn replace_scenario() -> Report {
+    Scenario::new("atomic replace")
+        .workload(|dir, p| {
+            atomic_replace(dir, "doc", b"v2")?;
+            // What the test prints is not a promise: promises have a
+            // channel of their own.
+            println!("replaced doc");
+            p.promise("saved v2");
+            Ok(())
+        })
+        .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
+        .run()
+}
 
 /// A file created and fsynced, its directory never: promised, then lost
 /// under posix when the directory entry is.
