@@ -26,6 +26,9 @@ pub enum Barrier {
     Flush,
     /// Just after a mark (the promise named was made).
     Mark(String),
+    /// The end of what is explored: the workload's exit, or the end of
+    /// the time the file system was left up after it.
+    End,
 }
 
 impl std::fmt::Display for Barrier {
@@ -34,6 +37,7 @@ impl std::fmt::Display for Barrier {
             Barrier::Base => f.write_str("base"),
             Barrier::Flush => f.write_str("flush"),
             Barrier::Mark(name) => write!(f, "mark {name:?}"),
+            Barrier::End => f.write_str("end"),
         }
     }
 }
@@ -132,6 +136,51 @@ pub fn crash_points(log: &BlockLog, base: usize) -> Vec<CrashPoint> {
             same_image_as_previous: !changed,
         });
         changed = false;
+    }
+    points
+}
+
+/// The crash points of the log's records `..end` ([`crash_points`]), and
+/// a last one at `end` itself ([`Barrier::End`]) unless a point is there
+/// already: what a recording is explored up to (the workload's exit, or
+/// the end of the time the file system was left up after it).
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::crash::{crash_points_until, Barrier};
+/// use blackout_block::log::{BlockLog, Record, RecordKind};
+/// let r = |kind| Record { nanos: 0, kind };
+/// let w = RecordKind::Write { offset: 0, len: 512, data_at: 0 };
+/// let log = BlockLog { records: vec![r(w.clone()), r(RecordKind::Flush), r(w)] };
+/// let points = crash_points_until(&log, 0, 3);
+/// assert_eq!(points.last().unwrap().barrier, Barrier::End);
+/// assert_eq!(points.last().unwrap().in_flight, 1);
+/// assert_eq!(crash_points_until(&log, 0, 2).len(), 2);
+/// ```
+pub fn crash_points_until(log: &BlockLog, base: usize, end: usize) -> Vec<CrashPoint> {
+    let end = end.min(log.records.len());
+    let head = BlockLog {
+        records: log.records[..end].to_vec(),
+    };
+    let mut points = crash_points(&head, base);
+    let last = points.last().map_or(0, |p| p.position);
+    if last < end {
+        // Every flush and mark before `end` is a point: only writes and
+        // zeroed ranges lie between the last point and `end`.
+        let since = log.records[last..end]
+            .iter()
+            .filter(|r| matches!(r.kind, RecordKind::Write { .. } | RecordKind::Zero { .. }))
+            .count();
+        let in_flight = points.last().map_or(0, |p| p.in_flight) + since;
+        points.push(CrashPoint {
+            position: end,
+            barrier: Barrier::End,
+            nanos: log.records[end - 1].nanos,
+            marks: points.last().map_or(0, |p| p.marks),
+            in_flight,
+            same_image_as_previous: since == 0,
+        });
     }
     points
 }

@@ -13,9 +13,12 @@
 //! Modules, each using only those before it: [`log`] (the records, their
 //! text form, the live log), [`crash`] (crash points at the base, each
 //! flush and each mark), [`image`] (sparse images and replay),
-//! [`recording`] (a finished log with its data and base image, replayed
+//! [`states`] (each crash point's subsets of the writes in flight, within
+//! a bound, and the image of each), [`recording`] (a finished log with its data and base image, replayed
 //! with no device left), [`daemon`] (the FUSE file system), [`session`] (image, daemon, loop
-//! device, mkfs and mount, taken down on every path).
+//! device, mkfs and mount, taken down on every path), [`mount`] (a
+//! state's image mounted through a self-clearing loop device, so recovery
+//! runs).
 //!
 //! ```no_run
 //! use blackout_block::session::{DeviceSession, FsKind, SessionConfig};
@@ -34,5 +37,7 @@ pub mod crash;
 pub mod daemon;
 pub mod image;
 pub mod log;
+pub mod mount;
 pub mod recording;
 pub mod session;
+pub mod states;

@@ -368,6 +368,8 @@ pub struct LiveLog {
 #[derive(Debug)]
 struct Inner {
     start: Instant,
+    /// `start` in seconds since the epoch (the clock strace's `-ttt` uses).
+    start_unix: f64,
     records: Vec<Record>,
     data: File,
     data_len: u64,
@@ -395,11 +397,20 @@ impl LiveLog {
         Ok(LiveLog {
             inner: Arc::new(Mutex::new(Inner {
                 start: Instant::now(),
+                start_unix: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64()),
                 records: Vec::new(),
                 data,
                 data_len: 0,
             })),
         })
+    }
+
+    /// When the log began, in seconds since the epoch: a record happened at
+    /// this plus its `nanos` (to within the clocks' drift over a run).
+    pub fn started_unix(&self) -> f64 {
+        self.lock().start_unix
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

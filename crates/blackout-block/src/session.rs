@@ -375,6 +375,28 @@ impl DeviceSession {
         mount.arg(&dev).arg(self.mount_path());
         run("mount", &mut mount)?;
         self.mounted = true;
+        self.rebase()
+    }
+
+    /// Syncs the file system and makes this moment the base: crash points
+    /// before it never count (what a workload's setup wrote is there
+    /// before it starts), and the base image is written again.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # use blackout_block::session::DeviceSession;
+    /// # fn f(mut session: DeviceSession) -> Result<(), blackout_block::session::SessionError> {
+    /// std::fs::write(session.mount_path().join("doc.txt"), "version 1\n").unwrap();
+    /// session.rebase()?;
+    /// assert_eq!(session.crash_points().len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub fn rebase(&mut self) -> Result<(), SessionError> {
+        let io = |what: &str| {
+            let what = what.to_string();
+            move |e: io::Error| SessionError::step(what, e)
+        };
         self.sync()?;
         self.base = self.log.position();
         let records = self.log.snapshot().records;
@@ -384,10 +406,22 @@ impl DeviceSession {
             size: self.size,
             base: None,
         };
+        match fs::remove_file(self.base_path()) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(io("removing the old base image")(e))
+            }
+            _ => {}
+        }
         replay
             .write_image(self.base, &self.base_path())
             .map_err(io("writing the base image"))?;
         Ok(())
+    }
+
+    /// When the block log began, in seconds since the epoch
+    /// ([`LiveLog::started_unix`]).
+    pub fn log_started_unix(&self) -> f64 {
+        self.log.started_unix()
     }
 
     /// Where the file system is mounted.

@@ -16,6 +16,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
 use blackout::analysis::report::{RunReport, Verdict};
 use blackout::baseline;
+use blackout::block::{check_block, record_block, BlockCheck, BlockConfig, BlockError};
+use blackout::block_device::session::FsKind;
 use blackout::check::server::{request_line, ServerChecker};
 use blackout::check::shell::{
     acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
@@ -267,6 +269,8 @@ struct RunArgs {
     /// line, joined by spaces; with --trace, the trace file's name).
     #[arg(long, value_name = "NAME", requires = "baseline", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     case: Option<String>,
+    #[command(flatten)]
+    block: BlockArgs,
     /// The workload and its arguments (with --trace: none).
     #[arg(
         last = true,
@@ -274,6 +278,73 @@ struct RunArgs {
         required_unless_present = "trace"
     )]
     command: Vec<OsString>,
+}
+
+/// Where crash states come from.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Backend {
+    /// The persistence models over the recorded system calls.
+    Model,
+    /// A real file system on a recorded block device (root).
+    Block,
+}
+
+/// The real-file-system backend (`--backend block`).
+#[derive(Args, Clone)]
+struct BlockArgs {
+    /// Where crash states come from: `model` (the persistence models over
+    /// the recorded system calls) or `block` (the workload runs on a real
+    /// file system on a recorded block device; every crash point's device
+    /// is mounted so the file system's recovery runs, then checked, beside
+    /// the posix model's verdict; needs root, /dev/fuse and a loop device).
+    #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Backend::Model)]
+    backend: Backend,
+    /// With --backend block: the file system (ext4, xfs, btrfs).
+    #[arg(long = "fs", value_name = "FS", default_value = "ext4", value_parser = parse_fs)]
+    fs: String,
+    /// With --backend block: the device size, in bytes or with K, M, G
+    /// (default 128M, at least what the file system needs).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    fs_size: Option<u64>,
+    /// With --backend block: options for mkfs, split at spaces.
+    #[arg(long, value_name = "OPTS", allow_hyphen_values = true)]
+    mkfs_opts: Option<String>,
+    /// With --backend block: mount options (`commit=1,data=journal`),
+    /// used when recording and for every crash state.
+    #[arg(long, value_name = "OPTS")]
+    mount_opts: Option<String>,
+    /// With --backend block: subsets of the writes in flight since the last
+    /// flush tried per crash point (every subset when they fit, else every
+    /// prefix, each single write lost, and seeded random ones).
+    #[arg(long, value_name = "N", default_value_t = blackout::block::SUBSETS_MAX_DEFAULT as u64, value_parser = clap::value_parser!(u64).range(1..=1 << 20))]
+    max_subsets: u64,
+    /// With --backend block: keep the file system up SECS after the
+    /// workload and check only crash points at least SECS after the last
+    /// promise: would the promises hold if the machine stayed up that long?
+    #[arg(long, value_name = "SECS", value_parser = positive_seconds)]
+    settle: Option<f64>,
+}
+
+fn parse_fs(s: &str) -> Result<String, String> {
+    s.parse::<FsKind>()
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A size in bytes: a number, optionally followed by K, M or G (powers of
+/// 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (num, shift) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 30),
+        _ => (s, 0),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("`{s}` is not a size (a number of bytes, or with K, M or G)"))
 }
 
 /// A number of seconds that is positive and finite.
@@ -765,6 +836,9 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
         return Err(anyhow!("--timeout must be a positive number of seconds"));
     }
+    if a.block.backend == Backend::Block {
+        return cmd_run_block(a);
+    }
     let shard = shard_of(&a)?;
     // A report file that cannot be written fails the run before it starts.
     for (flag, path, _) in a.report.files() {
@@ -793,33 +867,8 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
     if let Some(code) = trace.exit.code.filter(|&c| c != 0) {
         eprintln!("warning: the workload exited {code}; checking what it did anyway");
     }
-    let timeout = std::time::Duration::from_secs_f64(a.timeout);
-    let (checker, checker_flag): (Box<dyn Checker>, _) = match (&a.checker, &a.checker_server) {
-        (_, Some(server)) => (
-            Box::new(ServerChecker::new(server.clone(), timeout)),
-            "--checker-server",
-        ),
-        (Some(command), None) => (
-            Box::new(ShellChecker {
-                command: command.clone(),
-                timeout,
-            }),
-            "--checker",
-        ),
-        (None, None) => return Err(anyhow!("give --checker CMD or --checker-server CMD")),
-    };
-    let checker_command = checker.command().to_string();
-    let mut cfg = RunConfig::with_checker(checker);
-    cfg.models = a.explore.models();
-    if let Some(j) = a.jobs {
-        cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
-    }
-    cfg.explore = a.explore.config();
-    cfg.sector = a.explore.sector;
-    cfg.promise_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
-    cfg.consistency_only = a.consistency_only;
-    cfg.fix_verifications = a.verify_fixes;
-    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    let (mut cfg, checker_flag) = run_config(&a)?;
+    let checker_command = cfg.checker.command().to_string();
     let bars = Bars::attach(&mut cfg);
     if let Some((shard, part)) = shard {
         let result = check_shard(&trace, &cfg, shard);
@@ -856,6 +905,151 @@ fn cmd_run(a: RunArgs) -> Result<u8> {
             ratchet_exit(path, &case, &report, mode, a.report.json)
         }
     }
+}
+
+/// The run's settings from its flags, and the flag that named the checker.
+fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
+    let timeout = std::time::Duration::from_secs_f64(a.timeout);
+    let (checker, checker_flag): (Box<dyn Checker>, _) = match (&a.checker, &a.checker_server) {
+        (_, Some(server)) => (
+            Box::new(ServerChecker::new(server.clone(), timeout)),
+            "--checker-server",
+        ),
+        (Some(command), None) => (
+            Box::new(ShellChecker {
+                command: command.clone(),
+                timeout,
+            }),
+            "--checker",
+        ),
+        (None, None) => return Err(anyhow!("give --checker CMD or --checker-server CMD")),
+    };
+    let mut cfg = RunConfig::with_checker(checker);
+    cfg.models = a.explore.models();
+    if let Some(j) = a.jobs {
+        cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
+    }
+    cfg.explore = a.explore.config();
+    cfg.sector = a.explore.sector;
+    cfg.promise_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
+    cfg.consistency_only = a.consistency_only;
+    cfg.fix_verifications = a.verify_fixes;
+    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    Ok((cfg, checker_flag))
+}
+
+/// The block backend's settings from the run's flags.
+fn block_config(a: &RunArgs) -> Result<BlockConfig> {
+    let fs: FsKind = a.block.fs.parse().map_err(|e| anyhow!("--fs: {e}"))?;
+    let mut bcfg = BlockConfig::new(fs);
+    if let Some(size) = a.block.fs_size {
+        bcfg.session.size = size;
+    }
+    if let Some(opts) = &a.block.mkfs_opts {
+        bcfg.session.mkfs_opts = opts.split_whitespace().map(str::to_string).collect();
+    }
+    if let Some(opts) = &a.block.mount_opts {
+        bcfg.session.mount_opts = vec![opts.clone()];
+    }
+    bcfg.max_subsets = usize::try_from(a.block.max_subsets).unwrap_or(usize::MAX);
+    bcfg.seed = a.explore.seed;
+    bcfg.settle = a.block.settle.map(std::time::Duration::from_secs_f64);
+    Ok(bcfg)
+}
+
+/// `run --backend block`: the workload recorded on a real file system, the
+/// posix model checked on its trace, then every crash state of the device
+/// mounted and checked.
+fn cmd_run_block(a: RunArgs) -> Result<u8> {
+    let unsupported = [
+        ("--trace", a.trace.is_some()),
+        ("--shard", a.shard.is_some()),
+        ("--baseline", a.baseline.is_some()),
+        ("--junit", a.report.junit.is_some()),
+        ("--markdown", a.report.markdown.is_some()),
+        ("--html", a.report.html.is_some()),
+        ("--checker-server", a.checker_server.is_some()),
+    ];
+    if let Some((flag, _)) = unsupported.iter().find(|(_, set)| *set) {
+        return Err(anyhow!("{flag} does not work with --backend block"));
+    }
+    let bcfg = block_config(&a)?;
+    let fs = bcfg.session.fs;
+    let rcfg = a.recording.clone().config(a.command.clone());
+    let recorded = record_block(&bcfg, &rcfg);
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return Err(anyhow!("interrupted"));
+    }
+    let rec = recorded?;
+    if let Some(out) = &a.output {
+        rec.trace
+            .save(out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    eprintln!(
+        "recorded {} ops and {} block records on {fs} (base at record {})",
+        rec.trace.ops.len(),
+        rec.device.log().records.len(),
+        rec.device.base()
+    );
+    let (mut cfg, _) = run_config(&a)?;
+    cfg.models = vec![Model::Posix];
+    let posix = match check_trace(&rec.trace, &cfg) {
+        Ok(r) => r,
+        Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
+        Err(e) => return Err(e).context("checking the posix model's crash states"),
+    };
+    let trace_id = rec.trace.content_id();
+    let shown = a.output.as_ref().map(|p| p.display().to_string());
+    let ctx = ExportContext {
+        trace: &rec.trace,
+        trace_path: shown.as_deref(),
+        trace_id: &trace_id,
+        checker: cfg.checker.command(),
+        checker_flag: "--checker",
+        state_flags: &a.explore.state_flags(),
+        all_causes: a.report.all_causes,
+        promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+    };
+    let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
+        let how = BlockCheck {
+            config: &bcfg,
+            checker: cfg.checker.as_ref(),
+            promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+            scratch_parent: blackout::sys::scratch::default_scratch_parent(),
+            cancel: Some(&INTERRUPTED),
+            posix: Some(&posix),
+        };
+        match check_block(&rec, &how) {
+            Ok(r) => Some(r),
+            Err(BlockError::Interrupted) => return Err(anyhow!("interrupted")),
+            Err(e) => return Err(e).context("checking the block device's crash states"),
+        }
+    } else {
+        None
+    };
+    let mut out = std::io::stdout().lock();
+    if a.report.json {
+        let posix_json: serde_json::Value =
+            serde_json::from_slice(&JsonExporter.export(&posix, &ctx))?;
+        let doc = serde_json::json!({ "posix": posix_json, "block": block });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        let text = TextExporter {
+            color: use_color(a.report.color),
+        };
+        out.write_all(&text.export(&posix, &ctx))?;
+        match &block {
+            Some(b) => write!(out, "\n{}", b.text())?,
+            None => writeln!(
+                out,
+                "\n{fs}: not checked: the posix run says {} (fix the checker first)",
+                posix.verdict.name()
+            )?,
+        }
+    }
+    out.flush()?;
+    Ok(block.map_or(posix.verdict.exit_code(), |b| b.verdict.exit_code()))
 }
 
 /// The ratchet after a run: compares it with the baseline (or records it)

@@ -64,6 +64,17 @@ pub struct RecordConfig {
     pub output_fd: Option<i32>,
     /// Variables added to the workload's environment.
     pub env: Vec<(OsString, OsString)>,
+    /// Run the workload in this existing directory instead of a fresh one
+    /// in the scratch directory: what it holds (after `init` and `setup`)
+    /// is the initial tree, and it is left as the workload left it.
+    pub dir: Option<PathBuf>,
+    /// The workload's standard output goes to this existing file (opened
+    /// for appending) instead of being kept: the recording's `stdout` is
+    /// then empty.
+    pub stdout: Option<PathBuf>,
+    /// Log when each call started and how long it took (`-ttt -T`), for
+    /// [`crate::strace::call_times`].
+    pub timestamps: bool,
 }
 
 impl RecordConfig {
@@ -83,6 +94,9 @@ impl RecordConfig {
             volatile: Vec::new(),
             output_fd: None,
             env: Vec::new(),
+            dir: None,
+            stdout: None,
+            timestamps: false,
         }
     }
 }
@@ -242,8 +256,14 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
             .map_err(|e| scratch_error(&std::env::temp_dir(), e))?,
     };
     let base = fs::canonicalize(scratch.path())?;
-    let dir = base.join("dir");
-    fs::create_dir(&dir)?;
+    let dir = match &cfg.dir {
+        Some(dir) => fs::canonicalize(dir)?,
+        None => {
+            let dir = base.join("dir");
+            fs::create_dir(&dir)?;
+            dir
+        }
+    };
     prepare_dir(cfg, &dir)?;
     let tree = snapshot(&dir)?;
 
@@ -341,6 +361,13 @@ fn run_strace(
     if cfg.stacks {
         strace.arg("-k");
     }
+    if cfg.timestamps {
+        strace.args(["-ttt", "-T"]);
+    }
+    let stdout = match &cfg.stdout {
+        Some(path) => fs::File::options().append(true).open(path)?,
+        None => fs::File::create(&stdout_path)?,
+    };
     strace
         .arg("-e")
         .arg(format!("trace={TRACED_SYSCALLS}"))
@@ -352,7 +379,7 @@ fn run_strace(
         .current_dir(dir)
         .process_group(0)
         .stdin(Stdio::null())
-        .stdout(fs::File::create(&stdout_path)?)
+        .stdout(stdout)
         .stderr(fs::File::create(&stderr_path)?);
     if let Some(fd) = cfg.output_fd {
         let file = fs::File::create(base.join("output"))?;
@@ -371,7 +398,10 @@ fn run_strace(
         Waited::Cancelled => return Err(RecordError::Interrupted),
         Waited::TimedOut => return Err(RecordError::TimedOut(cfg.timeout.as_secs_f64())),
     };
-    let stdout = fs::read(&stdout_path)?;
+    let stdout = match cfg.stdout {
+        Some(_) => Vec::new(),
+        None => fs::read(&stdout_path)?,
+    };
     let stderr = fs::read(&stderr_path)?;
     let log = fs::read(&log_path).unwrap_or_default();
     if let Some(keep) = &cfg.keep_log {

@@ -84,6 +84,7 @@
 #![deny(missing_docs)]
 
 pub use blackout_analysis as analysis;
+pub use blackout_block as block_device;
 pub use blackout_check as check;
 pub use blackout_explore as explore;
 pub use blackout_export as export;
@@ -92,6 +93,7 @@ pub use blackout_record as record;
 pub use blackout_sys as sys;
 
 pub mod baseline;
+pub mod block;
 pub mod run;
 pub mod scenario;
 pub mod shard;

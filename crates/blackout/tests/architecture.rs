@@ -71,7 +71,16 @@ const MODULES: &[(&str, &[&str])] = &[
     ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
     (
         "blackout-block",
-        &["log", "crash", "image", "recording", "daemon", "session"],
+        &[
+            "log",
+            "crash",
+            "image",
+            "states",
+            "recording",
+            "daemon",
+            "session",
+            "mount",
+        ],
     ),
     (
         "blackout-record",

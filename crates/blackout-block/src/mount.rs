@@ -1,0 +1,200 @@
+//! Mounting a crash state's image so the file system's own recovery runs:
+//! a loop device of its own set up with two ioctls (no `losetup` or `mount`
+//! process per state), `mount(2)`, and on the way out `umount(2)`; the loop
+//! device is configured to clear itself when the last user lets go, so an
+//! unmount (or this process dying) detaches it.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+use crate::session::FsKind;
+
+/// `LOOP_CTL_GET_FREE` (linux/loop.h): the number of a free loop device,
+/// made if there is none.
+const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+/// `LOOP_CONFIGURE` (linux/loop.h, Linux 5.8): bind a backing file and set
+/// the flags in one call.
+const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
+/// `LO_FLAGS_AUTOCLEAR`: the device lets its file go when its last user
+/// closes it (the mount holds it while mounted).
+const LO_FLAGS_AUTOCLEAR: u32 = 4;
+/// Free devices taken by someone else between asking and binding are
+/// retried this many times.
+const ATTACH_TRIES: usize = 16;
+
+/// `struct loop_info64` (linux/loop.h).
+#[repr(C)]
+struct LoopInfo64 {
+    device: u64,
+    inode: u64,
+    rdevice: u64,
+    offset: u64,
+    sizelimit: u64,
+    number: u32,
+    encrypt_type: u32,
+    encrypt_key_size: u32,
+    flags: u32,
+    file_name: [u8; 64],
+    crypt_name: [u8; 64],
+    encrypt_key: [u8; 32],
+    init: [u64; 2],
+}
+
+/// `struct loop_config` (linux/loop.h).
+#[repr(C)]
+struct LoopConfig {
+    fd: u32,
+    block_size: u32,
+    info: LoopInfo64,
+    reserved: [u64; 8],
+}
+
+/// Binds `image` to a free loop device that clears itself once unused, and
+/// returns the device's path and an open handle (the device stays bound
+/// while the handle or a mount holds it).
+fn attach(image: &File) -> io::Result<(PathBuf, File)> {
+    let control = File::options()
+        .read(true)
+        .write(true)
+        .open("/dev/loop-control")?;
+    let mut last = io::Error::other("no free loop device");
+    for _ in 0..ATTACH_TRIES {
+        // SAFETY: LOOP_CTL_GET_FREE takes no argument and returns a number.
+        let n = unsafe { libc::ioctl(control.as_raw_fd(), LOOP_CTL_GET_FREE) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let path = PathBuf::from(format!("/dev/loop{n}"));
+        let device = File::options().read(true).write(true).open(&path)?;
+        let config = LoopConfig {
+            fd: image.as_raw_fd() as u32,
+            block_size: 0,
+            info: LoopInfo64 {
+                device: 0,
+                inode: 0,
+                rdevice: 0,
+                offset: 0,
+                sizelimit: 0,
+                number: 0,
+                encrypt_type: 0,
+                encrypt_key_size: 0,
+                flags: LO_FLAGS_AUTOCLEAR,
+                file_name: [0; 64],
+                crypt_name: [0; 64],
+                encrypt_key: [0; 32],
+                init: [0; 2],
+            },
+            reserved: [0; 8],
+        };
+        // SAFETY: LOOP_CONFIGURE reads one `struct loop_config`, which
+        // `config` is, laid out as the kernel's; it outlives the call.
+        let r = unsafe { libc::ioctl(device.as_raw_fd(), LOOP_CONFIGURE, &config) };
+        if r == 0 {
+            return Ok((path, device));
+        }
+        last = io::Error::last_os_error();
+        if last.raw_os_error() != Some(libc::EBUSY) {
+            return Err(last);
+        }
+    }
+    Err(last)
+}
+
+/// A crash state's image mounted on a directory: the file system's recovery
+/// has run. Dropping it unmounts (lazily, if the mount is still busy); the
+/// loop device then clears itself.
+///
+/// # Examples
+///
+/// ```no_run
+/// use blackout_block::mount::MountedImage;
+/// use blackout_block::session::FsKind;
+/// use std::path::Path;
+/// let m = MountedImage::mount(Path::new("state.img"), Path::new("mnt"), FsKind::Ext4, "")?;
+/// println!("{:?}", std::fs::read_dir(m.path())?.count());
+/// m.unmount()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct MountedImage {
+    target: PathBuf,
+    device: PathBuf,
+    mounted: bool,
+}
+
+impl MountedImage {
+    /// Mounts `image` (a throw-away copy: mounting writes to it) as `fs` on
+    /// `target`, an existing empty directory, with `options` (`mount -o`
+    /// text; xfs also gets `nouuid`, since every copy has the same UUID).
+    /// An error names the step and the device.
+    pub fn mount(
+        image: &Path,
+        target: &Path,
+        fs: FsKind,
+        options: &str,
+    ) -> io::Result<MountedImage> {
+        let file = File::options().read(true).write(true).open(image)?;
+        let (device, handle) = attach(&file)
+            .map_err(|e| io::Error::new(e.kind(), format!("setting up a loop device: {e}")))?;
+        drop(file);
+        let mut data = options.to_string();
+        if fs == FsKind::Xfs {
+            if !data.is_empty() {
+                data.push(',');
+            }
+            data.push_str("nouuid");
+        }
+        let data = std::ffi::CString::new(data).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "mount options hold a NUL byte")
+        })?;
+        let mounted = rustix::mount::mount(
+            &device,
+            target,
+            fs.name(),
+            rustix::mount::MountFlags::empty(),
+            data.as_c_str(),
+        );
+        // The mount holds the device now (or nothing does, and closing the
+        // handle clears it).
+        drop(handle);
+        mounted.map_err(|e| {
+            io::Error::other(format!("mount -t {} {}: {e}", fs.name(), device.display()))
+        })?;
+        Ok(MountedImage {
+            target: target.to_path_buf(),
+            device,
+            mounted: true,
+        })
+    }
+
+    /// Where the file system is mounted.
+    pub fn path(&self) -> &Path {
+        &self.target
+    }
+
+    /// The loop device it is mounted from.
+    pub fn device(&self) -> &Path {
+        &self.device
+    }
+
+    /// Unmounts; the loop device clears itself.
+    pub fn unmount(mut self) -> io::Result<()> {
+        self.mounted = false;
+        rustix::mount::unmount(&self.target, rustix::mount::UnmountFlags::empty())
+            .map_err(|e| io::Error::other(format!("umount {}: {e}", self.target.display())))
+    }
+}
+
+impl Drop for MountedImage {
+    fn drop(&mut self) {
+        if self.mounted {
+            // Still busy (a checker's process left in it): detach it now,
+            // the kernel finishes when the last user leaves.
+            if rustix::mount::unmount(&self.target, rustix::mount::UnmountFlags::empty()).is_err() {
+                let _ = rustix::mount::unmount(&self.target, rustix::mount::UnmountFlags::DETACH);
+            }
+        }
+    }
+}

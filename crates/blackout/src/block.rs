@@ -1,0 +1,779 @@
+//! The real-file-system backend: the workload runs on a real ext4, xfs or
+//! btrfs whose block device is recorded ([`blackout_block`]), traced by
+//! strace at the same time; every crash point's device (with each subset
+//! of the writes in flight, within a bound) is rebuilt, mounted so the file
+//! system's own recovery runs, and checked in place.
+//!
+//! [`record_block`] makes a [`BlockRecording`]: the block log and its data,
+//! the syscall trace, and when each call returned. [`check_block`] checks
+//! every state and makes a [`BlockReport`]; each failing state is matched
+//! to the posix model's failing states by what its files hold, which names
+//! the lost operation in the model backend's terms — and a real failure
+//! the posix model does not reproduce is the differential check's finding.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use blackout_analysis::report::{Checked, RunReport, Verdict};
+use blackout_block::crash::{crash_points_until, CrashPoint};
+use blackout_block::log::{BlockLog, RecordKind};
+use blackout_block::mount::MountedImage;
+use blackout_block::recording::{Recording as DeviceRecording, DATA_FILE};
+use blackout_block::session::{DeviceSession, FsKind, SessionConfig, SessionError};
+use blackout_block::states::{enumerate, window, write_state, BlockState, SubsetCoverage};
+use blackout_check::outcome::Outcome;
+use blackout_check::pool::Scratch;
+use blackout_check::Checker;
+use blackout_explore::model::Model;
+use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
+use blackout_oplog::naming::describe_unit;
+use blackout_oplog::ops::{Part, Unit};
+use blackout_oplog::promises::join_lines;
+use blackout_oplog::trace::Trace;
+use blackout_record::record::{RecordConfig, RecordError, StraceRecorder};
+use blackout_record::snapshot::copy_tree;
+use blackout_record::strace::call_times;
+use blackout_record::Recorder;
+
+pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
+
+/// The block backend's own settings.
+#[derive(Debug, Clone)]
+pub struct BlockConfig {
+    /// The file system, its device size, mkfs and mount options, and where
+    /// the device's scratch directory goes.
+    pub session: SessionConfig,
+    /// Subsets of the writes in flight tried per crash point.
+    pub max_subsets: usize,
+    /// Seed for the subsets sampled when a window has too many.
+    pub seed: u64,
+    /// Keep the file system up this long after the workload, and check
+    /// only crash points at least this long after the last promise.
+    pub settle: Option<Duration>,
+}
+
+impl BlockConfig {
+    /// Defaults for `fs`: a device of 128 MiB, or the least the file
+    /// system needs if that is more.
+    pub fn new(fs: FsKind) -> BlockConfig {
+        let mut session = SessionConfig::new(fs);
+        session.size = session.size.max(fs.min_size());
+        BlockConfig {
+            session,
+            max_subsets: SUBSETS_MAX_DEFAULT,
+            seed: 0,
+            settle: None,
+        }
+    }
+}
+
+/// Why a block run could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum BlockError {
+    /// The device could not be set up or taken down (a requirement missing:
+    /// root, FUSE, a loop device, a tool).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// Recording the workload failed.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// `--setup` failed on the file system.
+    #[error("--setup `{0}` failed on the file system: {1}")]
+    Setup(String, String),
+    /// The strace log's timestamps could not be read.
+    #[error("the strace log: {0}")]
+    Times(String),
+    /// Cancelled (Ctrl-C): everything was taken down.
+    #[error("interrupted")]
+    Interrupted,
+    /// I/O on the scratch directory.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// What recording a workload on a real file system left.
+#[derive(Debug)]
+pub struct BlockRecording {
+    /// The file system.
+    pub fs: FsKind,
+    /// The syscall trace (its directory is where the file system was
+    /// mounted).
+    pub trace: Trace,
+    /// The block log, its data and the base image (removed when dropped).
+    pub device: DeviceRecording,
+    /// The log position the exploration ends at: the workload's exit, or
+    /// the end of `--settle`.
+    pub end: usize,
+    /// The log position when the workload exited.
+    pub exited: usize,
+    /// When the block log began, in seconds since the epoch.
+    pub started_unix: f64,
+    /// Each op's log line mapped to when its call returned (seconds since
+    /// the epoch).
+    pub returned: HashMap<u32, f64>,
+    /// What the workload printed.
+    pub output: Vec<u8>,
+    /// What it wrote to stderr (the tail shown when it failed).
+    pub stderr: Vec<u8>,
+}
+
+/// Records `record.command` on a fresh `config.session.fs`: the device is
+/// made, `init` and `setup` fill the file system and the base is taken,
+/// then the workload runs under strace with `{dir}` and its working
+/// directory at the mount and its standard output logged as marks.
+///
+/// # Errors
+///
+/// A requirement missing, the workload failing to start or being killed,
+/// the log unreadable, or a cancel (then everything is taken down).
+pub fn record_block(
+    config: &BlockConfig,
+    record: &RecordConfig,
+) -> Result<BlockRecording, BlockError> {
+    let mut session = DeviceSession::start(&config.session)?;
+    let mount = session.mount_path();
+    prepare(record, &mount)?;
+    session.rebase()?;
+    let mut rc = record.clone();
+    rc.init = None;
+    rc.setup = None;
+    rc.dir = Some(mount);
+    rc.stdout = Some(session.output_path());
+    rc.timestamps = true;
+    let recorded = StraceRecorder.record(&rc)?;
+    let exited = session.position();
+    if let Some(settle) = config.settle {
+        let until = Instant::now() + settle;
+        while Instant::now() < until {
+            if record
+                .cancel
+                .as_deref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+            {
+                return Err(BlockError::Interrupted);
+            }
+            std::thread::sleep(Duration::from_millis(50).min(until - Instant::now()));
+        }
+    }
+    let end = session.position();
+    let output = session.output();
+    let started_unix = session.log_started_unix();
+    let device = session.finish()?;
+    let times = call_times(&recorded.log).map_err(|e| BlockError::Times(e.to_string()))?;
+    Ok(BlockRecording {
+        fs: config.session.fs,
+        trace: recorded.trace,
+        device,
+        end,
+        exited,
+        started_unix,
+        returned: times.into_iter().collect(),
+        output,
+        stderr: recorded.stderr,
+    })
+}
+
+/// `--init` and `--setup` on the mounted file system, before the base.
+fn prepare(record: &RecordConfig, mount: &Path) -> Result<(), BlockError> {
+    if let Some(init) = &record.init {
+        copy_tree(init, mount)
+            .map_err(|e| BlockError::Setup(format!("--init {}", init.display()), e.to_string()))?;
+    }
+    if let Some(setup) = &record.setup {
+        let cmd = blackout_sys::command::substitute(OsStr::new(setup), mount);
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .current_dir(mount)
+            .stdin(Stdio::null())
+            .output()?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let last = err.lines().last().unwrap_or("").trim().to_string();
+            return Err(BlockError::Setup(
+                setup.clone(),
+                format!("{} {last}", out.status),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// How to check a block recording.
+pub struct BlockCheck<'a> {
+    /// The block settings (file system, mount options, subsets, settle).
+    pub config: &'a BlockConfig,
+    /// The checker, run with its working directory at the mounted state.
+    pub checker: &'a dyn Checker,
+    /// Only lines starting with this are promises.
+    pub promise_prefix: Option<&'a [u8]>,
+    /// Where the scratch directory goes.
+    pub scratch_parent: PathBuf,
+    /// Set from outside to stop (the state being checked is unmounted).
+    pub cancel: Option<&'a AtomicBool>,
+    /// The posix model's report on the same trace, to match failures to.
+    pub posix: Option<&'a RunReport>,
+}
+
+/// One crash point as reported.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PointInfo {
+    /// Its index (the `7` of `b7`).
+    pub index: usize,
+    /// What it is just after (`flush`, `mark "saved"`, `base`, `end`).
+    pub after: String,
+    /// Seconds since the workload started.
+    pub seconds: f64,
+    /// The block log position.
+    pub position: usize,
+    /// Writes in flight.
+    pub in_flight: usize,
+}
+
+/// A distinct state after recovery and what the checker said.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BlockChecked {
+    /// The first state that recovered to these files (`b7.lost2`).
+    pub id: String,
+    /// Its crash point.
+    pub point: usize,
+    /// Its writes in flight that were lost (0-based).
+    pub lost: Vec<usize>,
+    /// The promises made before its crash point.
+    pub promises: Vec<String>,
+    /// How many states recovered to the same files and promises.
+    pub states: usize,
+    /// The checker's outcome.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// The blame, for a failing state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blame: Option<Blame>,
+}
+
+/// Why a failing state fails, in the model backend's terms.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Blame {
+    /// Ops completed when power failed (the op-level crash point).
+    pub ops_done: usize,
+    /// The last calls completed before the crash, latest last
+    /// (`rename doc.txt.tmp -> doc.txt (log line 31)`).
+    pub last_calls: Vec<String>,
+    /// The posix model's failing state holding the same files, if any.
+    pub posix_state: Option<String>,
+    /// What that state lost, in the op log's terms.
+    pub posix_lost: Vec<String>,
+    /// The posix report's cause that state falls under: its number
+    /// (from 1) and sentence.
+    pub posix_cause: Option<(usize, String)>,
+}
+
+/// The block backend's report for one file system.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BlockReport {
+    /// The file system.
+    pub fs: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// One line saying why.
+    pub reason: String,
+    /// The crash points explored.
+    pub points: Vec<PointInfo>,
+    /// States enumerated.
+    pub states: usize,
+    /// Distinct states after recovery (files and promises), each checked
+    /// once.
+    pub distinct: usize,
+    /// The distinct states that failed, first found first.
+    pub failing: Vec<BlockChecked>,
+    /// States the checker could not judge, or the file system not mount.
+    pub errors: Vec<BlockChecked>,
+    /// What the subsets covered.
+    #[serde(skip)]
+    pub coverage: SubsetCoverage,
+    /// Subsets left out (exact, as a string: it can exceed 2^64).
+    pub subsets_left_out: String,
+    /// The deepest window: most writes in flight at one crash point.
+    pub deepest_window: usize,
+    /// Failing states no failing posix state holds the same files as
+    /// (the differential check: should be none).
+    pub posix_misses: Vec<String>,
+    /// Seconds spent checking, and states per second.
+    pub seconds: f64,
+    /// States built, mounted, checked and unmounted per second.
+    pub states_per_second: f64,
+}
+
+/// A directory as a reader sees it: every path (relative, bytes) with what
+/// it is and holds. Symlinks are never followed.
+type Listing = BTreeMap<Vec<u8>, Node>;
+
+/// One entry of a [`Listing`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Node {
+    Dir,
+    File(Vec<u8>),
+    Symlink(Vec<u8>),
+}
+
+/// Reads `root` into a [`Listing`] (iteratively, symlinks not followed).
+fn listing(root: &Path) -> io::Result<Listing> {
+    let mut out = Listing::new();
+    let mut stack: Vec<Vec<u8>> = vec![Vec::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(OsStr::from_bytes(&rel));
+        for entry in fs::read_dir(&dir)? {
+            let entry = entry?;
+            let mut path = rel.clone();
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(entry.file_name().as_bytes());
+            let kind = entry.file_type()?;
+            let node = if kind.is_dir() {
+                stack.push(path.clone());
+                Node::Dir
+            } else if kind.is_symlink() {
+                Node::Symlink(fs::read_link(entry.path())?.as_os_str().as_bytes().to_vec())
+            } else {
+                Node::File(fs::read(entry.path())?)
+            };
+            out.insert(path, node);
+        }
+    }
+    Ok(out)
+}
+
+fn listing_key(l: &Listing, promises: &[u8]) -> blake3::Hash {
+    let mut h = blake3::Hasher::new();
+    for (path, node) in l {
+        h.update(&(path.len() as u64).to_le_bytes());
+        h.update(path);
+        let (tag, bytes): (u8, &[u8]) = match node {
+            Node::Dir => (0, &[]),
+            Node::File(b) => (1, b),
+            Node::Symlink(b) => (2, b),
+        };
+        h.update(&[tag]);
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    }
+    h.update(promises);
+    h.finalize()
+}
+
+/// The crash points explored: up to the end, and with `--settle` only
+/// those at least that long after the last promise (the first of them
+/// placed exactly there).
+fn explored_points(rec: &BlockRecording, settle: Option<Duration>) -> Vec<CrashPoint> {
+    let log = rec.device.log();
+    let base = rec.device.base();
+    let points = crash_points_until(log, base, rec.end);
+    let Some(settle) = settle else {
+        return points;
+    };
+    let last_mark = log.records[..rec.exited.min(log.records.len())]
+        .iter()
+        .rev()
+        .find(|r| matches!(r.kind, RecordKind::Mark { .. }))
+        .map(|r| r.nanos);
+    let from = last_mark.unwrap_or_else(|| {
+        log.records
+            .get(rec.exited.saturating_sub(1))
+            .map_or(0, |r| r.nanos)
+    });
+    let cut_nanos = from.saturating_add(u64::try_from(settle.as_nanos()).unwrap_or(u64::MAX));
+    let cut = log.records[..rec.end]
+        .iter()
+        .position(|r| r.nanos >= cut_nanos)
+        .unwrap_or(rec.end)
+        .max(base);
+    let mut kept: Vec<CrashPoint> = crash_points_until(log, base, cut)
+        .pop()
+        .into_iter()
+        .collect();
+    kept.extend(points.into_iter().filter(|p| p.position > cut));
+    kept
+}
+
+/// The promises made before log position `position`: the lines printed
+/// (marks), narrowed by the prefix.
+fn promises_before(log: &BlockLog, position: usize, prefix: Option<&[u8]>) -> Vec<String> {
+    log.records[..position.min(log.records.len())]
+        .iter()
+        .filter_map(|r| match &r.kind {
+            RecordKind::Mark { name } => {
+                let line = name.trim_end_matches(['\n', '\r']);
+                let keep = match prefix {
+                    Some(p) => line.as_bytes().starts_with(p),
+                    None => !line.is_empty(),
+                };
+                keep.then(|| line.to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Checks every state of `rec` (see the module docs).
+///
+/// # Errors
+///
+/// I/O on the scratch directory, a checker that cannot be run at all, or a
+/// cancel ([`BlockError::Interrupted`]); the state being checked is
+/// unmounted first.
+pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockReport, BlockError> {
+    let started = Instant::now();
+    let log = rec.device.log();
+    let base = rec.device.base();
+    let points = explored_points(rec, how.config.settle);
+    let (states, coverage) = enumerate(log, base, &points, how.config.max_subsets, how.config.seed);
+    let scratch = Scratch::new(&how.scratch_parent)?;
+    let slot = scratch.slot()?;
+    let data = fs::File::open(rec.device.dir().join(DATA_FILE))?;
+    let mut cursor = rec.device.cursor(&slot.root.join("work.img"))?;
+    let mut seen: HashMap<blake3::Hash, usize> = HashMap::new();
+    let mut distinct: Vec<(BlockChecked, Listing)> = Vec::new();
+    let mut errors = Vec::new();
+    let mount_opts = how.config.session.mount_opts.join(",");
+    for state in &states {
+        if how.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(BlockError::Interrupted);
+        }
+        let point = &points[state.point];
+        let win = window(log, base, point);
+        let image = slot.root.join("state.img");
+        write_state(&mut cursor, &log.records, &data, &win, &state.lost, &image)?;
+        let promises = promises_before(log, point.position, how.promise_prefix);
+        let target = slot.fs();
+        fs::create_dir(&target)?;
+        let checked = match MountedImage::mount(&image, &target, rec.fs, &mount_opts) {
+            Err(e) => {
+                errors.push(checked_entry(state, &promises, cannot_mount(rec.fs, &e)));
+                None
+            }
+            Ok(mounted) => {
+                let r = check_mounted(&slot, state, &promises, how, &mut seen, &mut distinct);
+                let unmounted = mounted.unmount();
+                let r = r?;
+                unmounted?;
+                r
+            }
+        };
+        fs::remove_dir(&target)?;
+        fs::remove_file(&image)?;
+        if let Some(c) = checked {
+            if !matches!(c.outcome, Outcome::Pass | Outcome::Fail { .. }) {
+                errors.push(c);
+            }
+        }
+    }
+    drop(cursor);
+    drop(slot);
+    scratch.remove()?;
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(report(
+        rec,
+        how,
+        &points,
+        states.len(),
+        coverage,
+        distinct,
+        errors,
+        seconds,
+    ))
+}
+
+fn cannot_mount(fs: FsKind, e: &io::Error) -> Outcome {
+    Outcome::CannotRun {
+        reason: format!("{} did not mount it (its recovery failed): {e}", fs.name()),
+    }
+}
+
+fn checked_entry(state: &BlockState, promises: &[String], outcome: Outcome) -> BlockChecked {
+    BlockChecked {
+        id: state.id(),
+        point: state.point,
+        lost: state.lost.clone(),
+        promises: promises.to_vec(),
+        states: 1,
+        outcome,
+        blame: None,
+    }
+}
+
+/// Reads the mounted state; checks it unless the same files and promises
+/// were checked already. Returns a new distinct state's entry.
+fn check_mounted(
+    slot: &blackout_check::slot::Slot,
+    state: &BlockState,
+    promises: &[String],
+    how: &BlockCheck<'_>,
+    seen: &mut HashMap<blake3::Hash, usize>,
+    distinct: &mut Vec<(BlockChecked, Listing)>,
+) -> Result<Option<BlockChecked>, BlockError> {
+    let files = listing(&slot.fs())?;
+    let lines: Vec<&[u8]> = promises.iter().map(|p| p.as_bytes()).collect();
+    let text = join_lines(&lines);
+    let key = listing_key(&files, &text);
+    if let Some(&i) = seen.get(&key) {
+        distinct[i].0.states += 1;
+        return Ok(None);
+    }
+    let id = state.id();
+    for (name, bytes) in [("acks", &text[..]), ("output", &text[..])] {
+        fs::write(slot.root.join(name), bytes)?;
+    }
+    let outcome = how
+        .checker
+        .check(slot, &slot.files(&id, &text), how.cancel)?
+        .ok_or(BlockError::Interrupted)?;
+    let entry = checked_entry(state, promises, outcome);
+    seen.insert(key, distinct.len());
+    distinct.push((entry.clone(), files));
+    Ok(Some(entry))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn report(
+    rec: &BlockRecording,
+    how: &BlockCheck<'_>,
+    points: &[CrashPoint],
+    states: usize,
+    coverage: SubsetCoverage,
+    distinct: Vec<(BlockChecked, Listing)>,
+    errors: Vec<BlockChecked>,
+    seconds: f64,
+) -> BlockReport {
+    let log = rec.device.log();
+    let start_nanos = log.records.get(rec.device.base()).map_or(0, |r| r.nanos);
+    let infos: Vec<PointInfo> = points
+        .iter()
+        .enumerate()
+        .map(|(index, p)| PointInfo {
+            index,
+            after: p.barrier.to_string(),
+            seconds: p.nanos.saturating_sub(start_nanos) as f64 / 1e9,
+            position: p.position,
+            in_flight: window(log, rec.device.base(), p).writes.len(),
+        })
+        .collect();
+    let count = distinct.len();
+    let mut posix_misses = Vec::new();
+    let failing: Vec<BlockChecked> = distinct
+        .into_iter()
+        .filter(|(c, _)| c.outcome.is_fail())
+        .map(|(mut c, files)| {
+            let blame = blame(rec, how.posix, &points[c.point], &files);
+            if how.posix.is_some() && blame.posix_state.is_none() {
+                posix_misses.push(c.id.clone());
+            }
+            c.blame = Some(blame);
+            c
+        })
+        .collect();
+    let errors: Vec<BlockChecked> = errors;
+    let (verdict, reason) = if !failing.is_empty() {
+        (
+            Verdict::Fail,
+            format!(
+                "{} of {count} distinct states after {}'s recovery failed",
+                failing.len(),
+                rec.fs
+            ),
+        )
+    } else if !errors.is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!("{} states could not be judged", errors.len()),
+        )
+    } else {
+        (
+            Verdict::Pass,
+            format!(
+                "every one of {count} distinct states after {}'s recovery passed",
+                rec.fs
+            ),
+        )
+    };
+    BlockReport {
+        fs: rec.fs.name().to_string(),
+        verdict,
+        reason,
+        points: infos,
+        states,
+        distinct: count,
+        failing,
+        errors,
+        subsets_left_out: coverage.subsets_left_out.to_string(),
+        deepest_window: coverage.deepest_window,
+        coverage,
+        posix_misses,
+        seconds,
+        states_per_second: if seconds > 0.0 {
+            states as f64 / seconds
+        } else {
+            0.0
+        },
+    }
+}
+
+/// How many ops had returned when power failed at `point`.
+fn ops_done(rec: &BlockRecording, point: &CrashPoint) -> usize {
+    let at = rec.started_unix + point.nanos as f64 / 1e9;
+    let mut done = 0;
+    let mut last = f64::MIN;
+    for (i, op) in rec.trace.ops.iter().enumerate() {
+        // An op without a time returned when the one before it did.
+        last = rec.returned.get(&op.line).copied().unwrap_or(last);
+        if last <= at {
+            done = i + 1;
+        } else {
+            break;
+        }
+    }
+    done
+}
+
+/// The last calls before the crash, and the posix model's failing state
+/// holding the same files, with its cause.
+fn blame(
+    rec: &BlockRecording,
+    posix: Option<&RunReport>,
+    point: &CrashPoint,
+    files: &Listing,
+) -> Blame {
+    let k = ops_done(rec, point);
+    let trace = &rec.trace;
+    let last_calls = (k.saturating_sub(3)..k)
+        .map(|i| {
+            let unit = Unit {
+                op: i,
+                part: Part::Whole,
+            };
+            describe_unit(trace, unit)
+        })
+        .collect();
+    let mut blame = Blame {
+        ops_done: k,
+        last_calls,
+        posix_state: None,
+        posix_lost: Vec::new(),
+        posix_cause: None,
+    };
+    let Some(model) = posix.and_then(|r| r.models.iter().find(|m| m.model == Model::Posix)) else {
+        return blame;
+    };
+    let Ok(dir) = tempfile::Builder::new().prefix("blackout-match-").tempdir() else {
+        return blame;
+    };
+    // Nearest crash point first: the one the times name, then around it.
+    let mut failing: Vec<&Checked> = model.failing.iter().collect();
+    failing.sort_by_key(|c| c.crash.abs_diff(k));
+    for (n, c) in failing.into_iter().enumerate() {
+        let root = dir.path().join(n.to_string());
+        let fs_state = FsState::build(trace, &c.desc(), SECTOR_BYTES_DEFAULT);
+        let same = fs::create_dir(&root).is_ok()
+            && fs_state.write_out(&root).is_ok()
+            && listing(&root).is_ok_and(|l| &l == files);
+        let _ = blackout_sys::scratch::remove_tree(&root);
+        if same {
+            blame.posix_state = Some(c.id.clone());
+            blame.posix_lost = c.lost.iter().map(|&u| describe_unit(trace, u)).collect();
+            if let Some((n, _)) = c.torn {
+                blame.posix_lost.push(format!(
+                    "torn: {}",
+                    describe_unit(
+                        trace,
+                        Unit {
+                            op: n,
+                            part: Part::Whole
+                        }
+                    )
+                ));
+            }
+            blame.posix_cause = model
+                .causes
+                .iter()
+                .position(|g| g.ids.contains(&c.id) || g.simplest.id == c.id)
+                .map(|i| (i + 1, model.causes[i].cause.sentence.clone()));
+            break;
+        }
+    }
+    blame
+}
+
+impl BlockReport {
+    /// The report for people.
+    pub fn text(&self) -> String {
+        let mut out = format!("{}: {} — {}\n", self.fs, self.verdict.name(), self.reason);
+        for c in self.failing.iter().chain(&self.errors) {
+            let p = &self.points[c.point];
+            let promised = match c.promises.last() {
+                Some(l) => format!("; promised: {l}"),
+                None => "; nothing promised yet".to_string(),
+            };
+            out.push_str(&format!(
+                "  {}: power lost {:.3} s in, just after the {}{promised}\n",
+                c.id, p.seconds, p.after
+            ));
+            if !c.lost.is_empty() {
+                out.push_str(&format!(
+                    "    {} of the {} writes since the last flush did not reach the disk\n",
+                    c.lost.len(),
+                    p.in_flight
+                ));
+            }
+            out.push_str(&format!("    checker: {}\n", c.outcome.describe()));
+            if let Some(b) = &c.blame {
+                out.push_str(&format!(
+                    "    the last calls before it: {}\n",
+                    if b.last_calls.is_empty() {
+                        "none (before the workload's first)".to_string()
+                    } else {
+                        b.last_calls.join("; ")
+                    }
+                ));
+                if let Some(s) = &b.posix_state {
+                    let lost = if b.posix_lost.is_empty() {
+                        "nothing lost".to_string()
+                    } else {
+                        format!("lost there: {}", b.posix_lost.join("; "))
+                    };
+                    out.push_str(&format!(
+                        "    posix finds it too: its failing state {s} holds the same files; {lost}\n"
+                    ));
+                    if let Some((n, sentence)) = &b.posix_cause {
+                        out.push_str(&format!("    posix cause {n}: {sentence}\n"));
+                    }
+                }
+            }
+        }
+        out.push_str(&format!(
+            "  coverage: {} crash points (the base, each flush, each promise, the end); {} states from the subsets of the writes in flight (deepest window {} writes; {} subsets left out); {} distinct after recovery; {:.1} s, {:.0} states/s\n",
+            self.points.len(),
+            self.states,
+            self.deepest_window,
+            self.subsets_left_out,
+            self.distinct,
+            self.seconds,
+            self.states_per_second
+        ));
+        if !self.posix_misses.is_empty() {
+            out.push_str(&format!(
+                "  THE POSIX MODEL MISSES {} FAILING STATE(S) OF {}: {} — no failing posix state holds the same files\n",
+                self.posix_misses.len(),
+                self.fs.to_uppercase(),
+                self.posix_misses.join(", ")
+            ));
+        }
+        out
+    }
+}
