@@ -69,7 +69,10 @@ pub struct Window {
     pub writes: Vec<usize>,
 }
 
-/// The window of crash point `point` in `log`, whose base is `base`.
+/// The window of crash point `point` in `log`, whose base is `base`: the
+/// writes since the last flush before it — for a point just after a
+/// flush, the writes that flush made durable (power failing while it was
+/// under way leaves any subset of them).
 ///
 /// # Examples
 ///
@@ -82,13 +85,21 @@ pub struct Window {
 /// let log = BlockLog { records: vec![r(w()), r(RecordKind::Flush), r(w()), r(w()),
 ///     r(RecordKind::Mark { name: "saved".into() })] };
 /// let points = crash_points(&log, 0);
+/// // The mark: two writes since the flush.
 /// assert_eq!(window(&log, 0, &points[2]).writes, [2, 3]);
 /// assert_eq!(window(&log, 0, &points[2]).start, 2);
+/// // Just after the flush: the write it made durable.
+/// assert_eq!(window(&log, 0, &points[1]).writes, [0]);
+/// assert_eq!(window(&log, 0, &points[1]).start, 0);
 /// ```
 pub fn window(log: &BlockLog, base: usize, point: &CrashPoint) -> Window {
     let end = point.position.min(log.records.len());
     let base = base.min(end);
-    let start = log.records[base..end]
+    // A flush point's window is the writes the flush made durable: power
+    // failing just before it completed leaves any subset of them.
+    let own_flush = end > base && log.records[end - 1].kind == RecordKind::Flush;
+    let search = if own_flush { end - 1 } else { end };
+    let start = log.records[base..search]
         .iter()
         .rposition(|r| r.kind == RecordKind::Flush)
         .map_or(base, |i| base + i + 1);

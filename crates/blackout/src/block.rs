@@ -309,6 +309,24 @@ pub struct BlockReport {
     pub seconds: f64,
     /// States built, mounted, checked and unmounted per second.
     pub states_per_second: f64,
+    /// Where the time went.
+    pub time: Timings,
+}
+
+/// Seconds spent on each step over all states.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Timings {
+    /// Writing each state's image (the cursor copied, the writes applied).
+    pub build: f64,
+    /// Setting up the loop device and mounting (the file system's
+    /// recovery).
+    pub mount: f64,
+    /// Reading the mounted files (to deduplicate).
+    pub read: f64,
+    /// Running the checker on distinct states.
+    pub check: f64,
+    /// Unmounting.
+    pub unmount: f64,
 }
 
 /// A directory as a reader sees it: every path (relative, bytes) with what
@@ -443,6 +461,7 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
     let mut distinct: Vec<(BlockChecked, Listing)> = Vec::new();
     let mut errors = Vec::new();
     let mount_opts = how.config.session.mount_opts.join(",");
+    let mut time = Timings::default();
     for state in &states {
         if how.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(BlockError::Interrupted);
@@ -450,18 +469,33 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         let point = &points[state.point];
         let win = window(log, base, point);
         let image = slot.root.join("state.img");
+        let t = Instant::now();
         write_state(&mut cursor, &log.records, &data, &win, &state.lost, &image)?;
+        time.build += t.elapsed().as_secs_f64();
         let promises = promises_before(log, point.position, how.promise_prefix);
         let target = slot.fs();
         fs::create_dir(&target)?;
-        let checked = match MountedImage::mount(&image, &target, rec.fs, &mount_opts) {
+        let t = Instant::now();
+        let mounted = MountedImage::mount(&image, &target, rec.fs, &mount_opts);
+        time.mount += t.elapsed().as_secs_f64();
+        let checked = match mounted {
             Err(e) => {
                 errors.push(checked_entry(state, &promises, cannot_mount(rec.fs, &e)));
                 None
             }
             Ok(mounted) => {
-                let r = check_mounted(&slot, state, &promises, how, &mut seen, &mut distinct);
+                let r = check_mounted(
+                    &slot,
+                    state,
+                    &promises,
+                    how,
+                    &mut seen,
+                    &mut distinct,
+                    &mut time,
+                );
+                let t = Instant::now();
                 let unmounted = mounted.unmount();
+                time.unmount += t.elapsed().as_secs_f64();
                 let r = r?;
                 unmounted?;
                 r
@@ -479,7 +513,7 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
     drop(slot);
     scratch.remove()?;
     let seconds = started.elapsed().as_secs_f64();
-    Ok(report(
+    let mut out = report(
         rec,
         how,
         &points,
@@ -488,7 +522,9 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         distinct,
         errors,
         seconds,
-    ))
+    );
+    out.time = time;
+    Ok(out)
 }
 
 fn cannot_mount(fs: FsKind, e: &io::Error) -> Outcome {
@@ -511,6 +547,7 @@ fn checked_entry(state: &BlockState, promises: &[String], outcome: Outcome) -> B
 
 /// Reads the mounted state; checks it unless the same files and promises
 /// were checked already. Returns a new distinct state's entry.
+#[allow(clippy::too_many_arguments)]
 fn check_mounted(
     slot: &blackout_check::slot::Slot,
     state: &BlockState,
@@ -518,8 +555,11 @@ fn check_mounted(
     how: &BlockCheck<'_>,
     seen: &mut HashMap<blake3::Hash, usize>,
     distinct: &mut Vec<(BlockChecked, Listing)>,
+    time: &mut Timings,
 ) -> Result<Option<BlockChecked>, BlockError> {
+    let t = Instant::now();
     let files = listing(&slot.fs())?;
+    time.read += t.elapsed().as_secs_f64();
     let lines: Vec<&[u8]> = promises.iter().map(|p| p.as_bytes()).collect();
     let text = join_lines(&lines);
     let key = listing_key(&files, &text);
@@ -531,10 +571,12 @@ fn check_mounted(
     for (name, bytes) in [("acks", &text[..]), ("output", &text[..])] {
         fs::write(slot.root.join(name), bytes)?;
     }
+    let t = Instant::now();
     let outcome = how
         .checker
         .check(slot, &slot.files(&id, &text), how.cancel)?
         .ok_or(BlockError::Interrupted)?;
+    time.check += t.elapsed().as_secs_f64();
     let entry = checked_entry(state, promises, outcome);
     seen.insert(key, distinct.len());
     distinct.push((entry.clone(), files));
@@ -622,6 +664,7 @@ fn report(
         } else {
             0.0
         },
+        time: Timings::default(),
     }
 }
 
@@ -765,6 +808,11 @@ impl BlockReport {
             self.distinct,
             self.seconds,
             self.states_per_second
+        ));
+        let t = &self.time;
+        out.push_str(&format!(
+            "  time: images {:.2} s, mount and recovery {:.2} s, reading files {:.2} s, checker {:.2} s, unmount {:.2} s\n",
+            t.build, t.mount, t.read, t.check, t.unmount
         ));
         if !self.posix_misses.is_empty() {
             out.push_str(&format!(
