@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::crash::CrashPoint;
+use crate::crash::{Barrier, CrashPoint};
 use crate::image::{apply, Cursor};
 use crate::log::{BlockLog, Record, RecordKind};
 
@@ -97,7 +97,9 @@ pub fn window(log: &BlockLog, base: usize, point: &CrashPoint) -> Window {
     let base = base.min(end);
     // A flush point's window is the writes the flush made durable: power
     // failing just before it completed leaves any subset of them.
-    let own_flush = end > base && log.records[end - 1].kind == RecordKind::Flush;
+    let own_flush = point.barrier == Barrier::Flush
+        && end > base
+        && log.records[end - 1].kind == RecordKind::Flush;
     let search = if own_flush { end - 1 } else { end };
     let start = log.records[base..search]
         .iter()

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use blackout_analysis::report::{Checked, RunReport, Verdict};
-use blackout_block::crash::{crash_points_until, CrashPoint};
+use blackout_block::crash::{crash_points_until, Barrier, CrashPoint};
 use blackout_block::log::{BlockLog, RecordKind};
 use blackout_block::mount::MountedImage;
 use blackout_block::recording::{Recording as DeviceRecording, DATA_FILE};
@@ -413,10 +413,20 @@ fn explored_points(rec: &BlockRecording, settle: Option<Duration>) -> Vec<CrashP
         .position(|r| r.nanos >= cut_nanos)
         .unwrap_or(rec.end)
         .max(base);
-    let mut kept: Vec<CrashPoint> = crash_points_until(log, base, cut)
-        .pop()
-        .into_iter()
-        .collect();
+    // Power failing at the settle time's end: every flush before it done,
+    // the writes since the last one in flight.
+    let marks = log.records[..cut]
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Mark { .. }))
+        .count();
+    let mut kept = vec![CrashPoint {
+        position: cut,
+        barrier: Barrier::End,
+        nanos: cut_nanos,
+        marks,
+        in_flight: 0,
+        same_image_as_previous: false,
+    }];
     kept.extend(points.into_iter().filter(|p| p.position > cut));
     kept
 }
@@ -753,6 +763,15 @@ fn blame(
     blame
 }
 
+/// Where a crash point is, for people.
+fn place(after: &str) -> String {
+    match after {
+        "base" => "at the base (before the workload wrote)".to_string(),
+        "end" => "at the end of what was recorded".to_string(),
+        other => format!("just after the {other}"),
+    }
+}
+
 impl BlockReport {
     /// The report for people.
     pub fn text(&self) -> String {
@@ -764,8 +783,10 @@ impl BlockReport {
                 None => "; nothing promised yet".to_string(),
             };
             out.push_str(&format!(
-                "  {}: power lost {:.3} s in, just after the {}{promised}\n",
-                c.id, p.seconds, p.after
+                "  {}: power lost {:.3} s in, {}{promised}\n",
+                c.id,
+                p.seconds,
+                place(&p.after)
             ));
             if !c.lost.is_empty() {
                 out.push_str(&format!(

@@ -41,6 +41,7 @@ const CRATES: &[(&str, &[&str])] = &[
         &[
             "blackout-oplog",
             "blackout-sys",
+            "blackout-block",
             "blackout-record",
             "blackout-explore",
             "blackout-check",
@@ -102,7 +103,10 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-export",
         &["text", "json", "junit", "markdown", "html"],
     ),
-    ("blackout", &["shard", "run", "scenario", "baseline"]),
+    (
+        "blackout",
+        &["shard", "run", "scenario", "baseline", "block"],
+    ),
     ("blackout-cli", &["main"]),
 ];
 

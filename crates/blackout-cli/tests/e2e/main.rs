@@ -4,6 +4,7 @@
 
 mod acks;
 mod baseline;
+mod block;
 mod cli;
 mod common;
 mod distributed;

@@ -1,0 +1,406 @@
+//! `run --backend block`: real ext4, xfs and btrfs on a recorded device.
+//! The document-save variants and SQLite's rollback journal at FULL and
+//! EXTRA, each on every file system next to the posix model (the tables in
+//! docs/BLOCK.md are regenerated and compared); and nothing — no mount,
+//! loop device, FUSE daemon, image or process — left after a pass, a
+//! failure, a checker timeout, a missing workload, Ctrl-C or SIGTERM.
+//!
+//! Regenerate the tables: `BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test e2e block`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{examples, processes_with, run_json, save_checker, signal_when, text, Scratch};
+
+const FILE_SYSTEMS: [&str; 3] = ["ext4", "xfs", "btrfs"];
+
+/// A checker prefix that is true only in a mounted state (the block
+/// backend's), not in the posix model's state directories.
+const ON_A_MOUNT: &str = r#"[ "$(stat -c %d .)" != "$(stat -c %d ..)" ]"#;
+
+/// Whether this machine can run the block backend (root, /dev/fuse, the
+/// mkfs tools). Under CI a missing one fails the test (.ci/run installs
+/// the tools and CI runs as root); elsewhere the test says so and skips.
+fn block_backend_available() -> bool {
+    let root =
+        fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+    let fuse = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/fuse")
+        .is_ok();
+    let tools = ["mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "losetup"]
+        .iter()
+        .all(|t| {
+            std::process::Command::new("sh")
+                .args(["-c", &format!("PATH=$PATH:/sbin:/usr/sbin command -v {t}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let ok = root && fuse && tools;
+    if !ok {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the block backend needs root ({root}), /dev/fuse ({fuse}) and mkfs.ext4/xfs/btrfs and losetup ({tools}); CI must run these tests"
+        );
+        eprintln!("note: the block backend cannot run here (root {root}, /dev/fuse {fuse}, tools {tools}); skipped");
+    }
+    ok
+}
+
+/// Mounts and loop devices that involve `dir` (a test's scratch).
+fn devices_under(dir: &Path) -> Vec<String> {
+    let dir = dir.to_string_lossy().into_owned();
+    let mut found: Vec<String> = fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&dir))
+        .map(|l| format!("mount: {l}"))
+        .collect();
+    for e in fs::read_dir("/sys/block").unwrap().flatten() {
+        let backing = e.path().join("loop/backing_file");
+        if let Ok(file) = fs::read_to_string(&backing) {
+            if file.contains(&dir) {
+                found.push(format!("loop device {:?}: {}", e.file_name(), file.trim()));
+            }
+        }
+    }
+    found
+}
+
+/// Asserts nothing of the block backend is left: no mount or loop device
+/// on the scratch (a loop device clears itself as its last user leaves, so
+/// it is given a moment), and the scratch itself empty.
+fn assert_nothing_left(s: &Scratch) {
+    let start = Instant::now();
+    loop {
+        let left = devices_under(s.root.path());
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "left behind: {left:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    s.assert_clean();
+}
+
+/// `blackout run --backend block --fs FS ARGS --json`: (exit code, posix
+/// result, block report).
+fn run_block(s: &Scratch, fs_name: &str, args: &[&str]) -> (i32, Value, Value) {
+    let (code, v, out) = run_json(
+        s,
+        &[&["--backend", "block", "--fs", fs_name][..], args].concat(),
+    );
+    assert_nothing_left(s);
+    assert!(
+        code == 0 || code == 1,
+        "{fs_name} {args:?}: exit {code}: {}\n{v}",
+        text(&out.stderr)
+    );
+    (code, v["posix"]["result"].clone(), v["block"].clone())
+}
+
+/// A verdict cell: the verdict, and for a failure what the posix model's
+/// matching state lost (log lines dropped: they vary with the build).
+fn cell(block: &Value) -> String {
+    let verdict = block["verdict"].as_str().unwrap_or("?").to_string();
+    let Some(first) = block["failing"].as_array().and_then(|f| f.first()) else {
+        return verdict;
+    };
+    let lost: Vec<String> = first["blame"]["posix_lost"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|x| blackout::export::text::without_log_lines(x.as_str().unwrap_or("?")))
+                .collect()
+        })
+        .unwrap_or_default();
+    if lost.is_empty() {
+        format!("{verdict}: no posix state matches")
+    } else {
+        format!("{verdict}: lost {}", lost.join("; "))
+    }
+}
+
+fn doc_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BLOCK.md")
+}
+
+/// Puts `table` between the `<!-- NAME -->` and `<!-- end NAME -->` lines
+/// of docs/BLOCK.md, or with BLACKOUT_UPDATE_DOCS set writes it there.
+fn compare_table(name: &str, table: &str) {
+    let doc = fs::read_to_string(doc_path()).unwrap();
+    let (open, close) = (format!("<!-- {name} -->\n"), format!("<!-- end {name} -->"));
+    let a = doc.find(&open).expect("the table's opening marker") + open.len();
+    let b = doc.find(&close).expect("the table's closing marker");
+    let new = format!("{}{table}\n{}", &doc[..a], &doc[b..]);
+    if std::env::var_os("BLACKOUT_UPDATE_DOCS").is_some() {
+        fs::write(doc_path(), new).unwrap();
+        return;
+    }
+    assert!(
+        doc == new,
+        "docs/BLOCK.md's {name} table differs from what the file systems do now (regenerate with BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test e2e block):\n{table}"
+    );
+}
+
+/// Must-show: the four document-save variants on ext4, xfs and btrfs,
+/// next to the posix model. `full` passes everywhere; each variant that
+/// drops a step fails on every file system and under posix, and every
+/// real failure is a state the posix model finds failing too.
+#[test]
+fn document_save_variants_on_real_file_systems() {
+    if !block_backend_available() {
+        return;
+    }
+    let s = Scratch::new();
+    let mut rows = vec![
+        "| variant | posix model | ext4 | xfs | btrfs |".to_string(),
+        "|---|---|---|---|---|".to_string(),
+    ];
+    let save = examples().join("save.sh");
+    for variant in ["full", "no-dir-fsync", "no-fsync", "in-place"] {
+        let mut row = format!("| `{variant}` |");
+        let mut posix_verdict = String::new();
+        for fs_name in FILE_SYSTEMS {
+            let args = [
+                "--verify-fixes",
+                "0",
+                "--setup",
+                "echo 'version 1' > doc.txt",
+                "--checker",
+                &save_checker(),
+                "--",
+                save.to_str().unwrap(),
+                variant,
+            ];
+            let (code, posix, block) = run_block(&s, fs_name, &args);
+            let want = if variant == "full" { "PASS" } else { "FAIL" };
+            assert_eq!(block["verdict"], want, "{variant} on {fs_name}: {block}");
+            assert_eq!(posix["verdict"], want, "{variant} under posix: {posix}");
+            assert_eq!(code, i32::from(want == "FAIL"));
+            assert_eq!(block["posix_misses"], serde_json::json!([]), "{block}");
+            posix_verdict = posix["verdict"].as_str().unwrap().to_string();
+            if fs_name == "ext4" {
+                row.push_str(&format!(" {posix_verdict} |"));
+            }
+            row.push_str(&format!(" {} |", cell(&block)));
+        }
+        assert!(!posix_verdict.is_empty());
+        rows.push(row);
+    }
+    compare_table("document-save", &rows.join("\n"));
+}
+
+/// Must-show: SQLite's rollback journal at `synchronous=FULL` loses the
+/// last acknowledged commit on every file system (the journal's unlink is
+/// not yet durable when "ack N" is printed, and recovery rolls the commit
+/// back); at EXTRA, which syncs the directory, it holds everywhere.
+#[test]
+fn sqlite_rollback_journal_full_loses_the_last_commit_and_extra_holds() {
+    if !block_backend_available() || !crate::common::have_tool("sqlite3") {
+        return;
+    }
+    let s = Scratch::new();
+    let dir = examples().join("../sqlite").canonicalize().unwrap();
+    let setup = "sqlite3 db 'PRAGMA journal_mode=DELETE; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null";
+    let checker = format!("sh {}", dir.join("check.sh").display());
+    let workload = dir.join("workload.sh");
+    let mut rows = vec![
+        "| `synchronous` | posix model | ext4 | xfs | btrfs |".to_string(),
+        "|---|---|---|---|---|".to_string(),
+    ];
+    for level in ["FULL", "EXTRA"] {
+        let mut row = format!("| `{level}` |");
+        for fs_name in FILE_SYSTEMS {
+            let args = [
+                "--verify-fixes",
+                "0",
+                "--volatile",
+                "*-shm",
+                "--ack-prefix",
+                "ack ",
+                "--setup",
+                setup,
+                "--checker",
+                &checker,
+                "--",
+                workload.to_str().unwrap(),
+                "DELETE",
+                level,
+            ];
+            let (_, posix, block) = run_block(&s, fs_name, &args);
+            let want = if level == "FULL" { "FAIL" } else { "PASS" };
+            assert_eq!(block["verdict"], want, "{level} on {fs_name}: {block}");
+            assert_eq!(posix["verdict"], want, "{level} under posix");
+            assert_eq!(block["posix_misses"], serde_json::json!([]), "{block}");
+            if level == "FULL" {
+                // The last commit is the one lost: the last failing state
+                // was promised "ack 4" and misses row 4.
+                let last = block["failing"].as_array().unwrap().last().unwrap().clone();
+                assert_eq!(
+                    last["promises"].as_array().unwrap().last().unwrap(),
+                    "ack 4"
+                );
+                assert!(
+                    last["reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("row 4 is missing"),
+                    "{last}"
+                );
+            }
+            if fs_name == "ext4" {
+                row.push_str(&format!(" {} |", posix["verdict"].as_str().unwrap()));
+            }
+            row.push_str(&format!(" {} |", cell(&block)));
+        }
+        rows.push(row);
+    }
+    compare_table("sqlite-rollback", &rows.join("\n"));
+}
+
+/// A checker that outlives its timeout on the mounted states: each is
+/// killed, the state unmounted, and the verdict INCONCLUSIVE; nothing left
+/// (no mount, loop device, image or sleeping checker).
+#[test]
+fn a_checker_timeout_leaves_nothing_behind() {
+    if !block_backend_available() {
+        return;
+    }
+    let s = Scratch::new();
+    let marker = crate::common::unique_sleep();
+    let checker = format!(
+        "if {ON_A_MOUNT}; then sleep {marker}; fi; {}",
+        save_checker()
+    );
+    let save = examples().join("save.sh");
+    let (code, v, out) = run_json(
+        &s,
+        &[
+            "--backend",
+            "block",
+            "--timeout",
+            "0.5",
+            "--verify-fixes",
+            "0",
+            "--setup",
+            "echo 'version 1' > doc.txt",
+            "--checker",
+            &checker,
+            "--",
+            save.to_str().unwrap(),
+            "full",
+        ],
+    );
+    assert_eq!(code, 2, "{v}\n{}", text(&out.stderr));
+    assert_eq!(v["posix"]["result"]["verdict"], "PASS");
+    assert_eq!(v["block"]["verdict"], "INCONCLUSIVE", "{}", v["block"]);
+    let errors = v["block"]["errors"].as_array().unwrap();
+    assert!(!errors.is_empty());
+    assert!(
+        errors.iter().all(|e| e["outcome"] == "timed_out"),
+        "{errors:?}"
+    );
+    assert_nothing_left(&s);
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
+
+/// A workload that cannot start: one line, exit 2, the device taken down.
+#[test]
+fn a_missing_workload_is_one_line_and_leaves_nothing() {
+    if !block_backend_available() {
+        return;
+    }
+    let s = Scratch::new();
+    let out = s
+        .blackout()
+        .args([
+            "run",
+            "--backend",
+            "block",
+            "--checker",
+            "true",
+            "--",
+            "./no-such-workload",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no-such-workload"), "{err}");
+    assert_nothing_left(&s);
+}
+
+/// Ctrl-C while a mounted state is being checked, and SIGTERM while the
+/// workload runs on the recorded file system: blackout exits 128 + the
+/// signal, with no mount, loop device, FUSE daemon, image or process left.
+#[test]
+fn interrupting_leaves_no_mount_loop_device_or_process() {
+    use nix::sys::signal::Signal;
+    if !block_backend_available() {
+        return;
+    }
+    let save = examples().join("save.sh");
+    // While checking: the checker sleeps in a mounted state.
+    let s = Scratch::new();
+    let marker = crate::common::unique_sleep();
+    let checker = format!(
+        "if {ON_A_MOUNT}; then sleep {marker}; fi; {}",
+        save_checker()
+    );
+    let mut child = s
+        .blackout()
+        .args(["run", "--backend", "block", "--verify-fixes", "0"])
+        .args([
+            "--setup",
+            "echo 'version 1' > doc.txt",
+            "--checker",
+            &checker,
+            "--",
+        ])
+        .arg(&save)
+        .arg("full")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    signal_when(&s, &mut child, Signal::SIGINT, || {
+        !processes_with(&marker).is_empty()
+    });
+    assert_nothing_left(&s);
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    // While recording: the workload sleeps on the file system.
+    let s = Scratch::new();
+    let marker = crate::common::unique_sleep();
+    let workload = format!("echo started > started; sleep {marker}");
+    let mut child = s
+        .blackout()
+        .args([
+            "run",
+            "--backend",
+            "block",
+            "--checker",
+            "true",
+            "--",
+            "sh",
+            "-c",
+            &workload,
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    signal_when(&s, &mut child, Signal::SIGTERM, || {
+        !processes_with(&marker).is_empty()
+    });
+    assert_nothing_left(&s);
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+}
