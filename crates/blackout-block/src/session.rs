@@ -115,6 +115,24 @@ impl FsKind {
         }
     }
 
+    /// The file system's own checker, read-only, on an image: the program
+    /// and its arguments before the image's path. It exits 0 when it finds
+    /// nothing wrong (from the same package as mkfs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use blackout_block::session::FsKind;
+    /// assert_eq!(FsKind::Ext4.fsck(), ("e2fsck", &["-f", "-n"][..]));
+    /// ```
+    pub fn fsck(self) -> (&'static str, &'static [&'static str]) {
+        match self {
+            FsKind::Ext4 => ("e2fsck", &["-f", "-n"]),
+            FsKind::Xfs => ("xfs_repair", &["-n"]),
+            FsKind::Btrfs => ("btrfs", &["check", "--readonly"]),
+        }
+    }
+
     /// The smallest device mkfs accepts, in bytes.
     ///
     /// # Examples

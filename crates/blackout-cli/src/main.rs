@@ -323,6 +323,16 @@ struct BlockArgs {
     /// promise: would the promises hold if the machine stayed up that long?
     #[arg(long, value_name = "SECS", value_parser = positive_seconds)]
     settle: Option<f64>,
+    /// With --backend block: also run the file system's own checker
+    /// (e2fsck -fn, xfs_repair -n, btrfs check --readonly) on each state
+    /// after it was mounted and checked, and report its complaints.
+    #[arg(long)]
+    fsck: bool,
+    /// With --backend block: run the whole thing N times (a fresh file
+    /// system each time) and say whether the verdict held; the worst run
+    /// is shown and sets the exit code.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: u32,
 }
 
 fn parse_fs(s: &str) -> Result<String, String> {
@@ -954,6 +964,7 @@ fn block_config(a: &RunArgs) -> Result<BlockConfig> {
     bcfg.max_subsets = usize::try_from(a.block.max_subsets).unwrap_or(usize::MAX);
     bcfg.seed = a.explore.seed;
     bcfg.settle = a.block.settle.map(std::time::Duration::from_secs_f64);
+    bcfg.fsck = a.block.fsck;
     Ok(bcfg)
 }
 
@@ -974,9 +985,54 @@ fn cmd_run_block(a: RunArgs) -> Result<u8> {
         return Err(anyhow!("{flag} does not work with --backend block"));
     }
     let bcfg = block_config(&a)?;
-    let fs = bcfg.session.fs;
+    let (mut cfg, _) = run_config(&a)?;
+    cfg.models = vec![Model::Posix];
+    let repeat = a.block.repeat;
+    // Every run's verdict and failing states; the worst run is kept.
+    let mut runs: Vec<(Verdict, usize)> = Vec::new();
+    let mut worst: Option<BlockRun> = None;
+    for i in 0..repeat {
+        let run = block_run_once(&a, &bcfg, &cfg)?;
+        let seen = run.outcome();
+        if repeat > 1 {
+            eprintln!(
+                "run {} of {repeat}: {} ({} failing states)",
+                i + 1,
+                seen.0.name(),
+                seen.1
+            );
+        }
+        runs.push(seen);
+        if worst.as_ref().is_none_or(|w| seen > w.outcome()) {
+            worst = Some(run);
+        }
+    }
+    let run = worst.ok_or_else(|| anyhow!("--repeat must be at least 1"))?;
+    let repeat_line = (repeat > 1).then(|| repeat_summary(&runs));
+    emit_block_run(&a, &cfg, &run, repeat_line.as_deref(), &runs)
+}
+
+/// One recording on the real file system, the posix model checked on its
+/// trace, and the device's states checked.
+struct BlockRun {
+    rec: blackout::block::BlockRecording,
+    posix: RunReport,
+    block: Option<blackout::block::BlockReport>,
+}
+
+impl BlockRun {
+    /// The run's verdict and failing states, for finding the worst run.
+    fn outcome(&self) -> (Verdict, usize) {
+        match &self.block {
+            Some(b) => (b.verdict, b.failing.len()),
+            None => (self.posix.verdict, 0),
+        }
+    }
+}
+
+fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -> Result<BlockRun> {
     let rcfg = a.recording.clone().config(a.command.clone());
-    let recorded = record_block(&bcfg, &rcfg);
+    let recorded = record_block(bcfg, &rcfg);
     if INTERRUPTED.load(Ordering::SeqCst) {
         return Err(anyhow!("interrupted"));
     }
@@ -987,33 +1043,20 @@ fn cmd_run_block(a: RunArgs) -> Result<u8> {
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     eprintln!(
-        "recorded {} ops and {} block records on {fs} (base at record {})",
+        "recorded {} ops and {} block records on {} (base at record {})",
         rec.trace.ops.len(),
         rec.device.log().records.len(),
+        bcfg.session.fs,
         rec.device.base()
     );
-    let (mut cfg, _) = run_config(&a)?;
-    cfg.models = vec![Model::Posix];
-    let posix = match check_trace(&rec.trace, &cfg) {
+    let posix = match check_trace(&rec.trace, cfg) {
         Ok(r) => r,
         Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
         Err(e) => return Err(e).context("checking the posix model's crash states"),
     };
-    let trace_id = rec.trace.content_id();
-    let shown = a.output.as_ref().map(|p| p.display().to_string());
-    let ctx = ExportContext {
-        trace: &rec.trace,
-        trace_path: shown.as_deref(),
-        trace_id: &trace_id,
-        checker: cfg.checker.command(),
-        checker_flag: "--checker",
-        state_flags: &a.explore.state_flags(),
-        all_causes: a.report.all_causes,
-        promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
-    };
     let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
         let how = BlockCheck {
-            config: &bcfg,
+            config: bcfg,
             checker: cfg.checker.as_ref(),
             promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
             scratch_parent: blackout::sys::scratch::default_scratch_parent(),
@@ -1028,28 +1071,86 @@ fn cmd_run_block(a: RunArgs) -> Result<u8> {
     } else {
         None
     };
+    Ok(BlockRun { rec, posix, block })
+}
+
+/// `--repeat`'s line: whether every run gave the same verdict.
+fn repeat_summary(runs: &[(Verdict, usize)]) -> String {
+    let counts: Vec<String> = runs.iter().map(|r| r.1.to_string()).collect();
+    if runs.iter().all(|r| r.0 == runs[0].0) {
+        format!(
+            "the verdict held over {} runs: {} each time (failing states per run: {}); the worst run is shown",
+            runs.len(),
+            runs[0].0.name(),
+            counts.join(", ")
+        )
+    } else {
+        let verdicts: Vec<&str> = runs.iter().map(|r| r.0.name()).collect();
+        format!(
+            "THE VERDICT VARIED over {} runs: {} (failing states per run: {}); the worst run is shown",
+            runs.len(),
+            verdicts.join(", "),
+            counts.join(", ")
+        )
+    }
+}
+
+/// Prints a block run: the posix report, then the block report (or both
+/// as one JSON document), then `--repeat`'s line.
+fn emit_block_run(
+    a: &RunArgs,
+    cfg: &RunConfig,
+    run: &BlockRun,
+    repeat_line: Option<&str>,
+    runs: &[(Verdict, usize)],
+) -> Result<u8> {
+    let trace_id = run.rec.trace.content_id();
+    let shown = a.output.as_ref().map(|p| p.display().to_string());
+    let ctx = ExportContext {
+        trace: &run.rec.trace,
+        trace_path: shown.as_deref(),
+        trace_id: &trace_id,
+        checker: cfg.checker.command(),
+        checker_flag: "--checker",
+        state_flags: &a.explore.state_flags(),
+        all_causes: a.report.all_causes,
+        promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+    };
     let mut out = std::io::stdout().lock();
     if a.report.json {
         let posix_json: serde_json::Value =
-            serde_json::from_slice(&JsonExporter.export(&posix, &ctx))?;
-        let doc = serde_json::json!({ "posix": posix_json, "block": block });
+            serde_json::from_slice(&JsonExporter.export(&run.posix, &ctx))?;
+        let mut doc = serde_json::json!({ "posix": posix_json, "block": run.block });
+        if repeat_line.is_some() {
+            let verdicts: Vec<&str> = runs.iter().map(|r| r.0.name()).collect();
+            let failing: Vec<usize> = runs.iter().map(|r| r.1).collect();
+            doc["repeat"] = serde_json::json!({
+                "verdicts": verdicts,
+                "failing": failing,
+                "varied": runs.iter().any(|r| r.0 != runs[0].0),
+            });
+        }
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
         let text = TextExporter {
             color: use_color(a.report.color),
         };
-        out.write_all(&text.export(&posix, &ctx))?;
-        match &block {
+        out.write_all(&text.export(&run.posix, &ctx))?;
+        match &run.block {
             Some(b) => write!(out, "\n{}", b.text())?,
             None => writeln!(
                 out,
-                "\n{fs}: not checked: the posix run says {} (fix the checker first)",
-                posix.verdict.name()
+                "\n{}: not checked: the posix run says {} (fix the checker first)",
+                run.rec.fs,
+                run.posix.verdict.name()
             )?,
+        }
+        if let Some(line) = repeat_line {
+            writeln!(out, "{line}")?;
         }
     }
     out.flush()?;
-    Ok(block.map_or(posix.verdict.exit_code(), |b| b.verdict.exit_code()))
+    Ok(run.outcome().0.exit_code())
 }
 
 /// The ratchet after a run: compares it with the baseline (or records it)

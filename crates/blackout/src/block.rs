@@ -57,6 +57,9 @@ pub struct BlockConfig {
     /// Keep the file system up this long after the workload, and check
     /// only crash points at least this long after the last promise.
     pub settle: Option<Duration>,
+    /// Also run the file system's own checker ([`FsKind::fsck`],
+    /// read-only) on each state after it was mounted and checked.
+    pub fsck: bool,
 }
 
 impl BlockConfig {
@@ -70,6 +73,7 @@ impl BlockConfig {
             max_subsets: SUBSETS_MAX_DEFAULT,
             seed: 0,
             settle: None,
+            fsck: false,
         }
     }
 }
@@ -90,6 +94,9 @@ pub enum BlockError {
     /// The strace log's timestamps could not be read.
     #[error("the strace log: {0}")]
     Times(String),
+    /// `--fsck` without the file system's checker installed.
+    #[error("--fsck needs {0} (Debian package {1})")]
+    FsckMissing(&'static str, &'static str),
     /// Cancelled (Ctrl-C): everything was taken down.
     #[error("interrupted")]
     Interrupted,
@@ -311,6 +318,75 @@ pub struct BlockReport {
     pub states_per_second: f64,
     /// Where the time went.
     pub time: Timings,
+    /// With `--fsck`: the states the file system's checker complained
+    /// about (none is the file system consistent after every crash).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsck: Option<Vec<FsckComplaint>>,
+}
+
+/// What the file system's own checker said about a state.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FsckComplaint {
+    /// The state (`b7.lost2`).
+    pub id: String,
+    /// How the checker exited.
+    pub status: String,
+    /// Its first line that is not progress.
+    pub line: String,
+}
+
+/// Runs the file system's checker read-only on `image`: `None` when it
+/// finds nothing wrong.
+fn fsck(fs: FsKind, image: &Path, id: &str) -> io::Result<Option<FsckComplaint>> {
+    let (tool, args) = fs.fsck();
+    let out = Command::new(tool)
+        .args(args)
+        .arg(image)
+        .stdin(Stdio::null())
+        .output()?;
+    if out.status.success() {
+        return Ok(None);
+    }
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let progress = [
+        "Pass ",
+        "Phase ",
+        "e2fsck ",
+        "Checking",
+        "Opening",
+        "[",
+        "- ",
+        "Starting",
+        "No modify",
+    ];
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| {
+            !l.is_empty()
+                && !progress.iter().any(|p| l.starts_with(p))
+                && !l.contains(&*image.to_string_lossy())
+        })
+        .unwrap_or("")
+        .to_string();
+    Ok(Some(FsckComplaint {
+        id: id.to_string(),
+        status: out.status.to_string(),
+        line,
+    }))
+}
+
+/// Whether `tool` is on `$PATH` or in an sbin directory.
+fn have_tool(tool: &str) -> bool {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(["/usr/sbin", "/sbin"].map(PathBuf::from));
+    dirs.iter().any(|d| d.join(tool).is_file())
 }
 
 /// Seconds spent on each step over all states.
@@ -327,6 +403,8 @@ pub struct Timings {
     pub check: f64,
     /// Unmounting.
     pub unmount: f64,
+    /// The file system's checker (`--fsck`).
+    pub fsck: f64,
 }
 
 /// A directory as a reader sees it: every path (relative, bytes) with what
@@ -458,6 +536,9 @@ fn promises_before(log: &BlockLog, position: usize, prefix: Option<&[u8]>) -> Ve
 /// cancel ([`BlockError::Interrupted`]); the state being checked is
 /// unmounted first.
 pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockReport, BlockError> {
+    if how.config.fsck && !have_tool(rec.fs.fsck().0) {
+        return Err(BlockError::FsckMissing(rec.fs.fsck().0, rec.fs.package()));
+    }
     let started = Instant::now();
     let log = rec.device.log();
     let base = rec.device.base();
@@ -472,6 +553,7 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
     let mut errors = Vec::new();
     let mount_opts = how.config.session.mount_opts.join(",");
     let mut time = Timings::default();
+    let mut complaints = how.config.fsck.then(Vec::new);
     for state in &states {
         if how.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
             return Err(BlockError::Interrupted);
@@ -512,6 +594,11 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
             }
         };
         fs::remove_dir(&target)?;
+        if let Some(list) = complaints.as_mut() {
+            let t = Instant::now();
+            list.extend(fsck(rec.fs, &image, &state.id())?);
+            time.fsck += t.elapsed().as_secs_f64();
+        }
         fs::remove_file(&image)?;
         if let Some(c) = checked {
             if !matches!(c.outcome, Outcome::Pass | Outcome::Fail { .. }) {
@@ -534,6 +621,7 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         seconds,
     );
     out.time = time;
+    out.fsck = complaints;
     Ok(out)
 }
 
@@ -675,6 +763,7 @@ fn report(
             0.0
         },
         time: Timings::default(),
+        fsck: None,
     }
 }
 
@@ -832,9 +921,26 @@ impl BlockReport {
         ));
         let t = &self.time;
         out.push_str(&format!(
-            "  time: images {:.2} s, mount and recovery {:.2} s, reading files {:.2} s, checker {:.2} s, unmount {:.2} s\n",
-            t.build, t.mount, t.read, t.check, t.unmount
+            "  time: images {:.2} s, mount and recovery {:.2} s, reading files {:.2} s, checker {:.2} s, unmount {:.2} s, fsck {:.2} s\n",
+            t.build, t.mount, t.read, t.check, t.unmount, t.fsck
         ));
+        if let Some(list) = &self.fsck {
+            match list.len() {
+                0 => out.push_str(&format!(
+                    "  fsck: {} found nothing wrong in any state\n",
+                    self.fs
+                )),
+                n => {
+                    out.push_str(&format!(
+                        "  fsck: {}'s checker complained about {n} of {} states:\n",
+                        self.fs, self.states
+                    ));
+                    for c in list.iter().take(5) {
+                        out.push_str(&format!("    {} ({}): {}\n", c.id, c.status, c.line));
+                    }
+                }
+            }
+        }
         if !self.posix_misses.is_empty() {
             out.push_str(&format!(
                 "  THE POSIX MODEL MISSES {} FAILING STATE(S) OF {}: {} — no failing posix state holds the same files\n",
@@ -844,5 +950,67 @@ impl BlockReport {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The file system's checker on an ext4 image made here: nothing to
+    /// say about a fresh one; a complaint (a line, not progress) once its
+    /// superblock's magic number is gone.
+    #[test]
+    fn fsck_reports_a_damaged_ext4_and_not_a_sound_one() {
+        if !have_tool("mkfs.ext4") || !have_tool("e2fsck") {
+            assert!(std::env::var_os("CI").is_none(), "CI has e2fsprogs");
+            eprintln!("note: e2fsprogs is not installed; skipped");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("fs.img");
+        fs::File::create(&image).unwrap().set_len(8 << 20).unwrap();
+        let made = Command::new("mkfs.ext4")
+            .args(["-q", "-F"])
+            .arg(&image)
+            .env("PATH", "/usr/sbin:/sbin:/usr/bin:/bin")
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(fsck(FsKind::Ext4, &image, "b0").unwrap().is_none());
+        // s_magic is 56 bytes into the superblock, which starts at 1024.
+        let f = fs::OpenOptions::new().write(true).open(&image).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &[0, 0], 1024 + 56).unwrap();
+        let complaint = fsck(FsKind::Ext4, &image, "b7.lost1").unwrap().unwrap();
+        assert_eq!(complaint.id, "b7.lost1");
+        assert!(
+            !complaint.status.contains("exit status: 0"),
+            "{complaint:?}"
+        );
+        assert!(!complaint.line.is_empty(), "{complaint:?}");
+    }
+
+    #[test]
+    fn a_listing_sees_every_path_and_what_it_holds_and_keys_by_promises() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join("d")).unwrap();
+        fs::write(dir.path().join("d/f"), b"hi").unwrap();
+        std::os::unix::fs::symlink("../nowhere", dir.path().join("l")).unwrap();
+        let l = listing(dir.path()).unwrap();
+        let got: Vec<(&[u8], &Node)> = l.iter().map(|(k, v)| (k.as_slice(), v)).collect();
+        assert_eq!(
+            got,
+            [
+                (&b"d"[..], &Node::Dir),
+                (&b"d/f"[..], &Node::File(b"hi".to_vec())),
+                (&b"l"[..], &Node::Symlink(b"../nowhere".to_vec())),
+            ]
+        );
+        assert_ne!(listing_key(&l, b"saved\n"), listing_key(&l, b""));
+        fs::write(dir.path().join("d/f"), b"ho").unwrap();
+        assert_ne!(
+            listing_key(&listing(dir.path()).unwrap(), b""),
+            listing_key(&l, b"")
+        );
     }
 }
