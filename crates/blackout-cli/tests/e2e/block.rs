@@ -297,6 +297,21 @@ fn repeated_runs_agree_and_fsck_finds_every_state_sound() {
     );
     assert_eq!(code, 1);
     assert_eq!(v["block"]["fsck"], serde_json::json!([]), "{}", v["block"]);
+    // Every field of the block report (with --repeat and --fsck, and a
+    // failing state's blame) is documented.
+    let doc = fs::read_to_string(crate::common::repo().join("docs/JSON.md")).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    crate::exporters::keys(&v["block"], &mut seen);
+    crate::exporters::keys(&v["repeat"], &mut seen);
+    seen.extend(["posix", "block", "repeat"].map(String::from));
+    let undocumented: Vec<&String> = seen
+        .iter()
+        .filter(|k| !doc.contains(&format!("`{k}`")))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "block report fields missing from docs/JSON.md: {undocumented:?}"
+    );
     assert_nothing_left(&s);
     let r = &v["repeat"];
     assert_eq!(

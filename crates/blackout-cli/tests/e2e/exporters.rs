@@ -486,7 +486,7 @@ fn color_follows_the_flag_and_no_color() {
 }
 
 /// Every key of a JSON value, recursively.
-fn keys(v: &Value, out: &mut BTreeSet<String>) {
+pub(crate) fn keys(v: &Value, out: &mut BTreeSet<String>) {
     match v {
         Value::Object(m) => {
             for (k, v) in m {
