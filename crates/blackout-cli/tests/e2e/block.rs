@@ -329,6 +329,52 @@ fn repeated_runs_agree_and_fsck_finds_every_state_sound() {
     );
 }
 
+/// With `--stacks`, a real failure is blamed in source terms: the last
+/// calls before the crash and what the matching posix state lost name the
+/// C program's lines (the rename at line 9 that no directory fsync
+/// follows).
+#[test]
+fn a_real_failure_names_the_source_line_with_stacks() {
+    if !block_backend_available() {
+        return;
+    }
+    let s = Scratch::new();
+    let prog = crate::common::compile(
+        &s,
+        "save",
+        "#include <fcntl.h>\n#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n\
+         int fd = open(\"doc.txt.tmp\", O_WRONLY | O_CREAT | O_TRUNC, 0644);\n\
+         write(fd, \"version 2\\n\", 10);\n    fsync(fd);\n    close(fd);\n\
+         rename(\"doc.txt.tmp\", \"doc.txt\");\n    printf(\"saved\\n\");\n    return 0;\n}\n",
+    );
+    let (code, _, block) = run_block(
+        &s,
+        "ext4",
+        &[
+            "--stacks",
+            "--verify-fixes",
+            "0",
+            "--setup",
+            "echo 'version 1' > doc.txt",
+            "--checker",
+            &save_checker(),
+            "--",
+            prog.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{block}");
+    let blame = &block["failing"][0]["blame"];
+    let lost = blame["posix_lost"].to_string();
+    assert!(
+        lost.contains("rename doc.txt.tmp -> doc.txt") && lost.contains("save.c:9"),
+        "{blame}"
+    );
+    assert!(
+        blame["last_calls"].to_string().contains("save.c:9"),
+        "{blame}"
+    );
+}
+
 /// A checker that outlives its timeout on the mounted states: each is
 /// killed, the state unmounted, and the verdict INCONCLUSIVE; nothing left
 /// (no mount, loop device, image or sleeping checker).
