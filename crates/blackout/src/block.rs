@@ -408,15 +408,23 @@ pub struct Timings {
 }
 
 /// A directory as a reader sees it: every path (relative, bytes) with what
-/// it is and holds. Symlinks are never followed.
+/// it is and holds (a file by its length and the hash of its bytes, read a
+/// piece at a time). Symlinks are never followed.
 type Listing = BTreeMap<Vec<u8>, Node>;
 
 /// One entry of a [`Listing`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Node {
     Dir,
-    File(Vec<u8>),
+    File(u64, [u8; 32]),
     Symlink(Vec<u8>),
+}
+
+/// A file's length and the hash of its bytes.
+fn file_node(path: &Path) -> io::Result<Node> {
+    let mut h = blake3::Hasher::new();
+    let len = io::copy(&mut fs::File::open(path)?, &mut h)?;
+    Ok(Node::File(len, *h.finalize().as_bytes()))
 }
 
 /// Reads `root` into a [`Listing`] (iteratively, symlinks not followed).
@@ -439,7 +447,7 @@ fn listing(root: &Path) -> io::Result<Listing> {
             } else if kind.is_symlink() {
                 Node::Symlink(fs::read_link(entry.path())?.as_os_str().as_bytes().to_vec())
             } else {
-                Node::File(fs::read(entry.path())?)
+                file_node(&entry.path())?
             };
             out.insert(path, node);
         }
@@ -452,9 +460,13 @@ fn listing_key(l: &Listing, promises: &[u8]) -> blake3::Hash {
     for (path, node) in l {
         h.update(&(path.len() as u64).to_le_bytes());
         h.update(path);
+        let len_bytes;
         let (tag, bytes): (u8, &[u8]) = match node {
             Node::Dir => (0, &[]),
-            Node::File(b) => (1, b),
+            Node::File(len, hash) => {
+                len_bytes = [&len.to_le_bytes()[..], hash].concat();
+                (1, &len_bytes)
+            }
             Node::Symlink(b) => (2, b),
         };
         h.update(&[tag]);
@@ -1002,7 +1014,7 @@ mod tests {
             got,
             [
                 (&b"d"[..], &Node::Dir),
-                (&b"d/f"[..], &Node::File(b"hi".to_vec())),
+                (&b"d/f"[..], &Node::File(2, *blake3::hash(b"hi").as_bytes())),
                 (&b"l"[..], &Node::Symlink(b"../nowhere".to_vec())),
             ]
         );
