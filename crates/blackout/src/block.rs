@@ -418,6 +418,8 @@ enum Node {
     Dir,
     File(u64, [u8; 32]),
     Symlink(Vec<u8>),
+    /// A FIFO, socket or device node: never opened (a FIFO would block).
+    Special(&'static str),
 }
 
 /// A file's length and the hash of its bytes.
@@ -446,8 +448,19 @@ fn listing(root: &Path) -> io::Result<Listing> {
                 Node::Dir
             } else if kind.is_symlink() {
                 Node::Symlink(fs::read_link(entry.path())?.as_os_str().as_bytes().to_vec())
-            } else {
+            } else if kind.is_file() {
                 file_node(&entry.path())?
+            } else {
+                use std::os::unix::fs::FileTypeExt;
+                Node::Special(if kind.is_fifo() {
+                    "fifo"
+                } else if kind.is_socket() {
+                    "socket"
+                } else if kind.is_char_device() {
+                    "char device"
+                } else {
+                    "block device"
+                })
             };
             out.insert(path, node);
         }
@@ -468,6 +481,7 @@ fn listing_key(l: &Listing, promises: &[u8]) -> blake3::Hash {
                 (1, &len_bytes)
             }
             Node::Symlink(b) => (2, b),
+            Node::Special(kind) => (3, kind.as_bytes()),
         };
         h.update(&[tag]);
         h.update(&(bytes.len() as u64).to_le_bytes());
@@ -1008,6 +1022,9 @@ mod tests {
         fs::create_dir(dir.path().join("d")).unwrap();
         fs::write(dir.path().join("d/f"), b"hi").unwrap();
         std::os::unix::fs::symlink("../nowhere", dir.path().join("l")).unwrap();
+        // A FIFO is listed, never opened (opening it would block).
+        let made = Command::new("mkfifo").arg(dir.path().join("p")).status();
+        assert!(made.unwrap().success());
         let l = listing(dir.path()).unwrap();
         let got: Vec<(&[u8], &Node)> = l.iter().map(|(k, v)| (k.as_slice(), v)).collect();
         assert_eq!(
@@ -1016,9 +1033,11 @@ mod tests {
                 (&b"d"[..], &Node::Dir),
                 (&b"d/f"[..], &Node::File(2, *blake3::hash(b"hi").as_bytes())),
                 (&b"l"[..], &Node::Symlink(b"../nowhere".to_vec())),
+                (&b"p"[..], &Node::Special("fifo")),
             ]
         );
         assert_ne!(listing_key(&l, b"saved\n"), listing_key(&l, b""));
+        fs::remove_file(dir.path().join("p")).unwrap();
         fs::write(dir.path().join("d/f"), b"ho").unwrap();
         assert_ne!(
             listing_key(&listing(dir.path()).unwrap(), b""),
