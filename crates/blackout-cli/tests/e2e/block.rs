@@ -643,11 +643,16 @@ fn every_example(refs: &Path, kvstore: &Path) -> Vec<Example> {
         "no-checksum",
     ] {
         let kv = kvstore.display();
+        let flag = if bug == "none" {
+            String::new()
+        } else {
+            format!(" --bug {bug}")
+        };
         out.push(Example {
-            name: format!("kvstore --bug {bug} load 8"),
+            name: format!("kvstore{flag} load 8"),
             setup: String::new(),
-            checker: format!("{kv} --bug {bug} check"),
-            workload: format!("{kv} --bug {bug} load 8"),
+            checker: format!("{kv}{flag} check"),
+            workload: format!("{kv}{flag} load 8"),
             flags: vec![],
         });
     }
