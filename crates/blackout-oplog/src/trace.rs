@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::contents::Contents;
 use crate::ops::{escape_controls, synced_by, DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
 use crate::store::InodeState;
 use crate::tree::{Entry, Node, Tree};
@@ -366,13 +367,13 @@ impl Trace {
                     InodeKind::Symlink => trace
                         .symlinks
                         .get(&(i as Ino))
-                        .map(|n| n.0.clone())
+                        .map(|n| Contents::from_bytes(&n.0))
                         .unwrap_or_default(),
-                    _ => Vec::new(),
+                    _ => Contents::default(),
                 };
                 InodeState {
                     kind: *kind,
-                    size: data.len() as u64,
+                    size: data.len(),
                     data,
                     entries: BTreeMap::new(),
                 }
@@ -380,7 +381,7 @@ impl Trace {
             .collect();
         for f in &trace.initial_files {
             let node = &mut inodes[f.ino as usize];
-            node.data = trace.bytes(f.data).to_vec();
+            node.data = Contents::from_bytes(trace.bytes(f.data));
             node.size = f.data.len;
         }
         for e in &trace.initial_entries {

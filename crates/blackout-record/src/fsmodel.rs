@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::unix::ffi::OsStrExt;
 
-use blackout_oplog::contents;
+use blackout_oplog::contents::Contents;
 use blackout_oplog::ops::{DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
 use blackout_oplog::store::InodeState;
 use blackout_oplog::trace::{ReplayStats, Replayed, MODEL_FILE_BYTES_MAX};
@@ -43,7 +43,7 @@ type R<T> = Result<T, Fault>;
 struct Inode {
     kind: InodeKind,
     /// File bytes (up to `size`; the rest reads as zeros) or symlink target.
-    data: Vec<u8>,
+    data: Contents,
     size: u64,
     entries: BTreeMap<Vec<u8>, Ino>,
     parent: Ino,
@@ -197,13 +197,13 @@ impl FsModel {
             .iter()
             .map(|n| {
                 let (kind, data) = match n {
-                    Node::File(d) => (InodeKind::File, d.clone()),
-                    Node::Dir => (InodeKind::Dir, Vec::new()),
-                    Node::Symlink(t) => (InodeKind::Symlink, t.clone()),
+                    Node::File(d) => (InodeKind::File, Contents::from_bytes(d)),
+                    Node::Dir => (InodeKind::Dir, Contents::default()),
+                    Node::Symlink(t) => (InodeKind::Symlink, Contents::from_bytes(t)),
                 };
                 Inode {
                     kind,
-                    size: data.len() as u64,
+                    size: data.len(),
                     data,
                     entries: BTreeMap::new(),
                     parent: ROOT_INO,
@@ -517,8 +517,8 @@ impl FsModel {
             return Resolved::Missing;
         }
         *budget -= 1;
-        let target = &self.inodes[link as usize].data;
-        let rest = joined(target, rest);
+        let target = self.inodes[link as usize].data.to_vec();
+        let rest = joined(&target, rest);
         let from = if target.first() == Some(&b'/') {
             Loc::Out(b"/".to_vec())
         } else {
@@ -593,7 +593,7 @@ impl FsModel {
             } else {
                 data.len() as u64
             },
-            data,
+            data: Contents::from_bytes(&data),
             entries: BTreeMap::new(),
             parent,
         });
@@ -614,17 +614,17 @@ impl FsModel {
             })?;
         let node = &mut self.inodes[ino as usize];
         debug_assert!(end <= MODEL_FILE_BYTES_MAX);
-        contents::write(&mut node.data, &mut node.size, off, bytes);
+        node.data.write(&mut node.size, off, bytes);
         Ok(())
     }
 
     fn model_truncate(&mut self, ino: Ino, size: u64) {
         let node = &mut self.inodes[ino as usize];
-        contents::truncate(&mut node.data, &mut node.size, size);
+        node.data.truncate(&mut node.size, size);
     }
 
     fn file_bytes(&self, ino: Ino, off: u64, len: u64) -> Vec<u8> {
-        contents::read(&self.inodes[ino as usize].data, off, len)
+        self.inodes[ino as usize].data.read(off, len)
     }
 
     fn diverged(&self, path: &[u8], what: &str) -> Fault {
@@ -1503,7 +1503,8 @@ impl FsModel {
             ));
         }
         let node = &mut self.inodes[ino as usize];
-        contents::fallocate(&mut node.data, &mut node.size, off, len, zero, keep_size);
+        node.data
+            .fallocate(&mut node.size, off, len, zero, keep_size);
         self.push(
             site,
             OpKind::Fallocate {

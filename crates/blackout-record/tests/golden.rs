@@ -83,7 +83,7 @@ fn visible(inodes: &[InodeState]) -> Vec<Visible> {
     inodes
         .iter()
         .map(|i| {
-            let mut bytes = i.data.clone();
+            let mut bytes = i.data.to_vec();
             if i.kind == InodeKind::File {
                 bytes.resize(i.size as usize, 0);
             }
