@@ -15,8 +15,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use blackout_oplog::contents::Contents;
-use blackout_oplog::ops::{Ino, InodeKind, OpKind, Part, ROOT_INO};
+use blackout_oplog::contents::{Contents, Data};
+use blackout_oplog::ops::{DataRef, Ino, InodeKind, OpKind, Part, ROOT_INO};
 pub use blackout_oplog::store::InodeState;
 use blackout_oplog::store::{self, Halves};
 use blackout_oplog::trace::Trace;
@@ -107,28 +107,33 @@ impl FsState {
                 _ => None,
             };
             let before = range.map(|(ino, ..)| self.inodes[ino as usize].hashed_len());
-            let bytes: &[u8] = match (&op.kind, desc.torn) {
+            let data = match (&op.kind, desc.torn) {
                 (OpKind::Write { ino, off, data }, Some((t, tear))) if t == i => {
-                    let bytes = trace.bytes(*data);
                     let size_before = self.inodes[*ino as usize].size;
                     match tear.cut(*off, data.len, size_before, sector) {
-                        Some(Cut::Prefix(n)) => &bytes[..n as usize],
+                        Some(Cut::Prefix(n)) => Data::Blob(
+                            &trace.data,
+                            DataRef {
+                                start: data.start,
+                                len: n,
+                            },
+                        ),
                         Some(Cut::SizeOnly) => {
                             let size = size_before.max(off + data.len);
                             let grow = OpKind::Truncate { ino: *ino, size };
-                            store::apply(&mut self.inodes, &grow, &[], halves);
+                            store::apply(&mut self.inodes, &grow, Data::Bytes(&[]), halves);
                             self.touched(range, before, &mut touched);
                             continue;
                         }
                         // A tear storage cannot make: the write whole
                         // (exploration does not ask for one).
-                        None => bytes,
+                        None => Data::Blob(&trace.data, *data),
                     }
                 }
-                (OpKind::Write { data, .. }, _) => trace.bytes(*data),
-                _ => &[],
+                (OpKind::Write { data, .. }, _) => Data::Blob(&trace.data, *data),
+                _ => Data::Bytes(&[]),
             };
-            store::apply(&mut self.inodes, &op.kind, bytes, halves);
+            store::apply(&mut self.inodes, &op.kind, data, halves);
             self.touched(range, before, &mut touched);
         }
     }
@@ -247,10 +252,10 @@ impl FsState {
                             .create_new(true)
                             .open(&target)?;
                         f.set_len(node.size)?;
-                        for (off, bytes) in node.data.extents() {
+                        node.data.for_each_extent(|off, bytes| {
                             let keep = node.size.saturating_sub(off).min(bytes.len() as u64);
-                            f.write_all_at(&bytes[..keep as usize], off)?;
-                        }
+                            f.write_all_at(&bytes[..keep as usize], off)
+                        })?;
                         written.insert(ino, target.clone());
                         Ok(())
                     })(),
@@ -279,7 +284,7 @@ pub const HASH_BLOCK_BYTES: usize = 16 * 1024;
 ///
 /// ```
 /// use blackout_explore::state::{file_hash, HASH_BLOCK_BYTES};
-/// use blackout_oplog::contents::Contents;
+/// use blackout_oplog::contents::{Contents, Data};
 /// let len = 3 * HASH_BLOCK_BYTES as u64 + 1;
 /// let (mut sparse, mut size) = (Contents::default(), 0);
 /// sparse.write(&mut size, len - 1, b"x");
@@ -645,6 +650,44 @@ mod tests {
         let mut last = [0u8; 2];
         f.read_exact_at(&mut last, off - 1).unwrap();
         assert_eq!(&last, b"\0x");
+    }
+
+    #[test]
+    fn states_built_from_a_blob_in_a_file_are_those_built_from_memory() {
+        use crate::enumerate::{enumerate, ExploreConfig};
+        use blackout_oplog::blob::Blob;
+        let t = trace_of(&format!(
+            "1 openat(AT_FDCWD, \"{}\", O_RDWR|O_CREAT, 0644) = 3\n\
+             1 write(3, \"{}\", 20000) = 20000\n1 fsync(3) = 0\n\
+             1 pwrite64(3, \"{}\", 4096, 100) = 4096\n\
+             1 pwrite64(3, \"{}\", 3, 40000) = 3\n",
+            hex("a"),
+            hex(&"a".repeat(20000)),
+            hex(&"b".repeat(4096)),
+            hex("ccc"),
+        ));
+        let mut file = tempfile::tempfile().unwrap();
+        t.data.copy_to(&mut file).unwrap();
+        let mut in_file = t.clone();
+        in_file.data = Blob::from_file(file, 0, t.data.len());
+        assert!(in_file.data.in_memory().is_none());
+        let mut b = StateBuilder::new(&in_file, 512);
+        let mut states = 0;
+        let model = crate::model::Model::Posix.crash_model();
+        enumerate(&t.ops, model, &ExploreConfig::default(), |desc| {
+            let want = FsState::build(&t, &desc, 512);
+            let (fs, hash) = b.build(&desc);
+            assert_eq!(fs, want, "{}", desc.id());
+            assert_eq!(hash, want.content_hash(), "{}", desc.id());
+            let dir = tempfile::tempdir().unwrap();
+            fs.write_out(dir.path()).unwrap();
+            let visible = want.inodes[0].entries.contains_key(&b"a"[..]);
+            let got = fs::read(dir.path().join("a")).ok();
+            assert_eq!(got, visible.then(|| want.file_bytes(1)), "{}", desc.id());
+            states += 1;
+        })
+        .unwrap();
+        assert!(states > 10, "{states} states");
     }
 
     #[test]

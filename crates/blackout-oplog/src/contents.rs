@@ -13,38 +13,117 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io;
 use std::sync::Arc;
 
-/// A range of a shared buffer.
+use crate::blob::Blob;
+use crate::ops::DataRef;
+
+/// Bytes a write puts in a file: its own (copied), or a range of a data
+/// blob (held by reference: a trace's data is never copied per state).
+#[derive(Debug, Clone, Copy)]
+pub enum Data<'a> {
+    /// Bytes in memory.
+    Bytes(&'a [u8]),
+    /// A range of a blob.
+    Blob(&'a Blob, DataRef),
+}
+
+impl Data<'_> {
+    /// How many bytes.
+    pub fn len(&self) -> u64 {
+        match self {
+            Data::Bytes(b) => b.len() as u64,
+            Data::Blob(_, r) => r.len,
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'a> From<&'a [u8]> for Data<'a> {
+    fn from(b: &'a [u8]) -> Data<'a> {
+        Data::Bytes(b)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for Data<'a> {
+    fn from(b: &'a [u8; N]) -> Data<'a> {
+        Data::Bytes(b)
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for Data<'a> {
+    fn from(b: &'a Vec<u8>) -> Data<'a> {
+        Data::Bytes(b)
+    }
+}
+
+/// Where an extent's bytes live.
+#[derive(Clone)]
+enum Store {
+    Mem(Arc<Vec<u8>>),
+    Blob(Blob),
+}
+
+/// A range of shared bytes: `start..start+len` of the store.
 #[derive(Clone)]
 struct Bytes {
-    buf: Arc<Vec<u8>>,
-    start: usize,
+    store: Store,
+    start: u64,
     len: usize,
 }
 
 impl Bytes {
-    fn new(bytes: &[u8]) -> Bytes {
-        Bytes {
-            buf: Arc::new(bytes.to_vec()),
-            start: 0,
-            len: bytes.len(),
+    fn new(data: Data<'_>) -> Bytes {
+        match data {
+            Data::Bytes(b) => Bytes {
+                store: Store::Mem(Arc::new(b.to_vec())),
+                start: 0,
+                len: b.len(),
+            },
+            Data::Blob(blob, r) => Bytes {
+                store: Store::Blob(blob.clone()),
+                start: r.start,
+                len: r.len as usize,
+            },
         }
     }
 
-    fn as_slice(&self) -> &[u8] {
-        &self.buf[self.start..self.start + self.len]
+    /// The bytes, when they are in memory.
+    fn slice(&self) -> Option<&[u8]> {
+        match &self.store {
+            Store::Mem(v) => Some(&v[self.start as usize..self.start as usize + self.len]),
+            Store::Blob(_) => None,
+        }
+    }
+
+    /// Fills `buf` with the bytes from `from` (relative to the start).
+    fn read(&self, from: u64, buf: &mut [u8]) {
+        match &self.store {
+            Store::Mem(v) => {
+                let at = (self.start + from) as usize;
+                buf.copy_from_slice(&v[at..at + buf.len()]);
+            }
+            Store::Blob(b) => b.read_into(self.start + from, buf),
+        }
     }
 
     /// Bytes `from..to` of this range (relative to its start).
     fn sub(&self, from: u64, to: u64) -> Bytes {
         Bytes {
-            buf: Arc::clone(&self.buf),
-            start: self.start + from as usize,
+            store: self.store.clone(),
+            start: self.start + from,
             len: (to - from) as usize,
         }
     }
 }
+
+/// Bytes read from a blob at a time when extents are copied or compared.
+const CHUNK_BYTES: u64 = 1 << 20;
 
 /// Appending to an extent that ends where a write starts grows the extent in
 /// place, while it is shorter than this and nothing else shares its buffer:
@@ -84,14 +163,14 @@ impl Contents {
             match (zero, run) {
                 (false, None) => run = Some(at),
                 (true, Some(start)) => {
-                    map.insert(start as u64, Bytes::new(&bytes[start..at]));
+                    map.insert(start as u64, Bytes::new(Data::Bytes(&bytes[start..at])));
                     run = None;
                 }
                 _ => {}
             }
         }
         if let Some(start) = run {
-            map.insert(start as u64, Bytes::new(&bytes[start..]));
+            map.insert(start as u64, Bytes::new(Data::Bytes(&bytes[start..])));
         }
         Contents {
             len: bytes.len() as u64,
@@ -114,35 +193,60 @@ impl Contents {
         self.extents.values().map(|b| b.len as u64).sum()
     }
 
-    /// The extents, by offset: `(offset, bytes)`.
-    pub fn extents(&self) -> impl Iterator<Item = (u64, &[u8])> {
-        self.extents.iter().map(|(&s, b)| (s, b.as_slice()))
+    /// The extents, by offset: `(offset, length)`.
+    pub fn extent_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.extents.iter().map(|(&s, b)| (s, b.len as u64))
     }
 
-    /// Writes `bytes` at `off`, growing the written length and `size` as
-    /// needed.
-    pub fn write(&mut self, size: &mut u64, off: u64, bytes: &[u8]) {
-        let end = off.saturating_add(bytes.len() as u64);
+    /// Calls `f(offset, bytes)` for the bytes of every extent, by offset (an
+    /// extent in a blob a chunk at a time).
+    pub fn for_each_extent(
+        &self,
+        mut f: impl FnMut(u64, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut buf = Vec::new();
+        for (&s, b) in self.extents.iter() {
+            if let Some(bytes) = b.slice() {
+                f(s, bytes)?;
+                continue;
+            }
+            let mut from = 0;
+            while from < b.len as u64 {
+                let n = (b.len as u64 - from).min(CHUNK_BYTES) as usize;
+                buf.resize(n, 0);
+                b.read(from, &mut buf);
+                f(s + from, &buf)?;
+                from += n as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at `off` (bytes, copied, or a blob's range, held by
+    /// reference), growing the written length and `size` as needed.
+    pub fn write<'a>(&mut self, size: &mut u64, off: u64, data: impl Into<Data<'a>>) {
+        let data = data.into();
+        let end = off.saturating_add(data.len());
         self.len = self.len.max(end);
         *size = (*size).max(end);
-        if bytes.is_empty() {
+        if data.is_empty() {
             return;
         }
         self.punch(off, end);
         let map = Arc::make_mut(&mut self.extents);
-        if let Some((&s, prev)) = map.range_mut(..off).next_back() {
-            let grows = s + prev.len as u64 == off
-                && prev.len < GROW_IN_PLACE_BYTES
-                && prev.start + prev.len == prev.buf.len();
-            if grows {
-                if let Some(buf) = Arc::get_mut(&mut prev.buf) {
+        if let (Some((&s, prev)), Data::Bytes(bytes)) = (map.range_mut(..off).next_back(), data) {
+            if let Store::Mem(buf) = &mut prev.store {
+                let grows = s + prev.len as u64 == off
+                    && prev.len < GROW_IN_PLACE_BYTES
+                    && prev.start as usize + prev.len == buf.len();
+                if let Some(buf) = Arc::get_mut(buf).filter(|_| grows) {
                     buf.extend_from_slice(bytes);
                     prev.len += bytes.len();
                     return;
                 }
             }
         }
-        map.insert(off, Bytes::new(bytes));
+        map.insert(off, Bytes::new(data));
     }
 
     /// Sets the size to `new_size`, forgetting what was written past it.
@@ -166,6 +270,14 @@ impl Contents {
         }
     }
 
+    /// Contents holding the bytes `r` names in `blob`, by reference (a
+    /// file of the initial tree).
+    pub fn from_blob(blob: &Blob, r: DataRef) -> Contents {
+        let (mut c, mut size) = (Contents::default(), 0);
+        c.write(&mut size, 0, Data::Blob(blob, r));
+        c
+    }
+
     /// The `len` bytes at `off` (zeros in holes and past what was written).
     pub fn read(&self, off: u64, len: u64) -> Vec<u8> {
         let mut out = vec![0u8; len as usize];
@@ -179,8 +291,7 @@ impl Contents {
         let hi = off.saturating_add(buf.len() as u64);
         for (s, b) in self.overlapping(off, hi) {
             let (lo, end) = (s.max(off), (s + b.len as u64).min(hi));
-            buf[(lo - off) as usize..(end - off) as usize]
-                .copy_from_slice(&b.as_slice()[(lo - s) as usize..(end - s) as usize]);
+            b.read(lo - s, &mut buf[(lo - off) as usize..(end - off) as usize]);
         }
     }
 
@@ -190,12 +301,14 @@ impl Contents {
     }
 
     /// The bytes `lo..hi`, or `None` when no extent holds any of them (all
-    /// zeros): a slice of one extent when one holds them all, else copied
-    /// into `buf`.
+    /// zeros): a slice of one extent in memory when one holds them all, else
+    /// read into `buf`.
     pub fn block<'a>(&'a self, lo: u64, hi: u64, buf: &'a mut Vec<u8>) -> Option<&'a [u8]> {
         let (s, b) = self.overlapping(lo, hi).next()?;
         if s <= lo && s + b.len as u64 >= hi {
-            return Some(&b.as_slice()[(lo - s) as usize..(hi - s) as usize]);
+            if let Some(bytes) = b.slice() {
+                return Some(&bytes[(lo - s) as usize..(hi - s) as usize]);
+            }
         }
         buf.clear();
         buf.resize((hi - lo) as usize, 0);
@@ -236,11 +349,9 @@ impl Contents {
         }
     }
 
-    /// The bytes `a..b` when one extent holds them, `None` when none holds
-    /// any (callers cut at every extent's bounds).
-    fn piece(&self, a: u64, b: u64) -> Option<&[u8]> {
-        let (s, x) = self.overlapping(a, b).next()?;
-        Some(&x.as_slice()[(a - s) as usize..(b - s) as usize])
+    /// Whether no extent holds any of the bytes `lo..hi`.
+    fn hole(&self, lo: u64, hi: u64) -> bool {
+        self.overlapping(lo, hi).next().is_none()
     }
 }
 
@@ -267,13 +378,25 @@ impl PartialEq for Contents {
             .collect();
         cuts.sort_unstable();
         cuts.dedup();
-        cuts.windows(2).all(
-            |w| match (self.piece(w[0], w[1]), other.piece(w[0], w[1])) {
-                (None, None) => true,
-                (Some(x), None) | (None, Some(x)) => x.iter().all(|&c| c == 0),
-                (Some(x), Some(y)) => x == y,
-            },
-        )
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        cuts.windows(2).all(|w| {
+            if self.hole(w[0], w[1]) && other.hole(w[0], w[1]) {
+                return true;
+            }
+            let mut at = w[0];
+            while at < w[1] {
+                let n = (w[1] - at).min(CHUNK_BYTES) as usize;
+                x.resize(n, 0);
+                y.resize(n, 0);
+                self.read_into(at, &mut x);
+                other.read_into(at, &mut y);
+                if x != y {
+                    return false;
+                }
+                at += n as u64;
+            }
+            true
+        })
     }
 }
 
@@ -319,7 +442,7 @@ mod tests {
         let (mut d, mut s) = (Contents::default(), 0);
         d.write(&mut s, 1 << 30, b"x");
         assert_eq!(d.extent_bytes(), 1);
-        assert_eq!(d.extents().collect::<Vec<_>>(), [(1 << 30, &b"x"[..])]);
+        assert_eq!(d.extent_ranges().collect::<Vec<_>>(), [(1 << 30, 1)]);
         let mut buf = Vec::new();
         assert_eq!(d.block(0, 16384, &mut buf), None);
         assert_eq!(d.block(1 << 30, (1 << 30) + 1, &mut buf), Some(&b"x"[..]));
@@ -338,10 +461,10 @@ mod tests {
         for i in 0..100u8 {
             d.write(&mut s, u64::from(i), &[i]);
         }
-        assert_eq!(d.extents().count(), 1);
+        assert_eq!(d.extent_ranges().count(), 1);
         let copy = d.clone();
         d.write(&mut s, 100, b"z");
-        assert_eq!(d.extents().count(), 2, "a shared buffer is not grown");
+        assert_eq!(d.extent_ranges().count(), 2, "a shared buffer is not grown");
         assert_eq!(copy.len(), 100);
         assert_eq!(d.read(98, 3), [98, 99, b'z']);
     }
@@ -408,9 +531,9 @@ mod tests {
                 prop_assert_eq!(&c, &Contents::from_bytes(&dense));
                 snapshots.push((c.clone(), dense.clone()));
                 let mut pos = 0;
-                for (s, b) in c.extents() {
-                    prop_assert!(s >= pos && !b.is_empty());
-                    pos = s + b.len() as u64;
+                for (s, n) in c.extent_ranges() {
+                    prop_assert!(s >= pos && n > 0);
+                    pos = s + n;
                 }
                 prop_assert!(pos <= c.len());
             }

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::contents::Contents;
+use crate::contents::{Contents, Data};
 use crate::ops::{Ino, InodeKind, OpKind};
 
 /// One inode.
@@ -60,16 +60,17 @@ impl Halves {
     };
 }
 
-/// Applies one op to the inodes. `bytes` are what a write puts at its
-/// offset (the op's data, or what a tear left of it); `halves` says which
+/// Applies one op to the inodes. `data` is what a write puts at its
+/// offset (the op's data, or what a tear left of it; a blob's range is held
+/// by reference); `halves` says which
 /// halves of a rename to apply (ignored for every other op). Syncs and
 /// outputs change nothing. Inode numbers must be valid (as
 /// `Trace::validate` ensures).
-pub fn apply(inodes: &mut [InodeState], kind: &OpKind, bytes: &[u8], halves: Halves) {
+pub fn apply(inodes: &mut [InodeState], kind: &OpKind, data: Data<'_>, halves: Halves) {
     match kind {
         OpKind::Write { ino, off, .. } => {
             let node = &mut inodes[*ino as usize];
-            node.data.write(&mut node.size, *off, bytes);
+            node.data.write(&mut node.size, *off, data);
         }
         OpKind::Truncate { ino, size } => {
             let node = &mut inodes[*ino as usize];

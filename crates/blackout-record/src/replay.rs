@@ -101,7 +101,7 @@ pub fn replay_with(
 /// let log = b"1 write(1, \"\\x78\\x0a\", 2) = 2\n\
 ///             1 write(63, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n";
 /// let r = replay_with_output(log, &Tree::default(), b"/d", &ReplayOptions::default(), 63).unwrap();
-/// assert_eq!(r.data, b"saved\n");
+/// assert_eq!(r.data.in_memory(), Some(&b"saved\n"[..]));
 /// ```
 pub fn replay_with_output(
     log: &[u8],
@@ -180,9 +180,9 @@ mod tests {
         let r = replay_with_output(log.as_bytes(), &Tree::default(), DIR.as_bytes(), &opts, 63)
             .unwrap();
         assert_eq!(labels(&r), ["output"]);
-        assert_eq!(r.data, b"saved\n");
+        assert_eq!(r.data.in_memory(), Some(&b"saved\n"[..]));
         let plain = replay(log.as_bytes(), &Tree::default(), DIR.as_bytes()).unwrap();
-        assert_eq!(plain.data, b"running\n");
+        assert_eq!(plain.data.in_memory(), Some(&b"running\n"[..]));
     }
 
     #[test]
@@ -204,10 +204,7 @@ mod tests {
             panic!()
         };
         assert_eq!((ino, off), (1, 0));
-        assert_eq!(
-            &r.data[data.start as usize..(data.start + data.len) as usize],
-            b"hello"
-        );
+        assert_eq!(&*r.data.get(data), b"hello");
     }
 
     #[test]
