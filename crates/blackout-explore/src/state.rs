@@ -187,11 +187,7 @@ impl FsState {
     /// A hash of what a reader of the directory sees: every path, its kind,
     /// bytes or target, and which paths are links to one file.
     pub fn content_hash(&self) -> blake3::Hash {
-        self.content_hash_with(|_, node| {
-            file_hash(&node.data, node.hashed_len(), |_, block| {
-                blake3::hash(block)
-            })
-        })
+        self.content_hash_with(|_, node| file_hash(&node.data, node.hashed_len(), |_, hash| hash()))
     }
 
     /// [`FsState::content_hash`], with each file hashed by `file_hash`
@@ -277,29 +273,30 @@ impl FsState {
 pub const HASH_BLOCK_BYTES: usize = 16 * 1024;
 
 /// The hash of a file's first `len` bytes: the length and the hash of each
-/// block of [`HASH_BLOCK_BYTES`], each block holding written bytes hashed
-/// by `block(index, bytes)` (which must answer `blake3::hash(bytes)`, from
-/// memory or not). A block no extent touches hashes as the zeros it reads
-/// as, without reading it: a hole hashes like the zeros a dense copy held.
+/// block of [`HASH_BLOCK_BYTES`]. A block holding written bytes is hashed
+/// by `block(index, hash)`, which must answer what `hash()` does (the
+/// block's bytes read and hashed), from memory or not: a block it knows is
+/// not read. A block no extent touches hashes as the zeros it reads as,
+/// without reading it: a hole hashes like the zeros a dense copy held.
 ///
 /// ```
 /// use blackout_explore::state::{file_hash, HASH_BLOCK_BYTES};
-/// use blackout_oplog::contents::{Contents, Data};
+/// use blackout_oplog::contents::Contents;
 /// let len = 3 * HASH_BLOCK_BYTES as u64 + 1;
 /// let (mut sparse, mut size) = (Contents::default(), 0);
 /// sparse.write(&mut size, len - 1, b"x");
 /// let mut dense = vec![0u8; len as usize];
 /// dense[len as usize - 1] = b'x';
 /// let mut blocks = 0;
-/// let h = file_hash(&sparse, len, |_, b| { blocks += 1; blake3::hash(b) });
+/// let h = file_hash(&sparse, len, |_, hash| { blocks += 1; hash() });
 /// assert_eq!(blocks, 1);
-/// assert_eq!(h, file_hash(&Contents::from(dense), len, |_, b| blake3::hash(b)));
-/// assert_ne!(h, file_hash(&sparse, len - 1, |_, b| blake3::hash(b)));
+/// assert_eq!(h, file_hash(&Contents::from(dense), len, |_, hash| hash()));
+/// assert_ne!(h, file_hash(&sparse, len - 1, |_, hash| hash()));
 /// ```
 pub fn file_hash(
     contents: &Contents,
     len: u64,
-    mut block: impl FnMut(usize, &[u8]) -> blake3::Hash,
+    mut block: impl FnMut(usize, &mut dyn FnMut() -> blake3::Hash) -> blake3::Hash,
 ) -> blake3::Hash {
     let mut h = blake3::Hasher::new();
     h.update(&len.to_le_bytes());
@@ -307,10 +304,15 @@ pub fn file_hash(
     let b = HASH_BLOCK_BYTES as u64;
     for i in 0..len.div_ceil(b) {
         let (lo, hi) = (i * b, (i * b + b).min(len));
-        match contents.block(lo, hi, &mut buf) {
-            Some(bytes) => h.update(block(i as usize, bytes).as_bytes()),
-            None => h.update(zeros_hash((hi - lo) as usize).as_bytes()),
+        if contents.is_hole(lo, hi) {
+            h.update(zeros_hash((hi - lo) as usize).as_bytes());
+            continue;
+        }
+        let mut hash = || match contents.block(lo, hi, &mut buf) {
+            Some(bytes) => blake3::hash(bytes),
+            None => zeros_hash((hi - lo) as usize),
         };
+        h.update(block(i as usize, &mut hash).as_bytes());
     }
     h.finalize()
 }
@@ -408,15 +410,15 @@ impl Base {
         let blocks = &mut self.blocks;
         let hash = fs.content_hash_with(|ino, node| {
             let known = &mut blocks[ino as usize];
-            file_hash(&node.data, node.hashed_len(), |i, block| {
+            file_hash(&node.data, node.hashed_len(), |i, hash| {
                 let changed = touched
                     .iter()
                     .any(|&(t, lo, hi)| t == ino && block_range(lo, hi).contains(&i));
                 // A block no op after the base touched holds the base's bytes.
                 if changed {
-                    blake3::hash(block)
+                    hash()
                 } else {
-                    *known.entry(i).or_insert_with(|| blake3::hash(block))
+                    *known.entry(i).or_insert_with(hash)
                 }
             })
         });
@@ -618,7 +620,7 @@ mod tests {
         assert_eq!(dense.inodes[1].data.extent_bytes(), off + 1);
         assert_eq!(sparse, dense);
         assert_eq!(sparse.content_hash(), dense.content_hash());
-        let file = |fs: &FsState| file_hash(&fs.inodes[1].data, off + 1, |_, b| blake3::hash(b));
+        let file = |fs: &FsState| file_hash(&fs.inodes[1].data, off + 1, |_, hash| hash());
         assert_eq!(file(&sparse), dense_hash(&dense, 1));
         assert_eq!(file(&dense), dense_hash(&dense, 1));
     }

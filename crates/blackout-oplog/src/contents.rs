@@ -349,8 +349,9 @@ impl Contents {
         }
     }
 
-    /// Whether no extent holds any of the bytes `lo..hi`.
-    fn hole(&self, lo: u64, hi: u64) -> bool {
+    /// Whether no extent holds any of the bytes `lo..hi` (they read as
+    /// zeros).
+    pub fn is_hole(&self, lo: u64, hi: u64) -> bool {
         self.overlapping(lo, hi).next().is_none()
     }
 }
@@ -380,7 +381,7 @@ impl PartialEq for Contents {
         cuts.dedup();
         let (mut x, mut y) = (Vec::new(), Vec::new());
         cuts.windows(2).all(|w| {
-            if self.hole(w[0], w[1]) && other.hole(w[0], w[1]) {
+            if self.is_hole(w[0], w[1]) && other.is_hole(w[0], w[1]) {
                 return true;
             }
             let mut at = w[0];
