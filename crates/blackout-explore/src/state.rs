@@ -7,13 +7,16 @@
 //! made, only directories are descended into (a symlink is created as a link,
 //! never followed), and a directory reachable twice is written once.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::OnceLock;
 
-use blackout_oplog::ops::{Ino, InodeKind, OpKind, Part, ROOT_INO};
+use blackout_oplog::contents::{Contents, Data};
+use blackout_oplog::ops::{DataRef, Ino, InodeKind, OpKind, Part, ROOT_INO};
 pub use blackout_oplog::store::InodeState;
 use blackout_oplog::store::{self, Halves};
 use blackout_oplog::trace::Trace;
@@ -104,28 +107,33 @@ impl FsState {
                 _ => None,
             };
             let before = range.map(|(ino, ..)| self.inodes[ino as usize].hashed_len());
-            let bytes: &[u8] = match (&op.kind, desc.torn) {
+            let data = match (&op.kind, desc.torn) {
                 (OpKind::Write { ino, off, data }, Some((t, tear))) if t == i => {
-                    let bytes = trace.bytes(*data);
                     let size_before = self.inodes[*ino as usize].size;
                     match tear.cut(*off, data.len, size_before, sector) {
-                        Some(Cut::Prefix(n)) => &bytes[..n as usize],
+                        Some(Cut::Prefix(n)) => Data::Blob(
+                            &trace.data,
+                            DataRef {
+                                start: data.start,
+                                len: n,
+                            },
+                        ),
                         Some(Cut::SizeOnly) => {
                             let size = size_before.max(off + data.len);
                             let grow = OpKind::Truncate { ino: *ino, size };
-                            store::apply(&mut self.inodes, &grow, &[], halves);
+                            store::apply(&mut self.inodes, &grow, Data::Bytes(&[]), halves);
                             self.touched(range, before, &mut touched);
                             continue;
                         }
                         // A tear storage cannot make: the write whole
                         // (exploration does not ask for one).
-                        None => bytes,
+                        None => Data::Blob(&trace.data, *data),
                     }
                 }
-                (OpKind::Write { data, .. }, _) => trace.bytes(*data),
-                _ => &[],
+                (OpKind::Write { data, .. }, _) => Data::Blob(&trace.data, *data),
+                _ => Data::Bytes(&[]),
             };
-            store::apply(&mut self.inodes, &op.kind, bytes, halves);
+            store::apply(&mut self.inodes, &op.kind, data, halves);
             self.touched(range, before, &mut touched);
         }
     }
@@ -144,12 +152,11 @@ impl FsState {
         }
     }
 
-    /// The bytes a reader sees in a file.
+    /// The bytes a reader sees in a file, holes as zeros (as many as its
+    /// size: for small files).
     pub fn file_bytes(&self, ino: Ino) -> Vec<u8> {
         let node = &self.inodes[ino as usize];
-        let mut v = node.data.clone();
-        v.resize(node.size as usize, 0);
-        v
+        node.data.read(0, node.size)
     }
 
     /// Visits the visible tree: (path, inode) for every entry, parents first,
@@ -180,16 +187,16 @@ impl FsState {
     /// A hash of what a reader of the directory sees: every path, its kind,
     /// bytes or target, and which paths are links to one file.
     pub fn content_hash(&self) -> blake3::Hash {
-        self.content_hash_with(|_, bytes| file_hash(bytes, |_, block| blake3::hash(block)))
+        self.content_hash_with(|_, node| file_hash(&node.data, node.hashed_len(), |_, hash| hash()))
     }
 
-    /// [`FsState::content_hash`], with each file's bytes hashed by
-    /// `file_hash` (given the inode and its bytes; it must answer what
-    /// [`file_hash`] does), which may answer from what it knows of a file
-    /// unchanged since it last hashed it.
+    /// [`FsState::content_hash`], with each file hashed by `file_hash`
+    /// (given the inode and its state; it must answer what [`file_hash`]
+    /// does of its [`InodeState::hashed_len`] bytes), which may answer from
+    /// what it knows of a file unchanged since it last hashed it.
     pub fn content_hash_with(
         &self,
-        mut file_hash: impl FnMut(Ino, &[u8]) -> blake3::Hash,
+        mut file_hash: impl FnMut(Ino, &InodeState) -> blake3::Hash,
     ) -> blake3::Hash {
         let mut h = blake3::Hasher::new();
         let mut ids: HashMap<Ino, u64> = HashMap::new();
@@ -204,12 +211,11 @@ impl FsState {
             match node.kind {
                 InodeKind::File => {
                     h.update(&node.size.to_le_bytes());
-                    let data = &node.data[..node.hashed_len() as usize];
-                    h.update(file_hash(ino, data).as_bytes());
+                    h.update(file_hash(ino, node).as_bytes());
                 }
                 InodeKind::Symlink => {
-                    h.update(&(node.data.len() as u64).to_le_bytes());
-                    h.update(&node.data);
+                    h.update(&node.data.len().to_le_bytes());
+                    h.update(&node.data.to_vec());
                 }
                 InodeKind::Dir => {}
             }
@@ -218,6 +224,7 @@ impl FsState {
     }
 
     /// Writes the visible tree into `root`, an existing empty directory.
+    /// A file's holes stay holes: only its extents are written.
     pub fn write_out(&self, root: &Path) -> io::Result<()> {
         let mut written: HashMap<Ino, std::path::PathBuf> = HashMap::new();
         let mut result = Ok(());
@@ -230,18 +237,21 @@ impl FsState {
             let r = match node.kind {
                 InodeKind::Dir => fs::create_dir(&target),
                 InodeKind::Symlink => {
-                    std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&node.data), &target)
+                    let to = node.data.to_vec();
+                    std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&to), &target)
                 }
                 InodeKind::File => match written.get(&ino) {
                     Some(first_path) => fs::hard_link(first_path, &target),
                     None => (|| {
-                        let mut f = fs::OpenOptions::new()
+                        let f = fs::OpenOptions::new()
                             .write(true)
                             .create_new(true)
                             .open(&target)?;
-                        let data = &node.data[..node.data.len().min(node.size as usize)];
-                        f.write_all(data)?;
                         f.set_len(node.size)?;
+                        node.data.for_each_extent(|off, bytes| {
+                            let keep = node.size.saturating_sub(off).min(bytes.len() as u64);
+                            f.write_all_at(&bytes[..keep as usize], off)
+                        })?;
                         written.insert(ino, target.clone());
                         Ok(())
                     })(),
@@ -262,28 +272,61 @@ impl FsState {
 /// one place is hashed again only there.
 pub const HASH_BLOCK_BYTES: usize = 16 * 1024;
 
-/// The hash of a file's bytes: its length and the hash of each block of
-/// [`HASH_BLOCK_BYTES`], each block hashed by `block(index, bytes)` (which
-/// must answer `blake3::hash(bytes)`, from memory or not).
+/// The hash of a file's first `len` bytes: the length and the hash of each
+/// block of [`HASH_BLOCK_BYTES`]. A block holding written bytes is hashed
+/// by `block(index, hash)`, which must answer what `hash()` does (the
+/// block's bytes read and hashed), from memory or not: a block it knows is
+/// not read. A block no extent touches hashes as the zeros it reads as,
+/// without reading it: a hole hashes like the zeros a dense copy held.
 ///
 /// ```
 /// use blackout_explore::state::{file_hash, HASH_BLOCK_BYTES};
-/// let bytes = vec![7u8; HASH_BLOCK_BYTES + 1];
+/// use blackout_oplog::contents::Contents;
+/// let len = 3 * HASH_BLOCK_BYTES as u64 + 1;
+/// let (mut sparse, mut size) = (Contents::default(), 0);
+/// sparse.write(&mut size, len - 1, b"x");
+/// let mut dense = vec![0u8; len as usize];
+/// dense[len as usize - 1] = b'x';
 /// let mut blocks = 0;
-/// let h = file_hash(&bytes, |_, b| { blocks += 1; blake3::hash(b) });
-/// assert_eq!(blocks, 2);
-/// assert_ne!(h, file_hash(&bytes[1..], |_, b| blake3::hash(b)));
+/// let h = file_hash(&sparse, len, |_, hash| { blocks += 1; hash() });
+/// assert_eq!(blocks, 1);
+/// assert_eq!(h, file_hash(&Contents::from(dense), len, |_, hash| hash()));
+/// assert_ne!(h, file_hash(&sparse, len - 1, |_, hash| hash()));
 /// ```
 pub fn file_hash(
-    bytes: &[u8],
-    mut block: impl FnMut(usize, &[u8]) -> blake3::Hash,
+    contents: &Contents,
+    len: u64,
+    mut block: impl FnMut(usize, &mut dyn FnMut() -> blake3::Hash) -> blake3::Hash,
 ) -> blake3::Hash {
     let mut h = blake3::Hasher::new();
-    h.update(&(bytes.len() as u64).to_le_bytes());
-    for (i, chunk) in bytes.chunks(HASH_BLOCK_BYTES).enumerate() {
-        h.update(block(i, chunk).as_bytes());
+    h.update(&len.to_le_bytes());
+    let mut buf = Vec::new();
+    let b = HASH_BLOCK_BYTES as u64;
+    for i in 0..len.div_ceil(b) {
+        let (lo, hi) = (i * b, (i * b + b).min(len));
+        if contents.is_hole(lo, hi) {
+            h.update(zeros_hash((hi - lo) as usize).as_bytes());
+            continue;
+        }
+        let mut hash = || match contents.block(lo, hi, &mut buf) {
+            Some(bytes) => blake3::hash(bytes),
+            None => zeros_hash((hi - lo) as usize),
+        };
+        h.update(block(i as usize, &mut hash).as_bytes());
     }
     h.finalize()
+}
+
+/// `blake3::hash` of `n` zeros (at most [`HASH_BLOCK_BYTES`]), a whole
+/// block's computed once.
+fn zeros_hash(n: usize) -> blake3::Hash {
+    static ZEROS: [u8; HASH_BLOCK_BYTES] = [0; HASH_BLOCK_BYTES];
+    static BLOCK: OnceLock<blake3::Hash> = OnceLock::new();
+    if n == HASH_BLOCK_BYTES {
+        *BLOCK.get_or_init(|| blake3::hash(&ZEROS))
+    } else {
+        blake3::hash(&ZEROS[..n])
+    }
 }
 
 /// Builds crash states from shared bases instead of from the first op: a
@@ -326,14 +369,14 @@ pub struct StateBuilder<'t> {
 pub const BASES_KEPT: usize = 16;
 
 /// A state holding ops `0..at`, and the hashes of its files' blocks once
-/// asked for.
+/// asked for (blocks holding written bytes only: a hole's hash is known).
 #[derive(Clone)]
 struct Base {
     at: usize,
     /// When a state was last built from it (the builder's count).
     used: u64,
     fs: FsState,
-    blocks: Vec<Vec<Option<blake3::Hash>>>,
+    blocks: Vec<BTreeMap<usize, blake3::Hash>>,
 }
 
 impl Base {
@@ -348,15 +391,11 @@ impl Base {
         self.fs
             .apply_kept(trace, &kept, self.at, sector, |ino, lo, hi| {
                 let known = &mut blocks[ino as usize];
-                let (r, len) = (block_range(lo, hi), known.len());
-                known[r.start.min(len)..r.end.min(len)].fill(None);
+                let stale: Vec<usize> = known.range(block_range(lo, hi)).map(|(&i, _)| i).collect();
+                for i in stale {
+                    known.remove(&i);
+                }
             });
-        for (known, node) in self.blocks.iter_mut().zip(&self.fs.inodes) {
-            known.resize(
-                node.hashed_len().div_ceil(HASH_BLOCK_BYTES as u64) as usize,
-                None,
-            );
-        }
         self.at = to;
     }
 
@@ -369,16 +408,17 @@ impl Base {
             touched.push((ino, lo, hi));
         });
         let blocks = &mut self.blocks;
-        let hash = fs.content_hash_with(|ino, bytes| {
+        let hash = fs.content_hash_with(|ino, node| {
             let known = &mut blocks[ino as usize];
-            file_hash(bytes, |i, block| {
+            file_hash(&node.data, node.hashed_len(), |i, hash| {
                 let changed = touched
                     .iter()
                     .any(|&(t, lo, hi)| t == ino && block_range(lo, hi).contains(&i));
                 // A block no op after the base touched holds the base's bytes.
-                match known.get_mut(i) {
-                    Some(slot) if !changed => *slot.get_or_insert_with(|| blake3::hash(block)),
-                    _ => blake3::hash(block),
+                if changed {
+                    hash()
+                } else {
+                    *known.entry(i).or_insert_with(hash)
                 }
             })
         });
@@ -393,7 +433,7 @@ impl<'t> StateBuilder<'t> {
         let mut base = Base {
             at: 0,
             used: 0,
-            blocks: vec![Vec::new(); fs.inodes.len()],
+            blocks: vec![BTreeMap::new(); fs.inodes.len()],
             fs,
         };
         base.advance(trace, sector, 0);
@@ -539,6 +579,117 @@ mod tests {
         // write is whole.
         assert_eq!(Tear::Zeros.cut(100, 4096, 8192, 512), None);
         assert_eq!(file("c4.torn3z"), expect(4196));
+    }
+
+    /// The content hash as it was when files were held dense: the length,
+    /// then every block's hash.
+    fn dense_hash(fs: &FsState, ino: Ino) -> blake3::Hash {
+        let bytes = fs.inodes[ino as usize].data.to_vec();
+        let mut h = blake3::Hasher::new();
+        h.update(&(bytes.len() as u64).to_le_bytes());
+        for block in bytes.chunks(HASH_BLOCK_BYTES) {
+            h.update(blake3::hash(block).as_bytes());
+        }
+        h.finalize()
+    }
+
+    fn pwrite_at(off: u64) -> String {
+        format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3\n1 pwrite64(3, \"{}\", 1, {off}) = 1\n",
+            hex("a"),
+            hex("x")
+        )
+    }
+
+    #[test]
+    fn a_hole_hashes_like_the_zeros_written_densely() {
+        let off = (1 << 20) + 5;
+        let sparse = FsState::build(
+            &trace_of(&pwrite_at(off)),
+            &StateDesc::parse("c2").unwrap(),
+            512,
+        );
+        let dense_log = format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3\n1 write(3, \"{}\", {off}) = {off}\n1 write(3, \"{}\", 1) = 1\n",
+            hex("a"),
+            "\\x00".repeat(off as usize),
+            hex("x")
+        );
+        let dense = FsState::build(&trace_of(&dense_log), &StateDesc::parse("c3").unwrap(), 512);
+        assert_eq!(sparse.inodes[1].data.extent_bytes(), 1);
+        assert_eq!(dense.inodes[1].data.extent_bytes(), off + 1);
+        assert_eq!(sparse, dense);
+        assert_eq!(sparse.content_hash(), dense.content_hash());
+        let file = |fs: &FsState| file_hash(&fs.inodes[1].data, off + 1, |_, hash| hash());
+        assert_eq!(file(&sparse), dense_hash(&dense, 1));
+        assert_eq!(file(&dense), dense_hash(&dense, 1));
+    }
+
+    #[test]
+    fn a_byte_at_a_gib_is_built_hashed_and_written_out_sparse() {
+        use std::os::unix::fs::MetadataExt;
+        let off = 1u64 << 30;
+        let t = trace_of(&pwrite_at(off));
+        let mut b = StateBuilder::new(&t, 512);
+        let (fs, hash) = b.build(&StateDesc::parse("c2").unwrap());
+        assert_eq!(fs.inodes[1].size, off + 1);
+        assert_eq!(fs.inodes[1].data.extent_bytes(), 1);
+        assert_eq!(hash, fs.content_hash());
+        let torn = FsState::build(&t, &StateDesc::parse("c2.torn1z").unwrap(), 512);
+        assert_eq!(
+            (torn.inodes[1].size, torn.inodes[1].data.extent_bytes()),
+            (off + 1, 0)
+        );
+        assert_ne!(torn.content_hash(), hash);
+        let dir = tempfile::tempdir().unwrap();
+        fs.write_out(dir.path()).unwrap();
+        let path = dir.path().join("a");
+        let meta = fs::metadata(&path).unwrap();
+        assert_eq!(meta.len(), off + 1);
+        // 512-byte units: a page or so, not a GiB.
+        assert!(meta.blocks() <= 64, "{} blocks allocated", meta.blocks());
+        let f = fs::File::open(&path).unwrap();
+        let mut last = [0u8; 2];
+        f.read_exact_at(&mut last, off - 1).unwrap();
+        assert_eq!(&last, b"\0x");
+    }
+
+    #[test]
+    fn states_built_from_a_blob_in_a_file_are_those_built_from_memory() {
+        use crate::enumerate::{enumerate, ExploreConfig};
+        use blackout_oplog::blob::Blob;
+        let t = trace_of(&format!(
+            "1 openat(AT_FDCWD, \"{}\", O_RDWR|O_CREAT, 0644) = 3\n\
+             1 write(3, \"{}\", 20000) = 20000\n1 fsync(3) = 0\n\
+             1 pwrite64(3, \"{}\", 4096, 100) = 4096\n\
+             1 pwrite64(3, \"{}\", 3, 40000) = 3\n",
+            hex("a"),
+            hex(&"a".repeat(20000)),
+            hex(&"b".repeat(4096)),
+            hex("ccc"),
+        ));
+        let mut file = tempfile::tempfile().unwrap();
+        t.data.copy_to(&mut file).unwrap();
+        let mut in_file = t.clone();
+        in_file.data = Blob::from_file(file, 0, t.data.len());
+        assert!(in_file.data.in_memory().is_none());
+        let mut b = StateBuilder::new(&in_file, 512);
+        let mut states = 0;
+        let model = crate::model::Model::Posix.crash_model();
+        enumerate(&t.ops, model, &ExploreConfig::default(), |desc| {
+            let want = FsState::build(&t, &desc, 512);
+            let (fs, hash) = b.build(&desc);
+            assert_eq!(fs, want, "{}", desc.id());
+            assert_eq!(hash, want.content_hash(), "{}", desc.id());
+            let dir = tempfile::tempdir().unwrap();
+            fs.write_out(dir.path()).unwrap();
+            let visible = want.inodes[0].entries.contains_key(&b"a"[..]);
+            let got = fs::read(dir.path().join("a")).ok();
+            assert_eq!(got, visible.then(|| want.file_bytes(1)), "{}", desc.id());
+            states += 1;
+        })
+        .unwrap();
+        assert!(states > 10, "{states} states");
     }
 
     #[test]

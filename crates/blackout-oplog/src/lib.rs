@@ -35,6 +35,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod blob;
 pub mod contents;
 pub mod naming;
 pub mod ops;

@@ -40,7 +40,7 @@ impl Outputs {
         upto.push(0);
         for op in &trace.ops {
             if let OpKind::Output { data } = op.kind {
-                stream.extend_from_slice(trace.bytes(data));
+                stream.extend_from_slice(&trace.bytes(data));
             }
             upto.push(stream.len());
         }
@@ -199,7 +199,7 @@ mod tests {
         }
         let trace = Trace {
             ops,
-            data,
+            data: crate::blob::Blob::from_vec(data),
             ..Trace::default()
         };
         Outputs::new(&trace, prefix.map(str::as_bytes))

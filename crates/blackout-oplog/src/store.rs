@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::contents;
+use crate::contents::{Contents, Data};
 use crate::ops::{Ino, InodeKind, OpKind};
 
 /// One inode.
@@ -17,9 +17,9 @@ use crate::ops::{Ino, InodeKind, OpKind};
 pub struct InodeState {
     /// Kind.
     pub kind: InodeKind,
-    /// File bytes (the file is `size` long; bytes past `data` read as zeros),
-    /// or a symlink's target.
-    pub data: Vec<u8>,
+    /// File bytes (the file is `size` long; holes and bytes past what was
+    /// written read as zeros), or a symlink's target.
+    pub data: Contents,
     /// File size.
     pub size: u64,
     /// Directory entries.
@@ -34,11 +34,11 @@ impl InodeState {
     /// ```
     /// use blackout_oplog::store::InodeState;
     /// use blackout_oplog::ops::InodeKind;
-    /// let f = InodeState { kind: InodeKind::File, data: b"abc".to_vec(), size: 2, entries: Default::default() };
+    /// let f = InodeState { kind: InodeKind::File, data: b"abc".to_vec().into(), size: 2, entries: Default::default() };
     /// assert_eq!(f.hashed_len(), 2);
     /// ```
     pub fn hashed_len(&self) -> u64 {
-        (self.data.len() as u64).min(self.size)
+        self.data.len().min(self.size)
     }
 }
 
@@ -60,20 +60,21 @@ impl Halves {
     };
 }
 
-/// Applies one op to the inodes. `bytes` are what a write puts at its
-/// offset (the op's data, or what a tear left of it); `halves` says which
+/// Applies one op to the inodes. `data` is what a write puts at its
+/// offset (the op's data, or what a tear left of it; a blob's range is held
+/// by reference); `halves` says which
 /// halves of a rename to apply (ignored for every other op). Syncs and
 /// outputs change nothing. Inode numbers must be valid (as
 /// `Trace::validate` ensures).
-pub fn apply(inodes: &mut [InodeState], kind: &OpKind, bytes: &[u8], halves: Halves) {
+pub fn apply(inodes: &mut [InodeState], kind: &OpKind, data: Data<'_>, halves: Halves) {
     match kind {
         OpKind::Write { ino, off, .. } => {
             let node = &mut inodes[*ino as usize];
-            contents::write(&mut node.data, &mut node.size, *off, bytes);
+            node.data.write(&mut node.size, *off, data);
         }
         OpKind::Truncate { ino, size } => {
             let node = &mut inodes[*ino as usize];
-            contents::truncate(&mut node.data, &mut node.size, *size);
+            node.data.truncate(&mut node.size, *size);
         }
         OpKind::Fallocate {
             ino,
@@ -83,14 +84,8 @@ pub fn apply(inodes: &mut [InodeState], kind: &OpKind, bytes: &[u8], halves: Hal
             keep_size,
         } => {
             let node = &mut inodes[*ino as usize];
-            contents::fallocate(
-                &mut node.data,
-                &mut node.size,
-                *off,
-                *len,
-                *zero,
-                *keep_size,
-            );
+            node.data
+                .fallocate(&mut node.size, *off, *len, *zero, *keep_size);
         }
         OpKind::Link { dir, name, ino, .. } => {
             inodes[*dir as usize].entries.insert(name.0.clone(), *ino);

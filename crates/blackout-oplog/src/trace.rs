@@ -12,12 +12,15 @@
 //! number, data range and name before anything uses them, so later stages can
 //! index without checking again.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io::{self, BufRead, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::blob::Blob;
+use crate::contents::Contents;
 use crate::ops::{escape_controls, synced_by, DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
 use crate::store::InodeState;
 use crate::tree::{Entry, Node, Tree};
@@ -51,7 +54,7 @@ pub struct Replayed {
     /// Symlink targets by inode.
     pub symlinks: BTreeMap<Ino, Name>,
     /// The bytes that ops' [`DataRef`]s point into.
-    pub data: Vec<u8>,
+    pub data: Blob,
     /// The file-system model's inodes after the last call. Applying every
     /// op in order to the initial tree ([`crate::store::apply`]) must give
     /// the same: the two paths are compared in tests. Not part of a trace.
@@ -119,9 +122,9 @@ pub struct Trace {
     pub stats: ReplayStats,
     /// Length of the data blob that follows the header.
     pub data_len: u64,
-    /// The data blob.
+    /// The data blob (in memory, or read by range from its file).
     #[serde(skip)]
-    pub data: Vec<u8>,
+    pub data: Blob,
 }
 
 /// Something wrong with a trace file.
@@ -156,23 +159,30 @@ pub struct TraceMeta {
 
 impl Trace {
     /// Assembles a trace from the initial tree and a replay of the log.
+    ///
+    /// # Panics
+    ///
+    /// When the replay's blob is a file the initial tree's bytes cannot be
+    /// appended to; [`Trace::try_new`] returns that error.
     pub fn new(tree: &Tree, replayed: Replayed, meta: TraceMeta) -> Trace {
+        Trace::try_new(tree, replayed, meta)
+            .unwrap_or_else(|e| panic!("cannot append the initial tree to the data blob: {e}"))
+    }
+
+    /// [`Trace::new`], failing when the initial tree's bytes cannot be
+    /// appended to the replay's blob (a file).
+    pub fn try_new(tree: &Tree, replayed: Replayed, meta: TraceMeta) -> io::Result<Trace> {
         let mut data = replayed.data;
         let mut initial_files = Vec::new();
         for (i, node) in tree.nodes.iter().enumerate() {
             if let Node::File(bytes) = node {
-                let start = data.len() as u64;
-                data.extend_from_slice(bytes);
                 initial_files.push(InitialFile {
                     ino: i as Ino,
-                    data: DataRef {
-                        start,
-                        len: bytes.len() as u64,
-                    },
+                    data: data.append(bytes)?,
                 });
             }
         }
-        Trace {
+        Ok(Trace {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             strace_version: meta.strace_version,
             command: meta.command,
@@ -186,15 +196,15 @@ impl Trace {
             initial_files,
             ops: replayed.ops,
             stats: replayed.stats,
-            data_len: data.len() as u64,
+            data_len: data.len(),
             data,
-        }
+        })
     }
 
-    /// The bytes a [`DataRef`] names. Valid after [`Trace::read`] or
-    /// [`Trace::new`].
-    pub fn bytes(&self, r: DataRef) -> &[u8] {
-        &self.data[r.start as usize..(r.start + r.len) as usize]
+    /// The bytes a [`DataRef`] names (borrowed from a blob in memory, read
+    /// from one in a file). Valid after [`Trace::read`] or [`Trace::new`].
+    pub fn bytes(&self, r: DataRef) -> Cow<'_, [u8]> {
+        self.data.get(r)
     }
 
     /// For each op, the size of the file it writes, truncates or
@@ -244,7 +254,7 @@ impl Trace {
         writeln!(w, "{TRACE_MAGIC} {TRACE_VERSION}")?;
         serde_json::to_writer(&mut w, self)?;
         w.write_all(b"\n")?;
-        w.write_all(&self.data)?;
+        self.data.copy_to(&mut w)?;
         w.flush()
     }
 
@@ -278,7 +288,48 @@ impl Trace {
     /// Reads and checks a trace.
     pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
         let nl = memchr::memchr(b'\n', bytes).ok_or_else(|| invalid("no header line"))?;
-        let first = std::str::from_utf8(&bytes[..nl]).map_err(|_| invalid("no header line"))?;
+        Trace::check_version(&bytes[..nl])?;
+        let rest = &bytes[nl + 1..];
+        let end = memchr::memchr(b'\n', rest).ok_or_else(|| invalid("the header is cut short"))?;
+        let mut trace = Trace::header(&rest[..end], (rest.len() - end - 1) as u64)?;
+        trace.data = Blob::from_vec(rest[end + 1..].to_vec());
+        trace.validate()?;
+        Ok(trace)
+    }
+
+    /// Reads and checks a trace file. Its data stays in the file, read by
+    /// range, unless it is small ([`crate::blob::BLOB_IN_MEMORY_BYTES_MAX`]).
+    pub fn load(path: &Path) -> Result<Trace, TraceError> {
+        let file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            // A pipe: read whole.
+            return Trace::read(&std::fs::read(path)?);
+        }
+        let file_len = meta.len();
+        let mut r = io::BufReader::new(&file);
+        let mut first = Vec::new();
+        r.read_until(b'\n', &mut first)?;
+        if first.pop() != Some(b'\n') {
+            return Err(invalid("no header line"));
+        }
+        Trace::check_version(&first)?;
+        let mut header = Vec::new();
+        r.read_until(b'\n', &mut header)?;
+        if header.pop() != Some(b'\n') {
+            return Err(invalid("the header is cut short"));
+        }
+        let start = (first.len() + header.len() + 2) as u64;
+        let mut trace = Trace::header(&header, file_len.saturating_sub(start))?;
+        drop(r);
+        trace.data = Blob::from_file(file, start, trace.data_len).small_in_memory();
+        trace.validate()?;
+        Ok(trace)
+    }
+
+    /// Checks the first line of a trace file (without its newline).
+    fn check_version(first: &[u8]) -> Result<(), TraceError> {
+        let first = std::str::from_utf8(first).map_err(|_| invalid("no header line"))?;
         let version = first
             .strip_prefix(TRACE_MAGIC)
             .and_then(|v| v.trim().parse::<u32>().ok())
@@ -288,26 +339,20 @@ impl Trace {
                 "format version {version}; this blackout reads version {TRACE_VERSION}"
             )));
         }
-        let rest = &bytes[nl + 1..];
-        let end = memchr::memchr(b'\n', rest).ok_or_else(|| invalid("the header is cut short"))?;
-        let mut trace: Trace = serde_json::from_slice(&rest[..end])
-            .map_err(|e| invalid(format!("bad header: {e}")))?;
-        let blob = &rest[end + 1..];
-        if blob.len() as u64 != trace.data_len {
+        Ok(())
+    }
+
+    /// Parses the JSON header, which a blob of `blob_len` bytes follows.
+    fn header(json: &[u8], blob_len: u64) -> Result<Trace, TraceError> {
+        let trace: Trace =
+            serde_json::from_slice(json).map_err(|e| invalid(format!("bad header: {e}")))?;
+        if blob_len != trace.data_len {
             return Err(invalid(format!(
-                "the data blob holds {} bytes, the header says {}",
-                blob.len(),
+                "the data blob holds {blob_len} bytes, the header says {}",
                 trace.data_len
             )));
         }
-        trace.data = blob.to_vec();
-        trace.validate()?;
         Ok(trace)
-    }
-
-    /// Reads and checks a trace file.
-    pub fn load(path: &Path) -> Result<Trace, TraceError> {
-        Trace::read(&std::fs::read(path)?)
     }
 
     /// Checks every reference in the trace.
@@ -366,13 +411,13 @@ impl Trace {
                     InodeKind::Symlink => trace
                         .symlinks
                         .get(&(i as Ino))
-                        .map(|n| n.0.clone())
+                        .map(|n| Contents::from_bytes(&n.0))
                         .unwrap_or_default(),
-                    _ => Vec::new(),
+                    _ => Contents::default(),
                 };
                 InodeState {
                     kind: *kind,
-                    size: data.len() as u64,
+                    size: data.len(),
                     data,
                     entries: BTreeMap::new(),
                 }
@@ -380,7 +425,7 @@ impl Trace {
             .collect();
         for f in &trace.initial_files {
             let node = &mut inodes[f.ino as usize];
-            node.data = trace.bytes(f.data).to_vec();
+            node.data = Contents::from_blob(&trace.data, f.data);
             node.size = f.data.len;
         }
         for e in &trace.initial_entries {
@@ -408,7 +453,7 @@ impl Trace {
             })
             .collect();
         for f in &self.initial_files {
-            nodes[f.ino as usize] = Node::File(self.bytes(f.data).to_vec());
+            nodes[f.ino as usize] = Node::File(self.bytes(f.data).into_owned());
         }
         Tree {
             nodes,
@@ -496,7 +541,7 @@ impl Trace {
                     if let OpKind::Output { data } | OpKind::Write { data, .. } = op.kind {
                         m.insert(
                             "text".into(),
-                            String::from_utf8_lossy(self.bytes(data))
+                            String::from_utf8_lossy(&self.bytes(data))
                                 .into_owned()
                                 .into(),
                         );
@@ -612,7 +657,7 @@ impl Refs<'_> {
 
     fn data(&self, r: DataRef) -> Result<(), TraceError> {
         match r.start.checked_add(r.len) {
-            Some(end) if end <= self.trace.data.len() as u64 => Ok(()),
+            Some(end) if end <= self.trace.data.len() => Ok(()),
             _ => Err(invalid("a data range lies outside the data blob")),
         }
     }
@@ -749,7 +794,7 @@ mod tests {
             ],
             inodes: vec![InodeKind::Dir, InodeKind::File, InodeKind::File],
             symlinks: BTreeMap::new(),
-            data: b"hiok\n".to_vec(),
+            data: crate::blob::Blob::from_vec(b"hiok\n".to_vec()),
             stats: ReplayStats::default(),
             final_inodes: Vec::new(),
         };
@@ -765,6 +810,43 @@ mod tests {
         assert_eq!(back, t);
         assert_eq!(back.initial_tree().nodes[1], Node::File(b"seed".to_vec()));
         assert!(t.op_log_text().contains("(never synced)"));
+    }
+
+    #[test]
+    fn a_large_blob_is_read_from_the_file_by_range_a_small_one_into_memory() {
+        let mut t = sample();
+        let dir = tempfile::tempdir().unwrap();
+        let small = dir.path().join("small.trace");
+        t.save(&small).unwrap();
+        let back = Trace::load(&small).unwrap();
+        assert!(back.data.in_memory().is_some());
+        assert_eq!(back, t);
+        // Past the in-memory limit: an output op naming the last byte.
+        let big = crate::blob::BLOB_IN_MEMORY_BYTES_MAX as usize + 1;
+        let mut bytes = t.data.in_memory().unwrap().to_vec();
+        let tail = DataRef {
+            start: bytes.len() as u64 + big as u64 - 1,
+            len: 1,
+        };
+        bytes.extend(std::iter::repeat_n(7u8, big - 1));
+        bytes.push(b'!');
+        t.data = Blob::from_vec(bytes);
+        t.data_len = t.data.len();
+        t.ops.push(t.ops[2].clone());
+        t.ops[3].kind = OpKind::Output { data: tail };
+        let path = dir.path().join("big.trace");
+        t.save(&path).unwrap();
+        let back = Trace::load(&path).unwrap();
+        assert!(back.data.in_memory().is_none());
+        assert_eq!(&*back.bytes(tail), b"!");
+        assert_eq!(back.initial_tree().nodes[1], Node::File(b"seed".to_vec()));
+        assert_eq!(back.content_id(), t.content_id());
+        assert_eq!(back, t);
+        // Cut short: refused, not read past.
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(std::fs::metadata(&path).unwrap().len() - 1)
+            .unwrap();
+        assert!(Trace::load(&path).is_err());
     }
 
     #[test]

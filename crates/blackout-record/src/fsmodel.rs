@@ -22,7 +22,8 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::unix::ffi::OsStrExt;
 
-use blackout_oplog::contents;
+use blackout_oplog::blob::Blob;
+use blackout_oplog::contents::{Contents, Data};
 use blackout_oplog::ops::{DataRef, Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
 use blackout_oplog::store::InodeState;
 use blackout_oplog::trace::{ReplayStats, Replayed, MODEL_FILE_BYTES_MAX};
@@ -43,7 +44,7 @@ type R<T> = Result<T, Fault>;
 struct Inode {
     kind: InodeKind,
     /// File bytes (up to `size`; the rest reads as zeros) or symlink target.
-    data: Vec<u8>,
+    data: Contents,
     size: u64,
     entries: BTreeMap<Vec<u8>, Ino>,
     parent: Ino,
@@ -176,7 +177,8 @@ pub struct FsModel {
     ops: Vec<Op>,
     /// Completion line of each op, for sync barriers.
     op_end_lines: Vec<u32>,
-    data: Vec<u8>,
+    /// Bytes written and printed, which ops' [`DataRef`]s point into.
+    data: Blob,
     symlinks: BTreeMap<Ino, Name>,
     stats: ReplayStats,
     current_end_line: u32,
@@ -197,13 +199,13 @@ impl FsModel {
             .iter()
             .map(|n| {
                 let (kind, data) = match n {
-                    Node::File(d) => (InodeKind::File, d.clone()),
-                    Node::Dir => (InodeKind::Dir, Vec::new()),
-                    Node::Symlink(t) => (InodeKind::Symlink, t.clone()),
+                    Node::File(d) => (InodeKind::File, Contents::from_bytes(d)),
+                    Node::Dir => (InodeKind::Dir, Contents::default()),
+                    Node::Symlink(t) => (InodeKind::Symlink, Contents::from_bytes(t)),
                 };
                 Inode {
                     kind,
-                    size: data.len() as u64,
+                    size: data.len(),
                     data,
                     entries: BTreeMap::new(),
                     parent: ROOT_INO,
@@ -237,7 +239,7 @@ impl FsModel {
             clones: HashMap::new(),
             ops: Vec::new(),
             op_end_lines: Vec::new(),
-            data: Vec::new(),
+            data: Blob::default(),
             symlinks,
             stats: ReplayStats::default(),
             current_end_line: 0,
@@ -258,6 +260,14 @@ impl FsModel {
     /// ```
     pub fn set_output_fd(&mut self, fd: i64) {
         self.output_fd = fd;
+    }
+
+    /// Stores the bytes written and printed in `file` (empty) as they come,
+    /// instead of in memory; file contents name them there by reference, so
+    /// the model holds no file's bytes. Call it before the first call.
+    pub fn set_data_file(&mut self, file: std::fs::File) {
+        debug_assert!(self.data.is_empty());
+        self.data = Blob::to_file(file);
     }
 
     /// The ops the calls applied so far made, with the inodes, symlink
@@ -517,8 +527,8 @@ impl FsModel {
             return Resolved::Missing;
         }
         *budget -= 1;
-        let target = &self.inodes[link as usize].data;
-        let rest = joined(target, rest);
+        let target = self.inodes[link as usize].data.to_vec();
+        let rest = joined(&target, rest);
         let from = if target.first() == Some(&b'/') {
             Loc::Out(b"/".to_vec())
         } else {
@@ -571,13 +581,13 @@ impl FsModel {
         self.op_end_lines.partition_point(|&l| l < line)
     }
 
-    fn blob(&mut self, bytes: &[u8]) -> DataRef {
-        let start = self.data.len() as u64;
-        self.data.extend_from_slice(bytes);
-        DataRef {
-            start,
-            len: bytes.len() as u64,
-        }
+    fn blob(&mut self, bytes: &[u8]) -> R<DataRef> {
+        self.data.append(bytes).map_err(|e| {
+            Fault::new(
+                ReplayErrorKind::TooLarge,
+                format!("cannot store the data written: {e}"),
+            )
+        })
     }
 
     fn new_inode(&mut self, kind: InodeKind, data: Vec<u8>, parent: Ino) -> R<Ino> {
@@ -593,14 +603,16 @@ impl FsModel {
             } else {
                 data.len() as u64
             },
-            data,
+            data: Contents::from_bytes(&data),
             entries: BTreeMap::new(),
             parent,
         });
         Ok(ino)
     }
 
-    fn model_write(&mut self, ino: Ino, off: u64, bytes: &[u8]) -> R<()> {
+    /// Writes `bytes` at `off` of `ino` and stores them in the blob; where
+    /// they lie there. File contents hold a blob in a file by reference.
+    fn model_write(&mut self, ino: Ino, off: u64, bytes: &[u8]) -> R<DataRef> {
         let end = off
             .checked_add(bytes.len() as u64)
             .filter(|&e| e <= MODEL_FILE_BYTES_MAX)
@@ -612,19 +624,25 @@ impl FsModel {
                     ),
                 )
             })?;
+        let r = self.blob(bytes)?;
         let node = &mut self.inodes[ino as usize];
         debug_assert!(end <= MODEL_FILE_BYTES_MAX);
-        contents::write(&mut node.data, &mut node.size, off, bytes);
-        Ok(())
+        if self.data.is_file() {
+            node.data
+                .write(&mut node.size, off, Data::Blob(&self.data, r));
+        } else {
+            node.data.write(&mut node.size, off, bytes);
+        }
+        Ok(r)
     }
 
     fn model_truncate(&mut self, ino: Ino, size: u64) {
         let node = &mut self.inodes[ino as usize];
-        contents::truncate(&mut node.data, &mut node.size, size);
+        node.data.truncate(&mut node.size, size);
     }
 
     fn file_bytes(&self, ino: Ino, off: u64, len: u64) -> Vec<u8> {
-        contents::read(&self.inodes[ino as usize].data, off, len)
+        self.inodes[ino as usize].data.read(off, len)
     }
 
     fn diverged(&self, path: &[u8], what: &str) -> Fault {
@@ -1014,8 +1032,7 @@ impl FsModel {
                 } else {
                     w.at.unwrap_or(ofd.offset)
                 };
-                self.model_write(ino, off, &bytes)?;
-                let data = self.blob(&bytes);
+                let data = self.model_write(ino, off, &bytes)?;
                 self.push(site, OpKind::Write { ino, off, data }, &ofd.name);
                 if w.at.is_none() {
                     self.ofds[entry.ofd].offset = off + bytes.len() as u64;
@@ -1032,7 +1049,7 @@ impl FsModel {
                 }
             }
             Target::Stdout => {
-                let data = self.blob(&w.data?);
+                let data = self.blob(&w.data?)?;
                 self.push(site, OpKind::Output { data }, b"<stdout>");
             }
             Target::PipeWrite(p) => {
@@ -1503,7 +1520,8 @@ impl FsModel {
             ));
         }
         let node = &mut self.inodes[ino as usize];
-        contents::fallocate(&mut node.data, &mut node.size, off, len, zero, keep_size);
+        node.data
+            .fallocate(&mut node.size, off, len, zero, keep_size);
         self.push(
             site,
             OpKind::Fallocate {

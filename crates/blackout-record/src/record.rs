@@ -19,7 +19,7 @@ use blackout_oplog::trace::{Trace, TraceMeta, WorkloadExit};
 use blackout_sys::command::{signal_name, substitute};
 use blackout_sys::proc::{wait_group, Waited};
 
-use crate::replay::{replay_with_output, ReplayError, ReplayOptions};
+use crate::replay::{replay_streaming, ReplayError, ReplayOptions};
 use crate::snapshot::{copy_tree, snapshot};
 use crate::strace::TRACED_SYSCALLS;
 
@@ -163,11 +163,14 @@ pub struct Recording {
     pub stdout: Vec<u8>,
     /// What the workload printed on stderr (strace's own messages too).
     pub stderr: Vec<u8>,
-    /// The raw strace log.
-    pub log: Vec<u8>,
+    /// The raw strace log's size in bytes (`--keep-log` keeps the log).
+    pub log_bytes: u64,
     /// Processes the workload left running outside its process group
     /// (detached with `setsid`, say); they were killed.
     pub orphans_killed: usize,
+    /// With [`RecordConfig::timestamps`]: when each call returned, by the
+    /// line it started on ([`crate::strace::call_times`]); else empty.
+    pub call_times: Vec<(u32, f64)>,
 }
 
 /// strace's version (`6.1`), or an error when it cannot run.
@@ -271,7 +274,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
     let run = run_strace(cfg, &version, &command, &base, &dir)?;
     let shown = command[0].to_string_lossy().into_owned();
-    if let Some(reason) = exec_failure(&run.log, &run.stderr) {
+    if let Some(reason) = exec_failure(run.log.bytes(), &run.stderr) {
         return Err(RecordError::CannotStart {
             program: shown,
             reason,
@@ -288,13 +291,29 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         signal: None,
     };
     let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();
-    let trace = replay_log(cfg, &run.log, &tree, dir_bytes, version, &command, exit)?;
+    // The bytes written go to a file as they are decoded (unlinked: it
+    // lives as long as the trace reads it).
+    let data = tempfile::tempfile_in(&base)?;
+    let log = LogInput {
+        log: &run.log,
+        data,
+    };
+    let trace = replay_log(cfg, log, &tree, dir_bytes, version, &command, exit)?;
+    let call_times = if cfg.timestamps {
+        crate::strace::call_times(run.log.bytes()).map_err(|e| RecordError::Replay {
+            log: "strace log".into(),
+            err: ReplayError::from(e),
+        })?
+    } else {
+        Vec::new()
+    };
     Ok(Recording {
         trace,
         stdout: run.stdout,
         stderr: run.stderr,
-        log: run.log,
+        log_bytes: run.log.bytes().len() as u64,
         orphans_killed: run.orphans,
+        call_times,
     })
 }
 
@@ -329,7 +348,48 @@ struct StraceRun {
     orphans: usize,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
-    log: Vec<u8>,
+    log: MappedLog,
+}
+
+/// The strace log, mapped: it is read in place, its pages dropped as replay
+/// goes (`shed`), so a log of gigabytes is never resident whole.
+struct MappedLog(Option<memmap2::Mmap>);
+
+impl MappedLog {
+    /// Maps the log at `path` (none when it is missing or empty).
+    fn open(path: &Path) -> std::io::Result<MappedLog> {
+        let Ok(file) = fs::File::open(path) else {
+            return Ok(MappedLog(None));
+        };
+        if file.metadata()?.len() == 0 {
+            return Ok(MappedLog(None));
+        }
+        // SAFETY: the log is a file in our own scratch directory, written
+        // by strace, which has exited: nothing changes or truncates it while
+        // it is mapped.
+        let map = unsafe { memmap2::Mmap::map(&file)? };
+        Ok(MappedLog(Some(map)))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or_default()
+    }
+
+    /// Drops the pages read so far from the process's resident memory.
+    fn shed(&self) {
+        if let Some(map) = &self.0 {
+            // SAFETY: the mapping is read-only and its file never changes
+            // (see `open`): a page dropped here is read again from the file,
+            // the same bytes, when a borrowed slice touches it next.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
+}
+
+/// A log to replay and the file its data goes to.
+struct LogInput<'a> {
+    log: &'a MappedLog,
+    data: fs::File,
 }
 
 /// Runs `command` under strace in `dir`, with the log, stdout and stderr
@@ -403,9 +463,14 @@ fn run_strace(
         None => fs::read(&stdout_path)?,
     };
     let stderr = fs::read(&stderr_path)?;
-    let log = fs::read(&log_path).unwrap_or_default();
+    let log = MappedLog::open(&log_path)?;
     if let Some(keep) = &cfg.keep_log {
-        fs::write(keep, &log).map_err(|e| {
+        let copied = if log.bytes().is_empty() {
+            fs::write(keep, b"")
+        } else {
+            fs::copy(&log_path, keep).map(|_| ())
+        };
+        copied.map_err(|e| {
             RecordError::Prepare(format!(
                 "--keep-log {}: cannot write it: {e}",
                 keep.display()
@@ -454,7 +519,7 @@ fn hand_down(command: &mut Command, file: fs::File, fd: i32) -> Result<(), Recor
 /// op's source line when the config asks for stacks.
 fn replay_log(
     cfg: &RecordConfig,
-    log: &[u8],
+    log: LogInput<'_>,
     tree: &blackout_oplog::tree::Tree,
     dir: Vec<u8>,
     version: String,
@@ -465,7 +530,17 @@ fn replay_log(
         volatile: cfg.volatile.clone(),
     };
     let output_fd = cfg.output_fd.map_or(1, i64::from);
-    let replayed = replay_with_output(log, tree, &dir, &opts, output_fd).map_err(|err| {
+    let mapped = log.log;
+    let replayed = replay_streaming(
+        mapped.bytes(),
+        tree,
+        &dir,
+        &opts,
+        output_fd,
+        Some(log.data),
+        &mut || mapped.shed(),
+    )
+    .map_err(|err| {
         // A log cut short on a full scratch file system is not the
         // workload's fault: say what filled up.
         let scratch = Path::new(OsStr::from_bytes(&dir))
@@ -482,7 +557,7 @@ fn replay_log(
             },
         }
     })?;
-    let mut trace = Trace::new(
+    let mut trace = Trace::try_new(
         tree,
         replayed,
         TraceMeta {
@@ -495,7 +570,9 @@ fn replay_log(
             exit,
             volatile: cfg.volatile.clone(),
         },
-    );
+    )?;
+    // A small recording's data is read faster from memory.
+    trace.data = std::mem::take(&mut trace.data).small_in_memory();
     if cfg.stacks {
         crate::stacks::resolve_trace(&mut trace);
     }

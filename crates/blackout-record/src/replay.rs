@@ -101,7 +101,7 @@ pub fn replay_with(
 /// let log = b"1 write(1, \"\\x78\\x0a\", 2) = 2\n\
 ///             1 write(63, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n";
 /// let r = replay_with_output(log, &Tree::default(), b"/d", &ReplayOptions::default(), 63).unwrap();
-/// assert_eq!(r.data, b"saved\n");
+/// assert_eq!(r.data.in_memory(), Some(&b"saved\n"[..]));
 /// ```
 pub fn replay_with_output(
     log: &[u8],
@@ -110,14 +110,45 @@ pub fn replay_with_output(
     opts: &ReplayOptions,
     output_fd: i64,
 ) -> Result<Replayed, ReplayError> {
+    replay_streaming(log, tree, dir, opts, output_fd, None, &mut || {})
+}
+
+/// [`replay_with_output`] for a recording's log, however large: the bytes
+/// written and printed go to `data_file` (an empty temporary file) as they
+/// are decoded, file contents naming them there, and `shed()` is called
+/// after every [`strace::SHED_BYTES`] of the log read (a caller that mapped
+/// the log drops its pages there), so that memory does not grow with the
+/// bytes written.
+pub fn replay_streaming(
+    log: &[u8],
+    tree: &Tree,
+    dir: &[u8],
+    opts: &ReplayOptions,
+    output_fd: i64,
+    data_file: Option<std::fs::File>,
+    shed: &mut dyn FnMut(),
+) -> Result<Replayed, ReplayError> {
     let volatile = opts.volatile_set()?;
-    let parsed = strace::parse_log(log)?;
+    let parsed = strace::parse_log_shedding(log, shed)?;
     let mut m = FsModel::new(tree, dir, volatile);
     m.set_output_fd(output_fd);
+    if let Some(file) = data_file {
+        m.set_data_file(file);
+    }
+    // Reading a call's text touches its pages again.
+    let mut unshed = 0;
+    let mut read = |n: usize| {
+        unshed += n;
+        if unshed >= strace::SHED_BYTES {
+            shed();
+            unshed = 0;
+        }
+    };
     // A child's first call may complete before the call that created it
     // returns: the model learns of every creation first.
     for (idx, ev) in parsed.events.iter().enumerate() {
         if let Event::Call(c) = ev {
+            read(c.text.len().min(4096));
             if let Some(spawn) = decode::spawn(c) {
                 m.expect_spawn(idx, c.pid, &spawn);
             }
@@ -126,6 +157,7 @@ pub fn replay_with_output(
     for (idx, ev) in parsed.events.iter().enumerate() {
         match ev {
             Event::Call(c) => {
+                read(c.text.len());
                 let at = |f: Fault| f.at(c.line, Some(c.name_str()));
                 m.ensure_proc(c.pid).map_err(at)?;
                 let call = decode::decode(c).map_err(at)?;
@@ -161,6 +193,42 @@ mod tests {
         replay(log.as_bytes(), &Tree::default(), DIR.as_bytes())
     }
 
+    #[test]
+    fn a_streamed_replay_stores_the_data_in_its_file_and_sheds_the_log_as_it_goes() {
+        // 18 writes of 1 MiB: a 72 MiB log, past the shedding interval.
+        let block: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+        let text: String = block.iter().map(|b| format!("\\x{b:02x}")).collect();
+        let mut log = format!(
+            "1 openat(AT_FDCWD, \"{}\", O_WRONLY|O_CREAT, 0644) = 3\n",
+            hex("big")
+        );
+        for _ in 0..18 {
+            log.push_str(&format!("1 write(3, \"{text}\", 1048576) = 1048576\n"));
+        }
+        log.push_str(&format!("1 write(1, \"{}\", 3) = 3\n", hex("ok\n")));
+        let tree = Tree::default();
+        let in_memory = replay(log.as_bytes(), &tree, DIR.as_bytes()).unwrap();
+        let mut sheds = 0;
+        let streamed = replay_streaming(
+            log.as_bytes(),
+            &tree,
+            DIR.as_bytes(),
+            &ReplayOptions::default(),
+            1,
+            Some(tempfile::tempfile().unwrap()),
+            &mut || sheds += 1,
+        )
+        .unwrap();
+        // Once parsing, once decoding, at least.
+        assert!(sheds >= 2, "{sheds} sheds");
+        assert!(streamed.data.is_file() && streamed.data.in_memory().is_none());
+        assert_eq!(streamed.data.len(), 18 << 20 | 3);
+        assert_eq!(streamed.data, in_memory.data);
+        assert_eq!(streamed.ops, in_memory.ops);
+        assert_eq!(streamed.final_inodes, in_memory.final_inodes);
+        assert_eq!(streamed.final_inodes[1].data.read(17 << 20, 3), block[..3]);
+    }
+
     fn labels(r: &Replayed) -> Vec<String> {
         r.ops
             .iter()
@@ -180,9 +248,9 @@ mod tests {
         let r = replay_with_output(log.as_bytes(), &Tree::default(), DIR.as_bytes(), &opts, 63)
             .unwrap();
         assert_eq!(labels(&r), ["output"]);
-        assert_eq!(r.data, b"saved\n");
+        assert_eq!(r.data.in_memory(), Some(&b"saved\n"[..]));
         let plain = replay(log.as_bytes(), &Tree::default(), DIR.as_bytes()).unwrap();
-        assert_eq!(plain.data, b"running\n");
+        assert_eq!(plain.data.in_memory(), Some(&b"running\n"[..]));
     }
 
     #[test]
@@ -204,10 +272,7 @@ mod tests {
             panic!()
         };
         assert_eq!((ino, off), (1, 0));
-        assert_eq!(
-            &r.data[data.start as usize..(data.start + data.len) as usize],
-            b"hello"
-        );
+        assert_eq!(&*r.data.get(data), b"hello");
     }
 
     #[test]

@@ -591,9 +591,27 @@ impl<'a> Pending<'a> {
 /// assert_eq!(parsed.events.len(), 2);
 /// ```
 pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
+    parse_log_shedding(log, &mut || {})
+}
+
+/// A caller reading a memory-mapped log is told each time this many more
+/// bytes of it were read ([`parse_log_shedding`]), so that it can drop the
+/// pages read so far (they count as resident while mapped).
+pub const SHED_BYTES: usize = 64 << 20;
+
+/// [`parse_log`], calling `shed()` after every [`SHED_BYTES`] of the log.
+pub fn parse_log_shedding<'a>(
+    log: &'a [u8],
+    shed: &mut dyn FnMut(),
+) -> Result<Log<'a>, ParseError> {
     let mut parser = Parser::default();
     let mut rest = log;
+    let mut unshed = 0;
     while !rest.is_empty() {
+        if unshed >= SHED_BYTES {
+            shed();
+            unshed = 0;
+        }
         parser.line_no = parser.line_no.checked_add(1).ok_or_else(|| ParseError {
             line: parser.line_no,
             message: "log has too many lines".into(),
@@ -603,6 +621,7 @@ pub fn parse_log(log: &[u8]) -> Result<Log<'_>, ParseError> {
             None => (rest, &rest[rest.len()..], false),
         };
         rest = next;
+        unshed += line.len() + 1;
         parser.stats.lines += 1;
         parser.line(line, complete)?;
     }

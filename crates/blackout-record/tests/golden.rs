@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use blackout_oplog::contents::Data;
 use blackout_oplog::ops::{InodeKind, OpKind};
 use blackout_oplog::store::{self, InodeState};
 use blackout_oplog::trace::{Trace, TraceMeta};
@@ -83,7 +84,7 @@ fn visible(inodes: &[InodeState]) -> Vec<Visible> {
     inodes
         .iter()
         .map(|i| {
-            let mut bytes = i.data.clone();
+            let mut bytes = i.data.to_vec();
             if i.kind == InodeKind::File {
                 bytes.resize(i.size as usize, 0);
             }
@@ -114,11 +115,11 @@ fn replay_ends_where_applying_every_op_ends() {
         let trace = Trace::new(&tree, r, TraceMeta::default());
         let mut inodes = trace.initial_inodes();
         for op in &trace.ops {
-            let bytes = match op.kind {
-                OpKind::Write { data, .. } => trace.bytes(data),
-                _ => &[],
+            let data = match op.kind {
+                OpKind::Write { data, .. } => Data::Blob(&trace.data, data),
+                _ => Data::Bytes(&[]),
             };
-            store::apply(&mut inodes, &op.kind, bytes, store::Halves::BOTH);
+            store::apply(&mut inodes, &op.kind, data, store::Halves::BOTH);
         }
         if visible(&inodes) != model {
             for (i, (a, b)) in visible(&inodes).iter().zip(&model).enumerate() {

@@ -39,7 +39,6 @@ use blackout_oplog::promises::join_lines;
 use blackout_oplog::trace::Trace;
 use blackout_record::record::{RecordConfig, RecordError, StraceRecorder};
 use blackout_record::snapshot::copy_tree;
-use blackout_record::strace::call_times;
 use blackout_record::Recorder;
 
 pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
@@ -91,9 +90,6 @@ pub enum BlockError {
     /// `--setup` failed on the file system.
     #[error("--setup `{0}` failed on the file system: {1}")]
     Setup(String, String),
-    /// The strace log's timestamps could not be read.
-    #[error("the strace log: {0}")]
-    Times(String),
     /// `--fsck` without the file system's checker installed.
     #[error("--fsck needs {0} (Debian package {1})")]
     FsckMissing(&'static str, &'static str),
@@ -173,7 +169,7 @@ pub fn record_block(
     let output = session.output();
     let started_unix = session.log_started_unix();
     let device = session.finish()?;
-    let times = call_times(&recorded.log).map_err(|e| BlockError::Times(e.to_string()))?;
+    let times = recorded.call_times;
     Ok(BlockRecording {
         fs: config.session.fs,
         trace: recorded.trace,

@@ -66,7 +66,7 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-oplog",
         &[
-            "origin", "ops", "contents", "tree", "store", "trace", "promises", "naming",
+            "origin", "ops", "blob", "contents", "tree", "store", "trace", "promises", "naming",
         ],
     ),
     ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
