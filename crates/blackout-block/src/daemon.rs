@@ -90,7 +90,7 @@ const TTL: Duration = Duration::from_secs(1);
 
 /// How long a busy FUSE mount is retried before it is detached lazily and
 /// its connection aborted.
-const UNMOUNT_PATIENCE: Duration = Duration::from_secs(5);
+const UNMOUNT_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The first error the daemon met serving a request (the image or the
 /// data file could not be written): after one, the log no longer

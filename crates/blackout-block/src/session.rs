@@ -783,6 +783,9 @@ impl DeviceSession {
         if let Some(dev) = self.loop_device.take() {
             let step = format!("losetup -d {}", dev.display());
             note(run(&step, Command::new("losetup").arg("-d").arg(&dev)));
+            // The kernel lets the device go from a work queue: until it
+            // has, the device holds the FUSE file and FUSE cannot unmount.
+            wait_detached(&dev, DETACH_PATIENCE);
         }
         if let Some(mut daemon) = self.daemon.take() {
             note(match daemon.failure() {
@@ -802,6 +805,21 @@ impl DeviceSession {
 impl Drop for DeviceSession {
     fn drop(&mut self) {
         let _ = self.take_down();
+    }
+}
+
+/// How long a loop device may take to let its file go after `losetup -d`
+/// (a loaded machine's work queue; normally at once).
+const DETACH_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits until loop device `dev` has no backing file (or `patience` has
+/// passed: the FUSE unmount after it then says what is still busy).
+fn wait_detached(dev: &Path, patience: std::time::Duration) {
+    let Some(name) = dev.file_name() else { return };
+    let backing = Path::new("/sys/block").join(name).join("loop/backing_file");
+    let deadline = std::time::Instant::now() + patience;
+    while backing.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

@@ -72,8 +72,9 @@ fn devices_under(dir: &Path) -> Vec<String> {
 }
 
 /// Asserts nothing of the block backend is left: no mount or loop device
-/// on the scratch (a loop device clears itself as its last user leaves, so
-/// it is given a moment), and the scratch itself empty.
+/// on the scratch (a loop device clears itself from a kernel work queue
+/// once its last user leaves, so it is given time), and the scratch itself
+/// empty.
 fn assert_nothing_left(s: &Scratch) {
     let start = Instant::now();
     loop {
@@ -81,8 +82,9 @@ fn assert_nothing_left(s: &Scratch) {
         if left.is_empty() {
             break;
         }
+        // A loaded machine's work queue can take a while.
         assert!(
-            start.elapsed() < Duration::from_secs(5),
+            start.elapsed() < Duration::from_secs(60),
             "left behind: {left:#?}"
         );
         std::thread::sleep(Duration::from_millis(50));
@@ -689,7 +691,10 @@ fn differential_check_over_every_example() {
         let mut missed = 0;
         for fs_name in FILE_SYSTEMS {
             let s = Scratch::new();
-            let mut args: Vec<&str> = vec!["--verify-fixes", "0"];
+            // The posix side as the SQLite matrix runs it (16 sampled
+            // subsets beyond the exhaustive limit): the block side is the
+            // subject here.
+            let mut args: Vec<&str> = vec!["--verify-fixes", "0", "--budget", "16"];
             if !ex.setup.is_empty() {
                 args.extend(["--setup", &ex.setup]);
             }
