@@ -176,17 +176,12 @@ pub fn classes_text(classes: &[blackout_explore::enumerate::ClassCount]) -> Stri
         .take(CLASSES_SHOWN)
         .map(|c| {
             let at: Vec<String> = c.explored.iter().map(|k| format!("c{k}")).collect();
-            format!(
-                "{} crash points with \"{}\" pending (explored: {})",
-                c.crash_points,
-                c.shape,
-                at.join(", ")
-            )
+            format!("{} like {} [{}]", c.crash_points, at.join(", "), c.shape)
         })
         .collect();
     let more = classes.len().saturating_sub(CLASSES_SHOWN);
     format!(
-        ". By representatives: {explored} of {total} crash points explored, a few of each of {} classes whose pending work has the same shape (--exhaustive explores every one): {}{}",
+        ". By representatives: {explored} of {total} crash points explored, a few of each of {} classes whose pending work has the same shape (--exhaustive explores every one); the largest: {}{}",
         classes.len(),
         shown.join("; "),
         if more > 0 { format!("; and {more} smaller classes") } else { String::new() }
