@@ -25,7 +25,8 @@ use blackout::check::shell::{
 use blackout::check::{Checker, StateFiles};
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{
-    ExploreConfig, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT, EXHAUSTIVE_LIMIT_MAX,
+    ExploreConfig, Representatives, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT,
+    EXHAUSTIVE_LIMIT_MAX,
 };
 use blackout::explore::model::Model;
 use blackout::explore::state::SECTOR_BYTES_DEFAULT;
@@ -410,6 +411,15 @@ struct ExploreArgs {
     /// Seed of the sample.
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
+    /// Explore N crash points of each class of crash points whose pending
+    /// work has the same shape (the same calls from the same lines on files
+    /// of the same role, the same promise status), and count the rest. The
+    /// default above 2,000 ops, with 3 per class.
+    #[arg(long, value_name = "N", conflicts_with = "exhaustive", value_parser = clap::value_parser!(u64).range(1..))]
+    representatives: Option<u64>,
+    /// Explore every crash point, however long the trace.
+    #[arg(long)]
+    exhaustive: bool,
     /// Sector size, in bytes: storage writes a sector whole or not at all,
     /// so writes tear only at its boundaries.
     #[arg(long, visible_alias = "sector-size", value_name = "BYTES", default_value_t = SECTOR_BYTES_DEFAULT, value_parser = clap::value_parser!(u64).range(1..))]
@@ -425,10 +435,16 @@ impl ExploreArgs {
     }
 
     fn config(&self) -> ExploreConfig {
+        let representatives = match (self.exhaustive, self.representatives) {
+            (true, _) => Representatives::Exhaustive,
+            (false, Some(n)) => Representatives::PerClass(usize::try_from(n).unwrap_or(usize::MAX)),
+            (false, None) => Representatives::Auto,
+        };
         ExploreConfig {
             exhaustive_limit: self.exhaustive_limit as usize,
             budget: self.budget,
             seed: self.seed,
+            representatives,
         }
     }
 

@@ -9,7 +9,8 @@ use blackout_oplog::ops::OpKind;
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
-use crate::enumerate::{enumerate_until, ConfigError, Coverage, ExploreConfig, StateDesc};
+use crate::classes::classes;
+use crate::enumerate::{enumerate_points, ConfigError, Coverage, ExploreConfig, StateDesc};
 use crate::model::Model;
 use crate::state::{FsState, StateBuilder};
 
@@ -127,6 +128,19 @@ pub fn distinct_states_watched(
     let mut distinct: Vec<Distinct> = Vec::new();
     let mut per_model = Vec::new();
     let sizes_before = trace.sizes_before();
+    // Representatives: the same crash points under every model.
+    let classes = cfg
+        .representatives
+        .per_class(trace.ops.len())
+        .map(|r| classes(&trace.ops, r));
+    let all: Vec<usize>;
+    let points = match &classes {
+        Some(c) => &c.explore,
+        None => {
+            all = (0..=trace.ops.len()).collect();
+            &all
+        }
+    };
     for &model in models {
         let mut reach: HashMap<usize, StateDesc> = HashMap::new();
         let mut order: Vec<usize> = Vec::new();
@@ -134,8 +148,13 @@ pub fn distinct_states_watched(
         // States come in crash-point order: each is built from the state
         // every crash at its point keeps, not from the first op.
         let mut builder = StateBuilder::new(trace, sector);
-        let coverage =
-            enumerate_until(&trace.ops, model.crash_model(), cfg, watch.cancel, |desc| {
+        let coverage = enumerate_points(
+            &trace.ops,
+            model.crash_model(),
+            cfg,
+            watch.cancel,
+            points,
+            |desc| {
                 if cancelled() || !tear_possible(trace, &sizes_before, &desc, sector) {
                     return;
                 }
@@ -168,7 +187,10 @@ pub fn distinct_states_watched(
                         reach.insert(i, desc);
                     }
                 }
-            })?;
+            },
+        )?;
+        let mut coverage = coverage;
+        coverage.classes = classes.as_ref().map(|c| c.counts.clone());
         if cancelled() {
             return Err(ExploreError::Interrupted);
         }

@@ -263,6 +263,76 @@ pub struct ExploreConfig {
     pub budget: usize,
     /// Seed of the sample.
     pub seed: u64,
+    /// Which crash points are explored: all, or a few representatives of
+    /// each class of crash points whose pending work has the same shape
+    /// (see [`crate::classes`]).
+    pub representatives: Representatives,
+}
+
+/// Which crash points an exploration visits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Representatives {
+    /// Every crash point up to [`REPRESENTATIVES_MIN_OPS`] ops, then
+    /// [`REPRESENTATIVES_DEFAULT`] per class.
+    #[default]
+    Auto,
+    /// Every crash point (`--exhaustive`).
+    Exhaustive,
+    /// This many crash points per class (`--representatives N`, at least
+    /// 1), whatever the trace's length.
+    PerClass(usize),
+}
+
+/// Crash points explored per class by default, once a trace is long
+/// enough for classes to pay.
+pub const REPRESENTATIVES_DEFAULT: usize = 3;
+/// Traces of more ops than this are explored by representatives unless
+/// told otherwise.
+pub const REPRESENTATIVES_MIN_OPS: usize = 2_000;
+
+impl Representatives {
+    /// Crash points explored per class for a trace of `ops` ops; `None`
+    /// for every crash point.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use blackout_explore::enumerate::Representatives;
+    /// assert_eq!(Representatives::Auto.per_class(100), None);
+    /// assert_eq!(Representatives::Auto.per_class(5_000), Some(3));
+    /// assert_eq!(Representatives::PerClass(1).per_class(10), Some(1));
+    /// assert_eq!(Representatives::Exhaustive.per_class(5_000), None);
+    /// ```
+    pub fn per_class(self, ops: usize) -> Option<usize> {
+        match self {
+            Representatives::Auto if ops > REPRESENTATIVES_MIN_OPS => Some(REPRESENTATIVES_DEFAULT),
+            Representatives::Auto | Representatives::Exhaustive => None,
+            Representatives::PerClass(n) => Some(n),
+        }
+    }
+
+    /// The setting as the command line and a part file spell it: `auto`,
+    /// `exhaustive` or a number.
+    pub fn name(self) -> String {
+        match self {
+            Representatives::Auto => "auto".into(),
+            Representatives::Exhaustive => "exhaustive".into(),
+            Representatives::PerClass(n) => n.to_string(),
+        }
+    }
+
+    /// The setting a [`Representatives::name`] names.
+    pub fn by_name(name: &str) -> Option<Representatives> {
+        match name {
+            "auto" => Some(Representatives::Auto),
+            "exhaustive" => Some(Representatives::Exhaustive),
+            n => n
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .map(Representatives::PerClass),
+        }
+    }
 }
 
 /// Pending units up to which posix enumerates every subset, by default.
@@ -280,6 +350,7 @@ impl Default for ExploreConfig {
             exhaustive_limit: EXHAUSTIVE_LIMIT_DEFAULT,
             budget: BUDGET_DEFAULT,
             seed: 0,
+            representatives: Representatives::Auto,
         }
     }
 }
@@ -294,6 +365,9 @@ impl ExploreConfig {
         if self.budget > BUDGET_MAX {
             return Err(ConfigError::Budget(self.budget));
         }
+        if self.representatives == Representatives::PerClass(0) {
+            return Err(ConfigError::Representatives);
+        }
         Ok(())
     }
 }
@@ -307,6 +381,9 @@ pub enum ConfigError {
     /// `budget` above [`BUDGET_MAX`].
     #[error("budget {0} is out of range (0 to {BUDGET_MAX} sampled subsets per crash point)")]
     Budget(usize),
+    /// Representatives per class of 0.
+    #[error("at least one representative per class is needed")]
+    Representatives,
     /// A sector of 0 bytes.
     #[error("the sector size must be at least 1 byte")]
     Sector,
@@ -330,6 +407,22 @@ pub struct Coverage {
     /// number holds exactly.
     #[serde(serialize_with = "as_decimal")]
     pub subsets_not_covered: u128,
+    /// With representatives: the classes of crash points, each with the
+    /// ones explored and how many it stood for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassCount>>,
+}
+
+/// One class of crash points whose pending work has the same shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClassCount {
+    /// The shape, for people: the pending ops' calls and files
+    /// (`pwrite64 db-wal, fsync db-wal; promise pending`).
+    pub shape: String,
+    /// Crash points in the class.
+    pub crash_points: usize,
+    /// The crash points explored for it.
+    pub explored: Vec<usize>,
 }
 
 fn as_decimal<S: serde::Serializer>(n: &u128, s: S) -> Result<S::Ok, S::Error> {
@@ -393,12 +486,26 @@ pub fn enumerate_until(
     model: &dyn CrashModel,
     cfg: &ExploreConfig,
     cancel: Option<&AtomicBool>,
+    emit: impl FnMut(StateDesc),
+) -> Result<Coverage, ConfigError> {
+    let all: Vec<usize> = (0..=ops.len()).collect();
+    enumerate_points(ops, model, cfg, cancel, &all, emit)
+}
+
+/// [`enumerate_until`] at the crash points `points` only (ascending, each
+/// at most `ops.len()`): what representative exploration visits.
+pub fn enumerate_points(
+    ops: &[Op],
+    model: &dyn CrashModel,
+    cfg: &ExploreConfig,
+    cancel: Option<&AtomicBool>,
+    points: &[usize],
     mut emit: impl FnMut(StateDesc),
 ) -> Result<Coverage, ConfigError> {
     cfg.validate()?;
     let synced = synced_by(ops);
     let mut cov = Coverage::default();
-    for k in 0..=ops.len() {
+    for &k in points.iter().filter(|&&k| k <= ops.len()) {
         cov.crash_points += 1;
         let point = CrashPoint {
             ops,

@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod classes;
 pub mod dedup;
 pub mod enumerate;
 pub mod model;

@@ -149,9 +149,43 @@ pub fn all_applied_text(all: &Checked) -> String {
     format!("({}): the checker {}", all.id, all.outcome.describe())
 }
 
-/// The coverage statement every run prints.
+/// The coverage statement every run prints (with representatives, what
+/// each class of crash points stood for).
 pub fn coverage_text(model: Model, cov: &Coverage, cfg: &ExploreConfig) -> String {
-    model.crash_model().coverage_text(cov, cfg)
+    let mut text = model.crash_model().coverage_text(cov, cfg);
+    if let Some(classes) = &cov.classes {
+        text.push_str(&classes_text(classes));
+    }
+    text
+}
+
+/// Classes shown by name in the coverage statement (the largest first);
+/// JSON lists them all.
+pub const CLASSES_SHOWN: usize = 6;
+
+/// What representative exploration covered: how many crash points were
+/// explored for how many, and the largest classes with their explored
+/// crash points.
+pub fn classes_text(classes: &[blackout_explore::enumerate::ClassCount]) -> String {
+    let total: usize = classes.iter().map(|c| c.crash_points).sum();
+    let explored: usize = classes.iter().map(|c| c.explored.len()).sum();
+    let mut largest: Vec<&blackout_explore::enumerate::ClassCount> = classes.iter().collect();
+    largest.sort_by_key(|c| std::cmp::Reverse(c.crash_points));
+    let shown: Vec<String> = largest
+        .iter()
+        .take(CLASSES_SHOWN)
+        .map(|c| {
+            let at: Vec<String> = c.explored.iter().map(|k| format!("c{k}")).collect();
+            format!("{} like {} [{}]", c.crash_points, at.join(", "), c.shape)
+        })
+        .collect();
+    let more = classes.len().saturating_sub(CLASSES_SHOWN);
+    format!(
+        ". By representatives: {explored} of {total} crash points explored, a few of each of {} classes whose pending work has the same shape (--exhaustive explores every one); the largest: {}{}",
+        classes.len(),
+        shown.join("; "),
+        if more > 0 { format!("; and {more} smaller classes") } else { String::new() }
+    )
 }
 
 /// The run's result as text, without colour.

@@ -33,7 +33,7 @@ use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
 use blackout_check::Checker;
 use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
-use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
+use blackout_explore::enumerate::{ConfigError, ExploreConfig, Representatives, StateDesc};
 use blackout_explore::model::Model;
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::ops::Name;
@@ -126,6 +126,7 @@ impl RunConfig {
             exhaustive_limit: self.explore.exhaustive_limit,
             budget: self.explore.budget,
             seed: self.explore.seed,
+            representatives: self.explore.representatives.name(),
             sector: self.sector,
             ack_prefix: self.promise_prefix.as_deref().map(Name::from),
             consistency_only: self.consistency_only,
@@ -155,6 +156,8 @@ impl RunConfig {
             exhaustive_limit: settings.exhaustive_limit,
             budget: settings.budget,
             seed: settings.seed,
+            representatives: Representatives::by_name(&settings.representatives)
+                .ok_or(ConfigError::Representatives)?,
         };
         cfg.sector = settings.sector;
         cfg.promise_prefix = settings.ack_prefix.as_ref().map(|p| p.0.clone());

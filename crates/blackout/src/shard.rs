@@ -113,6 +113,11 @@ pub struct Settings {
     pub budget: usize,
     /// Seed of the sample.
     pub seed: u64,
+    /// Which crash points are explored: `auto`, `exhaustive` or a number
+    /// per class (parts written before it existed explored every crash
+    /// point of their short traces: `auto`).
+    #[serde(default = "representatives_auto")]
+    pub representatives: String,
     /// Sector size at which writes tear, in bytes.
     pub sector: u64,
     /// Only lines starting with this are promises.
@@ -127,6 +132,10 @@ pub struct Settings {
     pub checker_kind: String,
     /// Seconds one checker run may take.
     pub timeout_seconds: f64,
+}
+
+fn representatives_auto() -> String {
+    "auto".into()
 }
 
 fn models_by_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Model>, D::Error> {

@@ -92,7 +92,7 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-explore",
-        &["enumerate", "model", "state", "dedup"],
+        &["enumerate", "model", "state", "classes", "dedup"],
     ),
     (
         "blackout-check",

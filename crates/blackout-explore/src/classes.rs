@@ -1,0 +1,264 @@
+//! Representative exploration. Crash points whose pending work has the
+//! same shape tend to be consistent or not together: a storage engine's
+//! thousandth commit leaves the same kinds of ops in flight as its second.
+//! A crash point's **shape** is what is pending there — each pending op's
+//! system call, the role of its file (its path with digits blurred:
+//! `seg-17.log` and `seg-18.log` play one role), the source line that made
+//! it (with `--stacks`), where a write or truncate falls against the
+//! file's size (at 0, inside, at the end, past it) and how many bytes it
+//! moves — with runs of the same pending op counted 1, 2, 3 or many, the
+//! last op before the crash point, and whether a promise was printed
+//! while something was pending. Crash points of one shape form a
+//! **class**; a few of each (spread from the first to the last) are
+//! explored in full, the rest counted, and the coverage statement names
+//! every class and how many crash points it stood for. A failure is always
+//! a state that was built and checked.
+
+use std::collections::HashMap;
+
+use blackout_oplog::ops::{synced_by, Op, OpKind, Part, Unit};
+
+use crate::enumerate::{pending_at, ClassCount};
+
+/// The crash points to explore and the classes they stand for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classes {
+    /// The crash points explored, ascending.
+    pub explore: Vec<usize>,
+    /// Every class, in the order of its first crash point.
+    pub counts: Vec<ClassCount>,
+}
+
+/// Where a write or truncate falls against its file's size before it.
+fn place(off: u64, len: u64, size: u64) -> &'static str {
+    if off == 0 && len >= size {
+        "whole"
+    } else if off == 0 {
+        "at 0"
+    } else if off < size && off + len <= size {
+        "inside"
+    } else if off <= size {
+        "at end"
+    } else {
+        "past end"
+    }
+}
+
+/// Each op's file size before it, as the ops alone say (files the trace
+/// began with count from 0: the same for every crash point).
+fn sizes_before(ops: &[Op]) -> Vec<u64> {
+    let mut sizes: HashMap<u64, u64> = HashMap::new();
+    ops.iter()
+        .map(|op| match &op.kind {
+            OpKind::Write { ino, off, data } => {
+                let size = sizes.entry(u64::from(*ino)).or_insert(0);
+                let before = *size;
+                *size = (*size).max(off + data.len);
+                before
+            }
+            OpKind::Truncate { ino, size } => {
+                let s = sizes.entry(u64::from(*ino)).or_insert(0);
+                let before = *s;
+                *s = *size;
+                before
+            }
+            _ => 0,
+        })
+        .collect()
+}
+
+/// One op's shape: its call, its file's role, its source line, and for a
+/// write or truncate where it falls and how much it moves.
+fn op_shape(op: &Op, size_before: u64) -> String {
+    let role: String = String::from_utf8_lossy(&op.path.0)
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '#' } else { c })
+        .collect();
+    let mut s = format!("{} {role}", op.syscall);
+    match &op.kind {
+        OpKind::Write { off, data, .. } => {
+            s.push_str(&format!(
+                " {} {}B",
+                place(*off, data.len, size_before),
+                data.len
+            ));
+        }
+        OpKind::Truncate { size, .. } => {
+            s.push_str(&format!(
+                " to {}",
+                if *size == 0 {
+                    "0"
+                } else if *size < size_before {
+                    "shorter"
+                } else {
+                    "longer"
+                }
+            ));
+        }
+        _ => {}
+    }
+    if let Some(origin) = &op.origin {
+        if let (Some(file), Some(line)) = (&origin.file, origin.line) {
+            s.push_str(&format!(" at {file}:{line}"));
+        }
+    }
+    s
+}
+
+/// The shape of crash point `k`.
+fn shape(ops: &[Op], sizes: &[u64], pending: &[Unit], k: usize) -> String {
+    let mut parts: Vec<(String, usize)> = Vec::new();
+    for u in pending {
+        let mut s = op_shape(&ops[u.op], sizes[u.op]);
+        match u.part {
+            Part::Source => s.push_str(" (source half)"),
+            Part::Dest => s.push_str(" (destination half)"),
+            Part::Whole => {}
+        }
+        match parts.last_mut() {
+            Some((last, n)) if *last == s => *n += 1,
+            _ => parts.push((s, 1)),
+        }
+    }
+    let mut out: Vec<String> = parts
+        .into_iter()
+        .map(|(s, n)| match n {
+            1 => s,
+            2 | 3 => format!("{s} ×{n}"),
+            _ => format!("{s} ×many"),
+        })
+        .collect();
+    if out.is_empty() {
+        out.push("nothing pending".into());
+    }
+    let mut text = out.join(", ");
+    if let Some(last) = k.checked_sub(1).map(|i| &ops[i]) {
+        text.push_str(&format!("; last {}", op_shape(last, sizes[k - 1])));
+    }
+    let first_pending = pending.iter().map(|u| u.op).min();
+    let promised = first_pending.is_some_and(|f| {
+        ops[f..k]
+            .iter()
+            .any(|o| matches!(o.kind, OpKind::Output { .. }))
+    });
+    if promised {
+        text.push_str("; printed while pending");
+    }
+    text
+}
+
+/// `r` members of a class of `m` spread from its first to its last (the
+/// first alone when `r` is 1).
+fn spread(members: &[usize], r: usize) -> Vec<usize> {
+    let m = members.len();
+    if r >= m {
+        return members.to_vec();
+    }
+    if r <= 1 {
+        return vec![members[0]];
+    }
+    let mut picked: Vec<usize> = (0..r).map(|i| members[i * (m - 1) / (r - 1)]).collect();
+    picked.dedup();
+    picked
+}
+
+/// The classes of the crash points `0..=ops.len()` and `per_class`
+/// representatives of each.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_explore::classes::classes;
+/// use blackout_oplog::ops::test_ops::{op, write};
+/// use blackout_oplog::ops::OpKind;
+/// // Ten rounds of a write then its fsync: two shapes repeat (a write
+/// // pending, nothing pending), whatever the round.
+/// let ops: Vec<_> = (0..10)
+///     .flat_map(|i| [write(1), op(OpKind::Fsync { ino: 1, barrier: 2 * i + 1, implied: false })])
+///     .collect();
+/// let c = classes(&ops, 2);
+/// assert!(c.counts.len() < 6, "{:#?}", c.counts);
+/// assert_eq!(c.counts.iter().map(|k| k.crash_points).sum::<usize>(), ops.len() + 1);
+/// assert!(c.explore.len() < ops.len() / 2);
+/// ```
+pub fn classes(ops: &[Op], per_class: usize) -> Classes {
+    let synced = synced_by(ops);
+    let sizes = sizes_before(ops);
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut members: Vec<(String, Vec<usize>)> = Vec::new();
+    for k in 0..=ops.len() {
+        let pending = pending_at(ops, &synced, k);
+        let s = shape(ops, &sizes, &pending, k);
+        let next = members.len();
+        let i = *index.entry(s.clone()).or_insert(next);
+        if i == next {
+            members.push((s, Vec::new()));
+        }
+        members[i].1.push(k);
+    }
+    let mut explore = Vec::new();
+    let counts = members
+        .into_iter()
+        .map(|(shape, ks)| {
+            let picked = spread(&ks, per_class);
+            explore.extend(&picked);
+            ClassCount {
+                shape,
+                crash_points: ks.len(),
+                explored: picked,
+            }
+        })
+        .collect();
+    explore.sort_unstable();
+    Classes { explore, counts }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blackout_oplog::ops::test_ops::{op, write};
+
+    #[test]
+    fn representatives_spread_from_the_first_to_the_last() {
+        let m: Vec<usize> = (10..20).collect();
+        assert_eq!(spread(&m, 1), [10]);
+        assert_eq!(spread(&m, 2), [10, 19]);
+        assert_eq!(spread(&m, 3), [10, 14, 19]);
+        assert_eq!(spread(&m, 50), m);
+    }
+
+    #[test]
+    fn every_crash_point_is_in_one_class_and_each_class_is_explored() {
+        let ops: Vec<Op> = (0..40)
+            .flat_map(|i| {
+                let fsync = OpKind::Fsync {
+                    ino: 1 + i % 3,
+                    barrier: 2 * i as usize + 1,
+                    implied: false,
+                };
+                [write(1 + i % 3), op(fsync)]
+            })
+            .collect();
+        let c = classes(&ops, 3);
+        let total: usize = c.counts.iter().map(|k| k.crash_points).sum();
+        assert_eq!(total, ops.len() + 1);
+        assert!(c.counts.iter().all(|k| !k.explored.is_empty()));
+        assert!(c.counts.iter().all(|k| k.explored.len() <= 3));
+        let mut seen: Vec<usize> = c.counts.iter().flat_map(|k| k.explored.clone()).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, c.explore);
+        assert!(c.explore.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn writes_are_told_apart_by_where_they_fall() {
+        assert_eq!(place(0, 10, 0), "whole");
+        assert_eq!(place(0, 4, 10), "at 0");
+        assert_eq!(place(2, 4, 10), "inside");
+        assert_eq!(place(10, 4, 10), "at end");
+        assert_eq!(place(20, 4, 10), "past end");
+    }
+}
