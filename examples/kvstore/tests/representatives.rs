@@ -16,9 +16,12 @@ use common::{bugs, recorded};
 
 const MODELS: [Model; 3] = [Model::Process, Model::Ordered, Model::Posix];
 
+/// A model's name, its verdict, and each cause's kind and blamed op.
+type Findings = (String, String, BTreeSet<(String, String)>);
+
 /// Per model: the verdict, and each cause's kind and blamed op (syscall
 /// and path, as the report names it).
-fn findings(r: &RunReport) -> Vec<(String, String, BTreeSet<(String, String)>)> {
+fn findings(r: &RunReport) -> Vec<Findings> {
     r.models
         .iter()
         .map(|m| {

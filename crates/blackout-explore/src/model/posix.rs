@@ -185,6 +185,7 @@ mod tests {
             crash_points: 40,
             partial_crash_points: vec![30, 31],
             subsets_not_covered: n,
+            classes: None,
         };
         let text = coverage_text(&cov(9_223_372_036_854_775_807), &cfg);
         assert!(
