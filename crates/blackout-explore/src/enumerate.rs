@@ -265,7 +265,7 @@ pub struct ExploreConfig {
     pub seed: u64,
     /// Which crash points are explored: all, or a few representatives of
     /// each class of crash points whose pending work has the same shape
-    /// (see [`crate::classes`]).
+    /// (representative exploration, in the classes module).
     pub representatives: Representatives,
 }
 
