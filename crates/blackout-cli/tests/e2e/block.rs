@@ -92,6 +92,30 @@ fn assert_nothing_left(s: &Scratch) {
     s.assert_clean();
 }
 
+/// The document save on the block backend: `--backend block`, then
+/// `extra`, no fix verification, the old document set up, `checker`, and
+/// `save.sh VARIANT`.
+fn save_args(extra: &[&str], checker: &str, variant: &str) -> Vec<String> {
+    let save = examples().join("save.sh");
+    let mut args: Vec<String> = ["--backend", "block"].map(String::from).to_vec();
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend(
+        [
+            "--verify-fixes",
+            "0",
+            "--setup",
+            "echo 'version 1' > doc.txt",
+            "--checker",
+            checker,
+            "--",
+        ]
+        .map(String::from),
+    );
+    args.push(save.to_string_lossy().into_owned());
+    args.push(variant.into());
+    args
+}
+
 /// `blackout run --backend block --fs FS ARGS --json`: (exit code, posix
 /// result, block report).
 fn run_block(s: &Scratch, fs_name: &str, args: &[&str]) -> (i32, Value, Value) {
@@ -166,23 +190,15 @@ fn document_save_variants_on_real_file_systems() {
         "| variant | posix model | ext4 | xfs | btrfs |".to_string(),
         "|---|---|---|---|---|".to_string(),
     ];
-    let save = examples().join("save.sh");
     for variant in ["full", "no-dir-fsync", "no-fsync", "in-place"] {
         let mut row = format!("| `{variant}` |");
         let mut posix_verdict = String::new();
         for fs_name in FILE_SYSTEMS {
-            let args = [
-                "--verify-fixes",
-                "0",
-                "--setup",
-                "echo 'version 1' > doc.txt",
-                "--checker",
-                &save_checker(),
-                "--",
-                save.to_str().unwrap(),
-                variant,
-            ];
-            let (code, posix, block) = run_block(&s, fs_name, &args);
+            let args = save_args(&["--fs", fs_name], &save_checker(), variant);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, v, _) = run_json(&s, &args);
+            assert_nothing_left(&s);
+            let (posix, block) = (&v["posix"]["result"], &v["block"]);
             let want = if variant == "full" { "PASS" } else { "FAIL" };
             assert_eq!(block["verdict"], want, "{variant} on {fs_name}: {block}");
             assert_eq!(posix["verdict"], want, "{variant} under posix: {posix}");
@@ -192,7 +208,7 @@ fn document_save_variants_on_real_file_systems() {
             if fs_name == "ext4" {
                 row.push_str(&format!(" {posix_verdict} |"));
             }
-            row.push_str(&format!(" {} |", cell(&block)));
+            row.push_str(&format!(" {} |", cell(block)));
         }
         assert!(!posix_verdict.is_empty());
         rows.push(row);
@@ -277,26 +293,13 @@ fn repeated_runs_agree_and_fsck_finds_every_state_sound() {
         return;
     }
     let s = Scratch::new();
-    let save = examples().join("save.sh");
-    let (code, v, _) = run_json(
-        &s,
-        &[
-            "--backend",
-            "block",
-            "--repeat",
-            "3",
-            "--fsck",
-            "--verify-fixes",
-            "0",
-            "--setup",
-            "echo 'version 1' > doc.txt",
-            "--checker",
-            &save_checker(),
-            "--",
-            save.to_str().unwrap(),
-            "no-dir-fsync",
-        ],
+    let args = save_args(
+        &["--repeat", "3", "--fsck"],
+        &save_checker(),
+        "no-dir-fsync",
     );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, _) = run_json(&s, &args);
     assert_eq!(code, 1);
     assert_eq!(v["block"]["fsck"], serde_json::json!([]), "{}", v["block"]);
     // Every field of the block report (with --repeat and --fsck, and a
@@ -306,10 +309,7 @@ fn repeated_runs_agree_and_fsck_finds_every_state_sound() {
     crate::exporters::keys(&v["block"], &mut seen);
     crate::exporters::keys(&v["repeat"], &mut seen);
     seen.extend(["posix", "block", "repeat"].map(String::from));
-    let undocumented: Vec<&String> = seen
-        .iter()
-        .filter(|k| !doc.contains(&format!("`{k}`")))
-        .collect();
+    let undocumented = crate::exporters::undocumented(&doc, &seen);
     assert!(
         undocumented.is_empty(),
         "block report fields missing from docs/JSON.md: {undocumented:?}"
@@ -391,25 +391,9 @@ fn a_checker_timeout_leaves_nothing_behind() {
         "if {ON_A_MOUNT}; then sleep {marker}; fi; {}",
         save_checker()
     );
-    let save = examples().join("save.sh");
-    let (code, v, out) = run_json(
-        &s,
-        &[
-            "--backend",
-            "block",
-            "--timeout",
-            "0.5",
-            "--verify-fixes",
-            "0",
-            "--setup",
-            "echo 'version 1' > doc.txt",
-            "--checker",
-            &checker,
-            "--",
-            save.to_str().unwrap(),
-            "full",
-        ],
-    );
+    let args = save_args(&["--timeout", "0.5"], &checker, "full");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, out) = run_json(&s, &args);
     assert_eq!(code, 2, "{v}\n{}", text(&out.stderr));
     assert_eq!(v["posix"]["result"]["verdict"], "PASS");
     assert_eq!(v["block"]["verdict"], "INCONCLUSIVE", "{}", v["block"]);

@@ -486,6 +486,13 @@ fn color_follows_the_flag_and_no_color() {
 }
 
 /// Every key of a JSON value, recursively.
+/// The field names in `seen` that `doc` never mentions as `` `name` ``.
+pub(crate) fn undocumented<'a>(doc: &str, seen: &'a BTreeSet<String>) -> Vec<&'a String> {
+    seen.iter()
+        .filter(|k| !doc.contains(&format!("`{k}`")))
+        .collect()
+}
+
 pub(crate) fn keys(v: &Value, out: &mut BTreeSet<String>) {
     match v {
         Value::Object(m) => {
@@ -517,10 +524,7 @@ fn json_report_has_a_schema_version_and_every_field_is_documented() {
         }
         keys(&v, &mut seen);
     }
-    let undocumented: Vec<&String> = seen
-        .iter()
-        .filter(|k| !doc.contains(&format!("`{k}`")))
-        .collect();
+    let undocumented = undocumented(&doc, &seen);
     assert!(
         undocumented.is_empty(),
         "fields of the JSON report missing from docs/JSON.md: {undocumented:?}"
