@@ -6,7 +6,7 @@
 //! `seg-17.log` and `seg-18.log` play one role), the source line that made
 //! it (with `--stacks`), where a write or truncate falls against the
 //! file's size (at 0, inside, at the end, past it) and how many bytes it
-//! moves — with runs of the same pending op counted 1, 2, 3 or many, the
+//! moves — each such shape counted 1, 2, 3 or many, whatever the order, the
 //! last op before the crash point, and whether a promise was printed
 //! while something was pending. Crash points of one shape form a
 //! **class**; a few of each (spread from the first to the last) are
@@ -18,7 +18,9 @@ use std::collections::HashMap;
 
 use blackout_oplog::ops::{synced_by, Op, OpKind, Part, Unit};
 
-use crate::enumerate::{pending_at, ClassCount};
+#[cfg(doc)]
+use crate::enumerate::pending_at;
+use crate::enumerate::ClassCount;
 
 /// The crash points to explore and the classes they stand for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,46 +110,73 @@ fn op_shape(op: &Op, size_before: u64) -> String {
     s
 }
 
-/// The shape of crash point `k`.
-fn shape(ops: &[Op], sizes: &[u64], pending: &[Unit], k: usize) -> String {
-    let mut parts: Vec<(String, usize)> = Vec::new();
-    for u in pending {
-        let mut s = op_shape(&ops[u.op], sizes[u.op]);
-        match u.part {
-            Part::Source => s.push_str(" (source half)"),
-            Part::Dest => s.push_str(" (destination half)"),
-            Part::Whole => {}
-        }
-        match parts.last_mut() {
-            Some((last, n)) if *last == s => *n += 1,
-            _ => parts.push((s, 1)),
-        }
+/// A pending unit's shape: its op's, and which half of a rename it is.
+fn unit_shape(op: &Op, size_before: u64, part: Part) -> String {
+    let mut s = op_shape(op, size_before);
+    match part {
+        Part::Source => s.push_str(" (source half)"),
+        Part::Dest => s.push_str(" (destination half)"),
+        Part::Whole => {}
     }
-    let mut out: Vec<String> = parts
-        .into_iter()
-        .map(|(s, n)| match n {
-            1 => s,
-            2 | 3 => format!("{s} ×{n}"),
-            _ => format!("{s} ×many"),
+    s
+}
+
+/// The shape of a crash point from what is pending there: each distinct
+/// pending unit shape (sorted) with its count (1, 2, 3 or many), the last
+/// op, and whether something was printed while anything was pending.
+fn shape_text(
+    shapes: &[String],
+    pending: &std::collections::BTreeMap<usize, usize>,
+    last: Option<String>,
+    printed_while_pending: bool,
+) -> String {
+    let mut out: Vec<String> = pending
+        .iter()
+        .map(|(&id, &n)| match n {
+            1 => shapes[id].clone(),
+            2 | 3 => format!("{} ×{n}", shapes[id]),
+            _ => format!("{} ×many", shapes[id]),
         })
         .collect();
     if out.is_empty() {
         out.push("nothing pending".into());
     }
     let mut text = out.join(", ");
-    if let Some(last) = k.checked_sub(1).map(|i| &ops[i]) {
-        text.push_str(&format!("; last {}", op_shape(last, sizes[k - 1])));
+    if let Some(last) = last {
+        text.push_str(&format!("; last {last}"));
     }
-    let first_pending = pending.iter().map(|u| u.op).min();
-    let promised = first_pending.is_some_and(|f| {
-        ops[f..k]
-            .iter()
-            .any(|o| matches!(o.kind, OpKind::Output { .. }))
-    });
-    if promised {
+    if printed_while_pending {
         text.push_str("; printed while pending");
     }
     text
+}
+
+/// Each pending unit: when it starts being pending (just after its op)
+/// and when a sync covering it has completed (never: `usize::MAX`), as
+/// [`pending_at`] decides.
+fn unit_spans(ops: &[Op]) -> Vec<(Unit, usize, usize)> {
+    let synced = synced_by(ops);
+    let after = |s: Option<usize>| s.map_or(usize::MAX, |s| s + 1);
+    let mut spans = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        if !op.kind.is_durable_change() {
+            continue;
+        }
+        let unit = |part| Unit { op: i, part };
+        match &op.kind {
+            OpKind::Rename {
+                from_dir, to_dir, ..
+            } if from_dir != to_dir => {
+                spans.push((unit(Part::Dest), i + 1, after(synced[i].main)));
+                spans.push((unit(Part::Source), i + 1, after(synced[i].source)));
+            }
+            _ => {
+                let end = after(synced[i].main).max(after(synced[i].source));
+                spans.push((unit(Part::Whole), i + 1, end));
+            }
+        }
+    }
+    spans
 }
 
 /// `r` members of a class of `m` spread from its first to its last (the
@@ -185,13 +214,65 @@ fn spread(members: &[usize], r: usize) -> Vec<usize> {
 /// assert!(c.explore.len() < ops.len() / 2);
 /// ```
 pub fn classes(ops: &[Op], per_class: usize) -> Classes {
-    let synced = synced_by(ops);
+    use std::collections::BTreeMap;
     let sizes = sizes_before(ops);
+    // Each distinct unit shape once, by id: the crash points' keys are
+    // built from ids and counts, in time linear in the ops.
+    let mut shape_ids: HashMap<String, usize> = HashMap::new();
+    let mut shapes: Vec<String> = Vec::new();
+    let mut id_of = |s: String| -> usize {
+        let next = shapes.len();
+        *shape_ids.entry(s.clone()).or_insert_with(|| {
+            shapes.push(s);
+            next
+        })
+    };
+    let spans = unit_spans(ops);
+    let mut starts: Vec<Vec<usize>> = vec![Vec::new(); ops.len() + 2];
+    let mut ends: Vec<Vec<usize>> = vec![Vec::new(); ops.len() + 2];
+    let mut unit_ids = Vec::with_capacity(spans.len());
+    for (n, (unit, from, to)) in spans.iter().enumerate() {
+        unit_ids.push(id_of(unit_shape(&ops[unit.op], sizes[unit.op], unit.part)));
+        starts[*from].push(n);
+        if *to <= ops.len() {
+            ends[*to].push(n);
+        }
+    }
+    let outputs_before: Vec<usize> = std::iter::once(0)
+        .chain(ops.iter().scan(0, |n, o| {
+            *n += usize::from(matches!(o.kind, OpKind::Output { .. }));
+            Some(*n)
+        }))
+        .collect();
+    let mut pending: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut pending_ops: BTreeMap<usize, usize> = BTreeMap::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut members: Vec<(String, Vec<usize>)> = Vec::new();
     for k in 0..=ops.len() {
-        let pending = pending_at(ops, &synced, k);
-        let s = shape(ops, &sizes, &pending, k);
+        for &n in &starts[k] {
+            *pending.entry(unit_ids[n]).or_insert(0) += 1;
+            *pending_ops.entry(spans[n].0.op).or_insert(0) += 1;
+        }
+        for &n in &ends[k] {
+            if spans[n].1 > k {
+                continue;
+            }
+            for (map, key) in [
+                (&mut pending, unit_ids[n]),
+                (&mut pending_ops, spans[n].0.op),
+            ] {
+                if let Some(c) = map.get_mut(&key) {
+                    *c -= 1;
+                    if *c == 0 {
+                        map.remove(&key);
+                    }
+                }
+            }
+        }
+        let first = pending_ops.keys().next().copied();
+        let printed = first.is_some_and(|f| outputs_before[k] > outputs_before[f]);
+        let last = k.checked_sub(1).map(|i| op_shape(&ops[i], sizes[i]));
+        let s = shape_text(&shapes, &pending, last, printed);
         let next = members.len();
         let i = *index.entry(s.clone()).or_insert(next);
         if i == next {
@@ -219,6 +300,7 @@ pub fn classes(ops: &[Op], per_class: usize) -> Classes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::enumerate::pending_at;
     use blackout_oplog::ops::test_ops::{op, write};
 
     #[test]
@@ -251,6 +333,90 @@ mod tests {
         seen.sort_unstable();
         assert_eq!(seen, c.explore);
         assert!(c.explore.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// The classes kept up incrementally are the ones `pending_at` gives
+    /// crash point by crash point.
+    #[test]
+    fn incremental_classes_match_pending_at_at_every_crash_point() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for _ in 0..50 {
+            let n = (next() % 40) as usize;
+            let mut ops: Vec<Op> = Vec::new();
+            for i in 0..n {
+                let ino = 1 + (next() % 3) as u32;
+                let kind = match next() % 4 {
+                    0 => OpKind::Fsync {
+                        ino,
+                        barrier: i,
+                        implied: false,
+                    },
+                    1 => OpKind::Output {
+                        data: blackout_oplog::ops::DataRef { start: 0, len: 1 },
+                    },
+                    _ => OpKind::Write {
+                        ino,
+                        off: next() % 3,
+                        data: blackout_oplog::ops::DataRef { start: 0, len: 1 },
+                    },
+                };
+                ops.push(op(kind));
+            }
+            let synced = synced_by(&ops);
+            let sizes = sizes_before(&ops);
+            let brute: Vec<String> = (0..=ops.len())
+                .map(|k| {
+                    let mut ids: HashMap<String, usize> = HashMap::new();
+                    let mut shapes = Vec::new();
+                    let mut pending = std::collections::BTreeMap::new();
+                    let units = pending_at(&ops, &synced, k);
+                    // Ids in the order the incremental version meets them:
+                    // by op, as unit_spans lists them.
+                    let mut all: Vec<Unit> = unit_spans(&ops).into_iter().map(|s| s.0).collect();
+                    all.retain(|u| units.contains(u));
+                    for u in all {
+                        let sh = unit_shape(&ops[u.op], sizes[u.op], u.part);
+                        let l = shapes.len();
+                        let id = *ids.entry(sh.clone()).or_insert(l);
+                        if id == l {
+                            shapes.push(sh);
+                        }
+                        *pending.entry(id).or_insert(0) += 1;
+                    }
+                    // Compare by content, not by id.
+                    let mut parts: Vec<(String, usize)> = pending
+                        .iter()
+                        .map(|(&id, &c)| (shapes[id].clone(), c.min(4)))
+                        .collect();
+                    parts.sort();
+                    let first = units.iter().map(|u| u.op).min();
+                    let printed = first.is_some_and(|f| {
+                        ops[f..k]
+                            .iter()
+                            .any(|o| matches!(o.kind, OpKind::Output { .. }))
+                    });
+                    let last = k.checked_sub(1).map(|i| op_shape(&ops[i], sizes[i]));
+                    format!("{parts:?} {last:?} {printed}")
+                })
+                .collect();
+            let c = classes(&ops, usize::MAX);
+            assert_eq!(c.explore, (0..=ops.len()).collect::<Vec<_>>());
+            for class in &c.counts {
+                let first = &brute[class.explored[0]];
+                assert!(
+                    class.explored.iter().all(|&k| &brute[k] == first),
+                    "{ops:?}"
+                );
+            }
+            let distinct: std::collections::HashSet<&String> = brute.iter().collect();
+            assert_eq!(c.counts.len(), distinct.len(), "{ops:?}");
+        }
     }
 
     #[test]
