@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use blackout_oplog::ops::{synced_by, Op, OpKind, Part, Unit};
+use blackout_oplog::ops::{escape_controls, synced_by, Op, OpKind, Part, Unit};
 
 #[cfg(doc)]
 use crate::enumerate::pending_at;
@@ -79,6 +79,9 @@ fn op_shape(op: &Op, size_before: u64) -> String {
         .chars()
         .map(|c| if c.is_ascii_digit() { '#' } else { c })
         .collect();
+    // A name from a trace is hostile: no control character reaches a
+    // report.
+    let role = escape_controls(&role);
     let mut s = format!("{} {role}", op.syscall);
     match &op.kind {
         OpKind::Write { off, data, .. } => {
@@ -417,6 +420,16 @@ mod tests {
             let distinct: std::collections::HashSet<&String> = brute.iter().collect();
             assert_eq!(c.counts.len(), distinct.len(), "{ops:?}");
         }
+    }
+
+    #[test]
+    fn a_file_role_blurs_digits_and_escapes_control_characters() {
+        let mut o = write(1);
+        o.path = blackout_oplog::ops::Name(b"/d/seg-17\x1b[2J.log".to_vec());
+        o.syscall = "pwrite64".into();
+        let s = op_shape(&o, 0);
+        assert!(s.starts_with("pwrite64 seg-##"), "{s}");
+        assert!(!s.contains('\x1b'), "{s}");
     }
 
     #[test]
