@@ -7,7 +7,7 @@
 //! writes are in flight, so a later stage can enumerate subsets within a
 //! bound and say what it left out.
 
-use crate::log::{BlockLog, RecordKind};
+use crate::log::{BlockLog, Record, RecordKind};
 
 /// Why a position is a crash point.
 ///
@@ -95,14 +95,19 @@ pub struct CrashPoint {
 /// assert_eq!(points[1].barrier, Barrier::Flush);
 /// ```
 pub fn crash_points(log: &BlockLog, base: usize) -> Vec<CrashPoint> {
-    let base = base.min(log.records.len());
-    let mut marks = log.records[..base]
+    points_in(&log.records, base)
+}
+
+/// [`crash_points`] over the records `records` (a log, or its head).
+fn points_in(records: &[Record], base: usize) -> Vec<CrashPoint> {
+    let base = base.min(records.len());
+    let mut marks = records[..base]
         .iter()
         .filter(|r| matches!(r.kind, RecordKind::Mark { .. }))
         .count();
     let mut in_flight = 0;
     let mut changed = false;
-    let nanos = base.checked_sub(1).map_or(0, |i| log.records[i].nanos);
+    let nanos = base.checked_sub(1).map_or(0, |i| records[i].nanos);
     let mut points = vec![CrashPoint {
         position: base,
         barrier: Barrier::Base,
@@ -111,7 +116,7 @@ pub fn crash_points(log: &BlockLog, base: usize) -> Vec<CrashPoint> {
         in_flight: 0,
         same_image_as_previous: false,
     }];
-    for (i, r) in log.records.iter().enumerate().skip(base) {
+    for (i, r) in records.iter().enumerate().skip(base) {
         let barrier = match &r.kind {
             RecordKind::Write { .. } | RecordKind::Zero { .. } => {
                 in_flight += 1;
@@ -160,10 +165,7 @@ pub fn crash_points(log: &BlockLog, base: usize) -> Vec<CrashPoint> {
 /// ```
 pub fn crash_points_until(log: &BlockLog, base: usize, end: usize) -> Vec<CrashPoint> {
     let end = end.min(log.records.len());
-    let head = BlockLog {
-        records: log.records[..end].to_vec(),
-    };
-    let mut points = crash_points(&head, base);
+    let mut points = points_in(&log.records[..end], base);
     let last = points.last().map_or(0, |p| p.position);
     if last < end {
         // Every flush and mark before `end` is a point: only writes and

@@ -836,6 +836,20 @@ fn has_tool(name: &str, dirs: &[PathBuf]) -> bool {
     dirs.iter().any(|d| d.join(name).is_file())
 }
 
+/// Whether `name` is installed: on `$PATH` or in an sbin directory, where
+/// the session looks for its tools.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::session::tool_installed;
+/// assert!(tool_installed("sh"));
+/// assert!(!tool_installed("no-such-tool-anywhere"));
+/// ```
+pub fn tool_installed(name: &str) -> bool {
+    has_tool(name, &search_path())
+}
+
 /// Every requirement checked before anything is made, so a missing one is
 /// one clear line and nothing to clean up.
 fn preflight(config: &SessionConfig, dirs: &[PathBuf]) -> Result<(), SessionError> {

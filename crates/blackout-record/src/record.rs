@@ -317,8 +317,9 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     })
 }
 
-/// Applies `--init` and `--setup` to the directory under test.
-fn prepare_dir(cfg: &RecordConfig, dir: &Path) -> Result<(), RecordError> {
+/// Applies `--init` and `--setup` to the directory under test (the
+/// recorder's own, or one a caller made, such as a mounted file system).
+pub fn prepare_dir(cfg: &RecordConfig, dir: &Path) -> Result<(), RecordError> {
     if let Some(init) = &cfg.init {
         copy_tree(init, dir)
             .map_err(|e| RecordError::Prepare(format!("--init {}: {e}", init.display())))?;

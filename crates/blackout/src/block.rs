@@ -26,7 +26,7 @@ use blackout_block::crash::{crash_points_until, Barrier, CrashPoint};
 use blackout_block::log::{BlockLog, RecordKind};
 use blackout_block::mount::MountedImage;
 use blackout_block::recording::{Recording as DeviceRecording, DATA_FILE};
-use blackout_block::session::{DeviceSession, FsKind, SessionConfig, SessionError};
+use blackout_block::session::{tool_installed, DeviceSession, FsKind, SessionConfig, SessionError};
 use blackout_block::states::{enumerate, window, write_state, BlockState, SubsetCoverage};
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::Scratch;
@@ -37,8 +37,7 @@ use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{Part, Unit};
 use blackout_oplog::promises::join_lines;
 use blackout_oplog::trace::Trace;
-use blackout_record::record::{RecordConfig, RecordError, StraceRecorder};
-use blackout_record::snapshot::copy_tree;
+use blackout_record::record::{prepare_dir, RecordConfig, RecordError, StraceRecorder};
 use blackout_record::Recorder;
 
 pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
@@ -87,9 +86,6 @@ pub enum BlockError {
     /// Recording the workload failed.
     #[error(transparent)]
     Record(#[from] RecordError),
-    /// `--setup` failed on the file system.
-    #[error("--setup `{0}` failed on the file system: {1}")]
-    Setup(String, String),
     /// `--fsck` without the file system's checker installed.
     #[error("--fsck needs {0} (Debian package {1})")]
     FsckMissing(&'static str, &'static str),
@@ -142,7 +138,7 @@ pub fn record_block(
 ) -> Result<BlockRecording, BlockError> {
     let mut session = DeviceSession::start(&config.session)?;
     let mount = session.mount_path();
-    prepare(record, &mount)?;
+    prepare_dir(record, &mount)?;
     session.rebase()?;
     let mut rc = record.clone();
     rc.init = None;
@@ -181,32 +177,6 @@ pub fn record_block(
         output,
         stderr: recorded.stderr,
     })
-}
-
-/// `--init` and `--setup` on the mounted file system, before the base.
-fn prepare(record: &RecordConfig, mount: &Path) -> Result<(), BlockError> {
-    if let Some(init) = &record.init {
-        copy_tree(init, mount)
-            .map_err(|e| BlockError::Setup(format!("--init {}", init.display()), e.to_string()))?;
-    }
-    if let Some(setup) = &record.setup {
-        let cmd = blackout_sys::command::substitute(OsStr::new(setup), mount);
-        let out = Command::new("sh")
-            .arg("-c")
-            .arg(&cmd)
-            .current_dir(mount)
-            .stdin(Stdio::null())
-            .output()?;
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let last = err.lines().last().unwrap_or("").trim().to_string();
-            return Err(BlockError::Setup(
-                setup.clone(),
-                format!("{} {last}", out.status),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// How to check a block recording.
@@ -374,15 +344,6 @@ fn fsck(fs: FsKind, image: &Path, id: &str) -> io::Result<Option<FsckComplaint>>
         status: out.status.to_string(),
         line,
     }))
-}
-
-/// Whether `tool` is on `$PATH` or in an sbin directory.
-fn have_tool(tool: &str) -> bool {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    dirs.extend(["/usr/sbin", "/sbin"].map(PathBuf::from));
-    dirs.iter().any(|d| d.join(tool).is_file())
 }
 
 /// Seconds spent on each step over all states.
@@ -558,7 +519,7 @@ fn promises_before(log: &BlockLog, position: usize, prefix: Option<&[u8]>) -> Ve
 /// cancel ([`BlockError::Interrupted`]); the state being checked is
 /// unmounted first.
 pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockReport, BlockError> {
-    if how.config.fsck && !have_tool(rec.fs.fsck().0) {
+    if how.config.fsck && !tool_installed(rec.fs.fsck().0) {
         return Err(BlockError::FsckMissing(rec.fs.fsck().0, rec.fs.package()));
     }
     let started = Instant::now();
@@ -984,7 +945,7 @@ mod tests {
     /// superblock's magic number is gone.
     #[test]
     fn fsck_reports_a_damaged_ext4_and_not_a_sound_one() {
-        if !have_tool("mkfs.ext4") || !have_tool("e2fsck") {
+        if !tool_installed("mkfs.ext4") || !tool_installed("e2fsck") {
             assert!(std::env::var_os("CI").is_none(), "CI has e2fsprogs");
             eprintln!("note: e2fsprogs is not installed; skipped");
             return;
