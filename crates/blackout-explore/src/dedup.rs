@@ -11,8 +11,9 @@ use blackout_oplog::trace::Trace;
 
 use crate::classes::classes;
 use crate::enumerate::{enumerate_points, ConfigError, Coverage, ExploreConfig, StateDesc};
+use crate::keys::Keyer;
 use crate::model::Model;
-use crate::state::{FsState, StateBuilder};
+use crate::state::FsState;
 
 /// Orders states simplest first: fewest lost or torn, then the earliest
 /// crash, then a lost op before a torn one, then by id.
@@ -145,9 +146,9 @@ pub fn distinct_states_watched(
         let mut reach: HashMap<usize, StateDesc> = HashMap::new();
         let mut order: Vec<usize> = Vec::new();
         let mut states = 0usize;
-        // States come in crash-point order: each is built from the state
-        // every crash at its point keeps, not from the first op.
-        let mut builder = StateBuilder::new(trace, sector);
+        // States come in crash-point order: each is keyed from the state
+        // every crash at its point keeps, not built from the first op.
+        let mut keys = Keyer::new(trace, sector);
         let coverage = enumerate_points(
             &trace.ops,
             model.crash_model(),
@@ -165,7 +166,7 @@ pub fn distinct_states_watched(
                         p(built);
                     }
                 }
-                let key = key_of(builder.build(&desc).1, outputs, desc.crash);
+                let key = key_of(keys.hash(&desc), outputs, desc.crash);
                 let next = distinct.len();
                 let i = *index.entry(key).or_insert(next);
                 if i == next {

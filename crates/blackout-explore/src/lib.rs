@@ -6,8 +6,9 @@
 //! yields [`enumerate::StateDesc`]s (what was lost or torn), counting what
 //! it did not cover. A [`state::Materializer`] turns a description into
 //! something a checker can open (a directory today, a disk image later);
-//! [`dedup::distinct_states`] builds and hashes every state and keeps each distinct
-//! one once, under its simplest description.
+//! [`dedup::distinct_states`] hashes every state ([`keys::Keyer`], along the
+//! crash points) and keeps each distinct one once, under its simplest
+//! description.
 //!
 //! Exploration knows nothing of processes, strace or checkers: it is pure
 //! and deterministic for a given trace, config and seed.
@@ -30,5 +31,6 @@
 pub mod classes;
 pub mod dedup;
 pub mod enumerate;
+pub mod keys;
 pub mod model;
 pub mod state;

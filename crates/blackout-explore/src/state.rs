@@ -7,13 +7,12 @@
 //! made, only directories are descended into (a symlink is created as a link,
 //! never followed), and a directory reachable twice is written once.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::OnceLock;
 
 use blackout_oplog::contents::{Contents, Data};
 use blackout_oplog::ops::{DataRef, Ino, InodeKind, OpKind, Part, ROOT_INO};
@@ -65,25 +64,16 @@ impl FsState {
     /// that it kept, applied in order through [`store::apply`].
     pub fn build(trace: &Trace, desc: &StateDesc, sector: u64) -> FsState {
         let mut fs = FsState::initial(trace);
-        fs.apply_kept(trace, desc, 0, sector, |_, _, _| {});
+        fs.apply_kept(trace, desc, sector);
         fs
     }
 
-    /// Applies the ops `from..desc.crash` that `desc` kept (its torn write
-    /// cut as the tear says), calling `touched(ino, lo, hi)` for each applied
-    /// op that may change a file's hashed bytes ([`FsState::content_hash`]):
-    /// every changed byte lies in `lo..hi`.
-    fn apply_kept(
-        &mut self,
-        trace: &Trace,
-        desc: &StateDesc,
-        from: usize,
-        sector: u64,
-        mut touched: impl FnMut(Ino, u64, u64),
-    ) {
+    /// Applies the ops before `desc.crash` that `desc` kept (its torn write
+    /// cut as the tear says).
+    fn apply_kept(&mut self, trace: &Trace, desc: &StateDesc, sector: u64) {
         let lost: HashSet<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
         let crash = desc.crash.min(trace.ops.len());
-        for (i, op) in trace.ops.iter().enumerate().take(crash).skip(from) {
+        for (i, op) in trace.ops.iter().enumerate().take(crash) {
             if lost.contains(&(i, Part::Whole)) {
                 continue;
             }
@@ -96,17 +86,6 @@ impl FsState {
                 },
                 _ => Halves::BOTH,
             };
-            // The bytes an op may change: its own range, and everything
-            // between the hashed lengths before and after it.
-            let range = match &op.kind {
-                OpKind::Write { ino, off, data } => Some((*ino, *off, off + data.len)),
-                OpKind::Truncate { ino, size } => Some((*ino, *size, *size)),
-                OpKind::Fallocate { ino, off, len, .. } => {
-                    Some((*ino, *off, off.saturating_add(*len)))
-                }
-                _ => None,
-            };
-            let before = range.map(|(ino, ..)| self.inodes[ino as usize].hashed_len());
             let data = match (&op.kind, desc.torn) {
                 (OpKind::Write { ino, off, data }, Some((t, tear))) if t == i => {
                     let size_before = self.inodes[*ino as usize].size;
@@ -122,7 +101,6 @@ impl FsState {
                             let size = size_before.max(off + data.len);
                             let grow = OpKind::Truncate { ino: *ino, size };
                             store::apply(&mut self.inodes, &grow, Data::Bytes(&[]), halves);
-                            self.touched(range, before, &mut touched);
                             continue;
                         }
                         // A tear storage cannot make: the write whole
@@ -134,21 +112,6 @@ impl FsState {
                 _ => Data::Bytes(&[]),
             };
             store::apply(&mut self.inodes, &op.kind, data, halves);
-            self.touched(range, before, &mut touched);
-        }
-    }
-
-    /// Reports an applied op's range, widened to the hashed lengths before
-    /// and after it.
-    fn touched(
-        &self,
-        range: Option<(Ino, u64, u64)>,
-        before: Option<u64>,
-        touched: &mut impl FnMut(Ino, u64, u64),
-    ) {
-        if let (Some((ino, lo, hi)), Some(before)) = (range, before) {
-            let after = self.inodes[ino as usize].hashed_len();
-            touched(ino, lo.min(before).min(after), hi.max(before).max(after));
         }
     }
 
@@ -161,68 +124,18 @@ impl FsState {
 
     /// Visits the visible tree: (path, inode) for every entry, parents first,
     /// names sorted, each directory entered once.
-    fn walk(&self, mut visit: impl FnMut(&[u8], Ino, bool)) {
-        let mut entered: HashSet<Ino> = HashSet::from([ROOT_INO]);
-        let mut stack: Vec<(Vec<u8>, Ino)> = vec![(Vec::new(), ROOT_INO)];
-        while let Some((path, dir)) = stack.pop() {
-            let mut children = Vec::new();
-            for (name, &ino) in &self.inodes[dir as usize].entries {
-                let mut p = path.clone();
-                if !p.is_empty() {
-                    p.push(b'/');
-                }
-                p.extend_from_slice(name);
-                let first_entry =
-                    self.inodes[ino as usize].kind != InodeKind::Dir || entered.insert(ino);
-                visit(&p, ino, first_entry);
-                if first_entry && self.inodes[ino as usize].kind == InodeKind::Dir {
-                    children.push((p, ino));
-                }
-            }
-            // Reverse so the stack pops them in name order.
-            stack.extend(children.into_iter().rev());
-        }
+    fn walk(&self, visit: impl FnMut(&[u8], Ino, bool)) {
+        walk_tree(|ino| &self.inodes[ino as usize], visit);
     }
 
     /// A hash of what a reader of the directory sees: every path, its kind,
     /// bytes or target, and which paths are links to one file.
     pub fn content_hash(&self) -> blake3::Hash {
-        self.content_hash_with(|_, node| file_hash(&node.data, node.hashed_len(), |_, hash| hash()))
+        tree_hash(
+            |ino| &self.inodes[ino as usize],
+            |_, node| (node.size, file_hash(&node.data, node.hashed_len())),
+        )
     }
-
-    /// [`FsState::content_hash`], with each file hashed by `file_hash`
-    /// (given the inode and its state; it must answer what [`file_hash`]
-    /// does of its [`InodeState::hashed_len`] bytes), which may answer from
-    /// what it knows of a file unchanged since it last hashed it.
-    pub fn content_hash_with(
-        &self,
-        mut file_hash: impl FnMut(Ino, &InodeState) -> blake3::Hash,
-    ) -> blake3::Hash {
-        let mut h = blake3::Hasher::new();
-        let mut ids: HashMap<Ino, u64> = HashMap::new();
-        self.walk(|path, ino, first| {
-            let next = ids.len() as u64;
-            let id = *ids.entry(ino).or_insert(next);
-            let node = &self.inodes[ino as usize];
-            h.update(&(path.len() as u64).to_le_bytes());
-            h.update(path);
-            h.update(&id.to_le_bytes());
-            h.update(&[node.kind as u8, u8::from(first)]);
-            match node.kind {
-                InodeKind::File => {
-                    h.update(&node.size.to_le_bytes());
-                    h.update(file_hash(ino, node).as_bytes());
-                }
-                InodeKind::Symlink => {
-                    h.update(&node.data.len().to_le_bytes());
-                    h.update(&node.data.to_vec());
-                }
-                InodeKind::Dir => {}
-            }
-        });
-        h.finalize()
-    }
-
     /// Writes the visible tree into `root`, an existing empty directory.
     /// A file's holes stay holes: only its extents are written.
     pub fn write_out(&self, root: &Path) -> io::Result<()> {
@@ -268,16 +181,165 @@ impl FsState {
     }
 }
 
+/// Visits the visible tree of the inodes `node` looks up: (path, inode)
+/// for every entry, parents first, names sorted, each directory entered
+/// once.
+pub(crate) fn walk_tree<'a>(
+    node: impl Fn(Ino) -> &'a InodeState,
+    mut visit: impl FnMut(&[u8], Ino, bool),
+) {
+    let mut entered: HashSet<Ino> = HashSet::from([ROOT_INO]);
+    let mut stack: Vec<(Vec<u8>, Ino)> = vec![(Vec::new(), ROOT_INO)];
+    while let Some((path, dir)) = stack.pop() {
+        let mut children = Vec::new();
+        for (name, &ino) in &node(dir).entries {
+            let mut p = path.clone();
+            if !p.is_empty() {
+                p.push(b'/');
+            }
+            p.extend_from_slice(name);
+            let first_entry = node(ino).kind != InodeKind::Dir || entered.insert(ino);
+            visit(&p, ino, first_entry);
+            if first_entry && node(ino).kind == InodeKind::Dir {
+                children.push((p, ino));
+            }
+        }
+        // Reverse so the stack pops them in name order.
+        stack.extend(children.into_iter().rev());
+    }
+}
+
+/// The content hash of the tree the inodes `node` looks up: every path,
+/// its kind, which paths are links to one file, a symlink's target, and a
+/// file's size and [`file_hash`] as `file(ino, node)` answers them (from
+/// what it knows of the file, or by hashing it).
+pub(crate) fn tree_hash<'a>(
+    node: impl Fn(Ino) -> &'a InodeState,
+    mut file: impl FnMut(Ino, &'a InodeState) -> (u64, blake3::Hash),
+) -> blake3::Hash {
+    let mut h = blake3::Hasher::new();
+    let mut ids: HashMap<Ino, u64> = HashMap::new();
+    walk_tree(&node, |path, ino, first| {
+        let next = ids.len() as u64;
+        let id = *ids.entry(ino).or_insert(next);
+        let n = node(ino);
+        h.update(&(path.len() as u64).to_le_bytes());
+        h.update(path);
+        h.update(&id.to_le_bytes());
+        h.update(&[n.kind as u8, u8::from(first)]);
+        match n.kind {
+            InodeKind::File => {
+                let (size, hash) = file(ino, n);
+                h.update(&size.to_le_bytes());
+                h.update(hash.as_bytes());
+            }
+            InodeKind::Symlink => {
+                h.update(&n.data.len().to_le_bytes());
+                h.update(&n.data.to_vec());
+            }
+            InodeKind::Dir => {}
+        }
+    });
+    h.finalize()
+}
+
 /// Files are hashed in blocks of this many bytes, so that a file changed in
 /// one place is hashed again only there.
 pub const HASH_BLOCK_BYTES: usize = 16 * 1024;
 
-/// The hash of a file's first `len` bytes: the length and the hash of each
-/// block of [`HASH_BLOCK_BYTES`]. A block holding written bytes is hashed
-/// by `block(index, hash)`, which must answer what `hash()` does (the
-/// block's bytes read and hashed), from memory or not: a block it knows is
-/// not read. A block no extent touches hashes as the zeros it reads as,
-/// without reading it: a hole hashes like the zeros a dense copy held.
+/// One block's share of a file's hash: a 256-bit number, added up over the
+/// blocks. A block that reads as zeros adds nothing (a hole and the zeros a
+/// dense copy holds hash alike, and no hole is visited); any other block
+/// adds a hash of its index and bytes. A file changed in a few blocks has
+/// its sum changed by those blocks' shares alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Term([u64; 4]);
+
+impl Term {
+    /// The share of block `index` holding `bytes`.
+    pub fn of_block(index: usize, bytes: &[u8]) -> Term {
+        static ZEROS: [u8; HASH_BLOCK_BYTES] = [0; HASH_BLOCK_BYTES];
+        if bytes
+            .chunks(HASH_BLOCK_BYTES)
+            .all(|c| c == &ZEROS[..c.len()])
+        {
+            return Term::default();
+        }
+        let mut h = blake3::Hasher::new();
+        h.update(&(index as u64).to_le_bytes());
+        h.update(bytes);
+        let out = h.finalize();
+        let mut t = [0u64; 4];
+        for (i, lane) in t.iter_mut().enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&out.as_bytes()[i * 8..i * 8 + 8]);
+            *lane = u64::from_le_bytes(b);
+        }
+        Term(t)
+    }
+
+    /// The sum of two shares (lane by lane, wrapping).
+    #[must_use]
+    pub fn plus(self, o: Term) -> Term {
+        Term(std::array::from_fn(|i| self.0[i].wrapping_add(o.0[i])))
+    }
+
+    /// The difference of two shares.
+    #[must_use]
+    pub fn minus(self, o: Term) -> Term {
+        Term(std::array::from_fn(|i| self.0[i].wrapping_sub(o.0[i])))
+    }
+
+    /// The file hash of a file whose first `len` bytes' shares sum to
+    /// `self`.
+    pub fn file_hash(self, len: u64) -> blake3::Hash {
+        let mut h = blake3::Hasher::new();
+        h.update(&len.to_le_bytes());
+        for lane in self.0 {
+            h.update(&lane.to_le_bytes());
+        }
+        h.finalize()
+    }
+}
+
+/// The blocks ([`HASH_BLOCK_BYTES`]) that may hold written bytes of the
+/// first `len` bytes of `contents`: those an extent touches, ascending.
+pub fn written_blocks(contents: &Contents, len: u64) -> impl Iterator<Item = usize> + '_ {
+    let b = HASH_BLOCK_BYTES as u64;
+    let mut last: Option<u64> = None;
+    contents
+        .extent_ranges()
+        .take_while(move |&(s, _)| s < len)
+        .flat_map(move |(s, l)| {
+            let end = (s + l).min(len);
+            s / b..end.div_ceil(b)
+        })
+        .filter(move |&i| {
+            let new = last != Some(i);
+            last = Some(i);
+            new
+        })
+        .map(|i| i as usize)
+}
+
+/// The share of block `index` of the first `len` bytes of `contents`
+/// (zero for a block past `len`), read through `buf`.
+pub fn block_term(contents: &Contents, len: u64, index: usize, buf: &mut Vec<u8>) -> Term {
+    let b = HASH_BLOCK_BYTES as u64;
+    let lo = index as u64 * b;
+    if lo >= len {
+        return Term::default();
+    }
+    let hi = (lo + b).min(len);
+    match contents.block(lo, hi, buf) {
+        Some(bytes) => Term::of_block(index, bytes),
+        None => Term::default(),
+    }
+}
+
+/// The hash of a file's first `len` bytes: the length and the sum of its
+/// blocks' shares ([`Term`]). Only blocks an extent touches are read: a
+/// hole hashes as the zeros it reads as.
 ///
 /// ```
 /// use blackout_explore::state::{file_hash, HASH_BLOCK_BYTES};
@@ -287,220 +349,17 @@ pub const HASH_BLOCK_BYTES: usize = 16 * 1024;
 /// sparse.write(&mut size, len - 1, b"x");
 /// let mut dense = vec![0u8; len as usize];
 /// dense[len as usize - 1] = b'x';
-/// let mut blocks = 0;
-/// let h = file_hash(&sparse, len, |_, hash| { blocks += 1; hash() });
-/// assert_eq!(blocks, 1);
-/// assert_eq!(h, file_hash(&Contents::from(dense), len, |_, hash| hash()));
-/// assert_ne!(h, file_hash(&sparse, len - 1, |_, hash| hash()));
+/// let h = file_hash(&sparse, len);
+/// assert_eq!(h, file_hash(&Contents::from(dense), len));
+/// assert_ne!(h, file_hash(&sparse, len - 1));
 /// ```
-pub fn file_hash(
-    contents: &Contents,
-    len: u64,
-    mut block: impl FnMut(usize, &mut dyn FnMut() -> blake3::Hash) -> blake3::Hash,
-) -> blake3::Hash {
-    let mut h = blake3::Hasher::new();
-    h.update(&len.to_le_bytes());
+pub fn file_hash(contents: &Contents, len: u64) -> blake3::Hash {
     let mut buf = Vec::new();
-    let b = HASH_BLOCK_BYTES as u64;
-    for i in 0..len.div_ceil(b) {
-        let (lo, hi) = (i * b, (i * b + b).min(len));
-        if contents.is_hole(lo, hi) {
-            h.update(zeros_hash((hi - lo) as usize).as_bytes());
-            continue;
-        }
-        let mut hash = || match contents.block(lo, hi, &mut buf) {
-            Some(bytes) => blake3::hash(bytes),
-            None => zeros_hash((hi - lo) as usize),
-        };
-        h.update(block(i as usize, &mut hash).as_bytes());
-    }
-    h.finalize()
-}
-
-/// `blake3::hash` of `n` zeros (at most [`HASH_BLOCK_BYTES`]), a whole
-/// block's computed once.
-fn zeros_hash(n: usize) -> blake3::Hash {
-    static ZEROS: [u8; HASH_BLOCK_BYTES] = [0; HASH_BLOCK_BYTES];
-    static BLOCK: OnceLock<blake3::Hash> = OnceLock::new();
-    if n == HASH_BLOCK_BYTES {
-        *BLOCK.get_or_init(|| blake3::hash(&ZEROS))
-    } else {
-        blake3::hash(&ZEROS[..n])
-    }
-}
-
-/// Builds crash states from shared bases instead of from the first op: a
-/// state that keeps every op before op `m` (its first lost or torn op, or
-/// its crash point) is a base holding ops `0..m`, plus the ops from `m` to
-/// the crash that it kept. A base is made at each op that states lose
-/// first and at each crash point, from the nearest base before it, and the
-/// [`BASES_KEPT`] most recently used are kept (a crash point's states lose its pending ops,
-/// which move forward with the crash points; a few stay pending long). A content hash rehashes only the blocks of files
-/// ([`HASH_BLOCK_BYTES`]) that the ops after the base touched; each base
-/// remembers the hashes of its own blocks.
-///
-/// ```
-/// use blackout_explore::enumerate::{enumerate, ExploreConfig};
-/// use blackout_explore::model::Model;
-/// use blackout_explore::state::{FsState, StateBuilder};
-/// use blackout_oplog::trace::Trace;
-///
-/// // The careful document save, as recorded (run from the crate's root).
-/// let trace = Trace::load("../../tests/reports/save-full.trace".as_ref()).unwrap();
-/// let mut b = StateBuilder::new(&trace, 512);
-/// let posix = Model::Posix.crash_model();
-/// enumerate(&trace.ops, posix, &ExploreConfig::default(), |desc| {
-///     let (fs, hash) = b.build(&desc);
-///     assert_eq!(fs, FsState::build(&trace, &desc, 512));
-///     assert_eq!(hash, fs.content_hash());
-/// })
-/// .unwrap();
-/// ```
-pub struct StateBuilder<'t> {
-    trace: &'t Trace,
-    sector: u64,
-    /// The bases, by the number of ops they hold, ascending.
-    bases: Vec<Base>,
-    /// States built.
-    built: u64,
-}
-
-/// How many bases a [`StateBuilder`] keeps.
-pub const BASES_KEPT: usize = 16;
-
-/// A state holding ops `0..at`, and the hashes of its files' blocks once
-/// asked for (blocks holding written bytes only: a hole's hash is known).
-#[derive(Clone)]
-struct Base {
-    at: usize,
-    /// When a state was last built from it (the builder's count).
-    used: u64,
-    fs: FsState,
-    blocks: Vec<BTreeMap<usize, blake3::Hash>>,
-}
-
-impl Base {
-    /// Applies ops `at..to`, forgetting the hashes of the blocks they touch.
-    fn advance(&mut self, trace: &Trace, sector: u64, to: usize) {
-        let kept = StateDesc {
-            crash: to,
-            lost: Vec::new(),
-            torn: None,
-        };
-        let blocks = &mut self.blocks;
-        self.fs
-            .apply_kept(trace, &kept, self.at, sector, |ino, lo, hi| {
-                let known = &mut blocks[ino as usize];
-                let stale: Vec<usize> = known.range(block_range(lo, hi)).map(|(&i, _)| i).collect();
-                for i in stale {
-                    known.remove(&i);
-                }
-            });
-        self.at = to;
-    }
-
-    /// The state `desc` describes, which keeps every op before `at`, and
-    /// its content hash.
-    fn build(&mut self, trace: &Trace, sector: u64, desc: &StateDesc) -> (FsState, blake3::Hash) {
-        let mut fs = self.fs.clone();
-        let mut touched: Vec<(Ino, u64, u64)> = Vec::new();
-        fs.apply_kept(trace, desc, self.at, sector, |ino, lo, hi| {
-            touched.push((ino, lo, hi));
-        });
-        let blocks = &mut self.blocks;
-        let hash = fs.content_hash_with(|ino, node| {
-            let known = &mut blocks[ino as usize];
-            file_hash(&node.data, node.hashed_len(), |i, hash| {
-                let changed = touched
-                    .iter()
-                    .any(|&(t, lo, hi)| t == ino && block_range(lo, hi).contains(&i));
-                // A block no op after the base touched holds the base's bytes.
-                if changed {
-                    hash()
-                } else {
-                    *known.entry(i).or_insert_with(hash)
-                }
-            })
-        });
-        (fs, hash)
-    }
-}
-
-impl<'t> StateBuilder<'t> {
-    /// A builder whose one base is the initial tree.
-    pub fn new(trace: &'t Trace, sector: u64) -> StateBuilder<'t> {
-        let fs = FsState::initial(trace);
-        let mut base = Base {
-            at: 0,
-            used: 0,
-            blocks: vec![BTreeMap::new(); fs.inodes.len()],
-            fs,
-        };
-        base.advance(trace, sector, 0);
-        StateBuilder {
-            trace,
-            sector,
-            bases: vec![base],
-            built: 0,
-        }
-    }
-
-    /// The state `desc` describes and its content hash: the same as
-    /// [`FsState::build`] and [`FsState::content_hash`].
-    pub fn build(&mut self, desc: &StateDesc) -> (FsState, blake3::Hash) {
-        let first_damaged = desc
-            .lost
-            .iter()
-            .map(|u| u.op)
-            .chain(desc.torn.map(|(op, _)| op))
-            .min()
-            .unwrap_or(desc.crash)
-            .min(desc.crash)
-            .min(self.trace.ops.len());
-        // The nearest base at or before the first damaged op; none when the
-        // earliest bases were dropped (then from the first op).
-        let Some(i) = self.bases.iter().rposition(|b| b.at <= first_damaged) else {
-            let fs = FsState::build(self.trace, desc, self.sector);
-            let hash = fs.content_hash();
-            return (fs, hash);
-        };
-        // A base at the first op the state loses (or at its crash point),
-        // made from the nearest one before it.
-        let i = if self.bases[i].at == first_damaged {
-            i
-        } else {
-            let mut base = self.bases[i].clone();
-            base.advance(self.trace, self.sector, first_damaged);
-            self.bases.insert(i + 1, base);
-            if self.bases.len() > BASES_KEPT {
-                // The base least recently built from goes.
-                let stale = (0..self.bases.len())
-                    .filter(|&j| j != i + 1)
-                    .min_by_key(|&j| self.bases[j].used)
-                    .unwrap_or(0);
-                self.bases.remove(stale);
-                if stale < i + 1 {
-                    i
-                } else {
-                    i + 1
-                }
-            } else {
-                i + 1
-            }
-        };
-        self.built += 1;
-        self.bases[i].used = self.built;
-        self.bases[i].build(self.trace, self.sector, desc)
-    }
-}
-
-/// The blocks ([`HASH_BLOCK_BYTES`]) that bytes `lo..hi` lie in (an empty
-/// range touches the block it is in: a length change there).
-fn block_range(lo: u64, hi: u64) -> std::ops::Range<usize> {
-    let b = HASH_BLOCK_BYTES as u64;
-    let first = lo / b;
-    let last = hi.max(lo + 1).div_ceil(b);
-    first as usize..usize::try_from(last).unwrap_or(usize::MAX)
+    written_blocks(contents, len)
+        .fold(Term::default(), |sum, i| {
+            sum.plus(block_term(contents, len, i, &mut buf))
+        })
+        .file_hash(len)
 }
 
 #[cfg(test)]
@@ -581,16 +440,15 @@ mod tests {
         assert_eq!(file("c4.torn3z"), expect(4196));
     }
 
-    /// The content hash as it was when files were held dense: the length,
-    /// then every block's hash.
+    /// A file's hash from its bytes read whole: every block's share
+    /// summed, holes read as zeros.
     fn dense_hash(fs: &FsState, ino: Ino) -> blake3::Hash {
         let bytes = fs.inodes[ino as usize].data.to_vec();
-        let mut h = blake3::Hasher::new();
-        h.update(&(bytes.len() as u64).to_le_bytes());
-        for block in bytes.chunks(HASH_BLOCK_BYTES) {
-            h.update(blake3::hash(block).as_bytes());
-        }
-        h.finalize()
+        let sum = bytes
+            .chunks(HASH_BLOCK_BYTES)
+            .enumerate()
+            .fold(Term::default(), |s, (i, b)| s.plus(Term::of_block(i, b)));
+        sum.file_hash(bytes.len() as u64)
     }
 
     fn pwrite_at(off: u64) -> String {
@@ -620,7 +478,7 @@ mod tests {
         assert_eq!(dense.inodes[1].data.extent_bytes(), off + 1);
         assert_eq!(sparse, dense);
         assert_eq!(sparse.content_hash(), dense.content_hash());
-        let file = |fs: &FsState| file_hash(&fs.inodes[1].data, off + 1, |_, hash| hash());
+        let file = |fs: &FsState| file_hash(&fs.inodes[1].data, off + 1);
         assert_eq!(file(&sparse), dense_hash(&dense, 1));
         assert_eq!(file(&dense), dense_hash(&dense, 1));
     }
@@ -630,8 +488,9 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let off = 1u64 << 30;
         let t = trace_of(&pwrite_at(off));
-        let mut b = StateBuilder::new(&t, 512);
-        let (fs, hash) = b.build(&StateDesc::parse("c2").unwrap());
+        let mut keys = crate::keys::Keyer::new(&t, 512);
+        let hash = keys.hash(&StateDesc::parse("c2").unwrap());
+        let fs = FsState::build(&t, &StateDesc::parse("c2").unwrap(), 512);
         assert_eq!(fs.inodes[1].size, off + 1);
         assert_eq!(fs.inodes[1].data.extent_bytes(), 1);
         assert_eq!(hash, fs.content_hash());
@@ -673,14 +532,14 @@ mod tests {
         let mut in_file = t.clone();
         in_file.data = Blob::from_file(file, 0, t.data.len());
         assert!(in_file.data.in_memory().is_none());
-        let mut b = StateBuilder::new(&in_file, 512);
+        let mut keys = crate::keys::Keyer::new(&in_file, 512);
         let mut states = 0;
         let model = crate::model::Model::Posix.crash_model();
         enumerate(&t.ops, model, &ExploreConfig::default(), |desc| {
             let want = FsState::build(&t, &desc, 512);
-            let (fs, hash) = b.build(&desc);
+            let fs = FsState::build(&in_file, &desc, 512);
             assert_eq!(fs, want, "{}", desc.id());
-            assert_eq!(hash, want.content_hash(), "{}", desc.id());
+            assert_eq!(keys.hash(&desc), want.content_hash(), "{}", desc.id());
             let dir = tempfile::tempdir().unwrap();
             fs.write_out(dir.path()).unwrap();
             let visible = want.inodes[0].entries.contains_key(&b"a"[..]);

@@ -66,71 +66,101 @@ impl Halves {
 /// halves of a rename to apply (ignored for every other op). Syncs and
 /// outputs change nothing. Inode numbers must be valid (as
 /// `Trace::validate` ensures).
+///
+/// An op changes each inode it [`changes`] by that inode's own state alone
+/// ([`apply_one`]): a file's bytes by its bytes, a directory's entries by
+/// its entries. This is what lets a crash state be built one inode at a
+/// time.
 pub fn apply(inodes: &mut [InodeState], kind: &OpKind, data: Data<'_>, halves: Halves) {
+    for ino in changes(kind).into_iter().flatten() {
+        apply_one(&mut inodes[ino as usize], ino, kind, data, halves);
+    }
+}
+
+/// The inodes an op may change (and reads): a data op's file, an entry
+/// op's directory, a rename's source and destination directories (once
+/// when they are one). Syncs and outputs change none.
+///
+/// ```
+/// use blackout_oplog::ops::OpKind;
+/// use blackout_oplog::store::changes;
+/// assert_eq!(changes(&OpKind::Truncate { ino: 4, size: 0 }), [Some(4), None]);
+/// ```
+pub fn changes(kind: &OpKind) -> [Option<Ino>; 2] {
     match kind {
-        OpKind::Write { ino, off, .. } => {
-            let node = &mut inodes[*ino as usize];
-            node.data.write(&mut node.size, *off, data);
-        }
-        OpKind::Truncate { ino, size } => {
-            let node = &mut inodes[*ino as usize];
-            node.data.truncate(&mut node.size, *size);
-        }
-        OpKind::Fallocate {
-            ino,
-            off,
-            len,
-            zero,
-            keep_size,
-        } => {
-            let node = &mut inodes[*ino as usize];
-            node.data
-                .fallocate(&mut node.size, *off, *len, *zero, *keep_size);
-        }
-        OpKind::Link { dir, name, ino, .. } => {
-            inodes[*dir as usize].entries.insert(name.0.clone(), *ino);
-        }
-        OpKind::Unlink { dir, name, ino } => unlink(inodes, *dir, &name.0, *ino),
+        OpKind::Write { ino, .. }
+        | OpKind::Truncate { ino, .. }
+        | OpKind::Fallocate { ino, .. } => [Some(*ino), None],
+        OpKind::Link { dir, .. } | OpKind::Unlink { dir, .. } => [Some(*dir), None],
         OpKind::Rename {
-            from_dir,
-            from_name,
-            to_dir,
-            to_name,
-            ino,
-            replaced,
-            exchange,
-        } => {
-            if halves.source {
-                if *exchange {
-                    if let Some(r) = replaced {
-                        inodes[*from_dir as usize]
-                            .entries
-                            .insert(from_name.0.clone(), *r);
-                    }
-                } else {
-                    unlink(inodes, *from_dir, &from_name.0, *ino);
-                }
-            }
-            if halves.dest {
-                inodes[*to_dir as usize]
-                    .entries
-                    .insert(to_name.0.clone(), *ino);
-            }
-        }
+            from_dir, to_dir, ..
+        } => [Some(*from_dir), (to_dir != from_dir).then_some(*to_dir)],
         OpKind::Fsync { .. }
         | OpKind::Fdatasync { .. }
         | OpKind::Sync { .. }
         | OpKind::SyncFileRange { .. }
         | OpKind::FailedSync { .. }
-        | OpKind::Output { .. } => {}
+        | OpKind::Output { .. } => [None, None],
+    }
+}
+
+/// Applies what one op does to inode `ino` alone (`node` is its state):
+/// nothing when the op does not change it. [`apply`] is this on each inode
+/// the op [`changes`].
+pub fn apply_one(node: &mut InodeState, ino: Ino, kind: &OpKind, data: Data<'_>, halves: Halves) {
+    match kind {
+        OpKind::Write { ino: i, off, .. } if *i == ino => {
+            node.data.write(&mut node.size, *off, data);
+        }
+        OpKind::Truncate { ino: i, size } if *i == ino => {
+            node.data.truncate(&mut node.size, *size);
+        }
+        OpKind::Fallocate {
+            ino: i,
+            off,
+            len,
+            zero,
+            keep_size,
+        } if *i == ino => {
+            node.data
+                .fallocate(&mut node.size, *off, *len, *zero, *keep_size);
+        }
+        OpKind::Link {
+            dir, name, ino: to, ..
+        } if *dir == ino => {
+            node.entries.insert(name.0.clone(), *to);
+        }
+        OpKind::Unlink { dir, name, ino: of } if *dir == ino => unlink(node, &name.0, *of),
+        OpKind::Rename {
+            from_dir,
+            from_name,
+            to_dir,
+            to_name,
+            ino: moved,
+            replaced,
+            exchange,
+        } => {
+            if halves.source && *from_dir == ino {
+                if *exchange {
+                    if let Some(r) = replaced {
+                        node.entries.insert(from_name.0.clone(), *r);
+                    }
+                } else {
+                    unlink(node, &from_name.0, *moved);
+                }
+            }
+            if halves.dest && *to_dir == ino {
+                node.entries.insert(to_name.0.clone(), *moved);
+            }
+        }
+        _ => {}
     }
 }
 
 /// Removes `dir/name` if it still names `ino` (a later op may have reused
 /// the name; an entry a lost op never made is not there to remove).
-fn unlink(inodes: &mut [InodeState], dir: Ino, name: &[u8], ino: Ino) {
-    let entries = &mut inodes[dir as usize].entries;
-    if entries.get(name) == Some(&ino) {
-        entries.remove(name);
+fn unlink(dir: &mut InodeState, name: &[u8], ino: Ino) {
+    if dir.entries.get(name) == Some(&ino) {
+        dir.entries.remove(name);
     }
 }

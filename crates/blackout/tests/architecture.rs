@@ -92,7 +92,7 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-explore",
-        &["enumerate", "model", "state", "classes", "dedup"],
+        &["enumerate", "model", "state", "keys", "classes", "dedup"],
     ),
     (
         "blackout-check",
