@@ -216,8 +216,20 @@ fn mount_copy(fs: FsKind, image: &Path, mnt: &Path) {
     );
 }
 
+/// Unmounts, retrying a while when busy: something outside the test (a
+/// device probe) can hold a fresh mount for a moment, as the session's
+/// own unmount allows for.
 fn umount(mnt: &Path) {
-    let out = Command::new("umount").arg(mnt).output().unwrap();
+    let mut tries = 0;
+    let out = loop {
+        let out = Command::new("umount").arg(mnt).output().unwrap();
+        tries += 1;
+        let busy = String::from_utf8_lossy(&out.stderr).contains("busy");
+        if out.status.success() || !busy || tries == 50 {
+            break out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
     assert!(
         out.status.success(),
         "{}",

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use blackout_explore::dedup::{state_key, Distinct, Explored, StateKey};
+use blackout_explore::dedup::{key_of, state_key, Distinct, Explored, StateKey};
 use blackout_explore::enumerate::StateDesc;
+use blackout_explore::keys::Keyer;
 use blackout_explore::state::{FsState, Materializer};
 use blackout_oplog::promises::{join_lines, Outputs};
 use blackout_oplog::trace::Trace;
@@ -253,6 +254,7 @@ impl<'a> Pool<'a> {
 
     /// One worker: its slot, then states until none is left or all stop.
     fn worker(&self, shared: &Shared, distinct: &[Distinct], todo: &[usize]) {
+        let mut keys = Keyer::new(self.trace, self.cfg.sector);
         let slot = match self.scratch.worker_slot() {
             Ok(slot) => slot,
             Err(e) => return shared.fail(e),
@@ -268,11 +270,14 @@ impl<'a> Pool<'a> {
             let j = shared.next.fetch_add(1, Ordering::SeqCst);
             let Some(&i) = todo.get(j) else { return };
             let desc = &distinct[i].desc;
-            let fs = FsState::build(self.trace, desc, self.cfg.sector);
+            // Built from the worker's state at the crash point before: the
+            // states come in about crash-point order.
+            let (fs, hash) = keys.state(desc);
             // Paired with dedup: the state rebuilt for checking must be the
             // one deduplicated under this key, or its outcome would be
-            // filed under another state.
-            if state_key(&fs, self.outputs, desc.crash) != distinct[i].key {
+            // filed under another state. (The files it changed are hashed
+            // from what was built; the others are the crash point's.)
+            if key_of(hash, self.outputs, desc.crash) != distinct[i].key {
                 return shared.fail(io::Error::other(format!(
                     "internal error: state {} rebuilt with other contents than it was deduplicated with",
                     desc.id()

@@ -67,8 +67,9 @@ pub fn state_key(fs: &FsState, outputs: &Outputs, crash: usize) -> StateKey {
     key_of(fs.content_hash(), outputs, crash)
 }
 
-/// The content key of a state whose content hash is `hash`.
-fn key_of(hash: blake3::Hash, outputs: &Outputs, crash: usize) -> StateKey {
+/// The content key of a state at crash point `crash` whose content hash is
+/// `hash`.
+pub fn key_of(hash: blake3::Hash, outputs: &Outputs, crash: usize) -> StateKey {
     (*hash.as_bytes(), outputs.printed_len(crash))
 }
 

@@ -20,7 +20,9 @@ use blackout_oplog::store::{self, Halves, InodeState};
 use blackout_oplog::trace::Trace;
 
 use crate::enumerate::{Cut, StateDesc, Tear};
-use crate::state::{block_term, tree_hash, written_blocks, FsState, Term, HASH_BLOCK_BYTES};
+use crate::state::{
+    block_term, file_hash, tree_hash, written_blocks, FsState, Kept, Term, HASH_BLOCK_BYTES,
+};
 
 /// Content hashes of crash states, for states asked in crash-point order.
 ///
@@ -68,6 +70,8 @@ pub struct Keyer<'t> {
     /// crash point's states lose different ops of one window, and a block
     /// most of them make alike is hashed once.
     made: HashMap<[u8; 32], Term>,
+    /// What made a block, as bytes to hash.
+    sig: Vec<u8>,
     buf: Vec<u8>,
 }
 
@@ -211,6 +215,7 @@ impl<'t> Keyer<'t> {
             plain: None,
             rebuilt: 0,
             made: HashMap::new(),
+            sig: Vec::new(),
             buf,
         }
     }
@@ -242,7 +247,7 @@ impl<'t> Keyer<'t> {
         let mut files: Vec<(Ino, u64, blake3::Hash)> = Vec::new();
         for ino in damaged {
             if self.full.inodes[ino as usize].kind == InodeKind::Dir {
-                dirs.push((ino, self.dir_as_kept(ino, k, &lost)));
+                dirs.push((ino, self.inode_as_kept(ino, k, &lost, None)));
             } else {
                 let (size, hash) = self.file_as_kept(ino, k, &lost, desc.torn);
                 files.push((ino, size, hash));
@@ -435,27 +440,64 @@ impl<'t> Keyer<'t> {
         &list[from..to]
     }
 
-    /// A directory as a state that lost `lost` holds it at crash point `k`.
-    fn dir_as_kept(&self, ino: Ino, k: usize, lost: &[(usize, Part)]) -> InodeState {
+    /// An inode as a state that lost `lost` and tore `torn` holds it at
+    /// crash point `k`: the inode before its first pending op, plus the
+    /// pending ops on it that the state kept.
+    fn inode_as_kept(
+        &self,
+        ino: Ino,
+        k: usize,
+        lost: &[(usize, Part)],
+        torn: Option<(usize, Tear)>,
+    ) -> InodeState {
         let is_lost = |j: usize, p: Part| lost.binary_search(&(j, p)).is_ok();
         let mut node = self.before[ino as usize].clone();
         for &j in self.window(ino, k) {
-            if is_lost(j, Part::Whole) {
-                continue;
+            if let Some(kept) = Kept::of(self.trace, j, is_lost, torn) {
+                let (kind, data, halves) = kept.cut(|_| node.size, self.sector);
+                store::apply_one(&mut node, ino, &kind, data, halves);
             }
-            let kind = &self.trace.ops[j].kind;
-            let halves = match kind {
-                OpKind::Rename {
-                    from_dir, to_dir, ..
-                } if from_dir != to_dir => Halves {
-                    source: !is_lost(j, Part::Source),
-                    dest: !is_lost(j, Part::Dest),
-                },
-                _ => Halves::BOTH,
-            };
-            store::apply_one(&mut node, ino, kind, Data::Bytes(&[]), halves);
         }
         node
+    }
+
+    /// The state `desc` describes, built from the state at its crash point
+    /// and its damaged inodes alone (the same as [`FsState::build`]), and
+    /// its content hash: its damaged files hashed whole from what was
+    /// built, the others from the shares kept for them. A state before the
+    /// current crash point starts the keyer over.
+    pub fn state(&mut self, desc: &StateDesc) -> (FsState, blake3::Hash) {
+        let k = desc.crash.min(self.trace.ops.len());
+        if k < self.at {
+            *self = Keyer::new(self.trace, self.sector);
+        }
+        self.advance(k);
+        let Some(damaged) = self.damaged(desc, k) else {
+            self.rebuilt += 1;
+            let fs = FsState::build(self.trace, desc, self.sector);
+            let hash = fs.content_hash();
+            return (fs, hash);
+        };
+        let mut lost: Vec<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
+        lost.sort_unstable();
+        let mut fs = self.full.clone();
+        for &ino in &damaged {
+            fs.inodes[ino as usize] = self.inode_as_kept(ino, k, &lost, desc.torn);
+        }
+        let sums = &self.sums;
+        let hash = tree_hash(
+            |ino| &fs.inodes[ino as usize],
+            |ino, node| {
+                let len = node.hashed_len();
+                let hash = if damaged.contains(&ino) {
+                    file_hash(&node.data, len)
+                } else {
+                    sums[ino as usize].file_hash(len)
+                };
+                (node.size, hash)
+            },
+        );
+        (fs, hash)
     }
 
     /// A file's size and hash as a state that lost `lost` and tore `torn`
@@ -574,11 +616,16 @@ impl<'t> Keyer<'t> {
         // truncate and zeroing (with every write, whose lengths they
         // depend on) when there are any.
         let n = ((hashed - lo).min(b)) as usize;
-        let mut sig = blake3::Hasher::new();
-        sig.update(&u64::from(ino).to_le_bytes());
-        sig.update(&(self.front[ino as usize] as u64).to_le_bytes());
-        sig.update(&(i as u64).to_le_bytes());
-        sig.update(&(n as u64).to_le_bytes());
+        let sig = &mut self.sig;
+        sig.clear();
+        for v in [
+            u64::from(ino),
+            self.front[ino as usize] as u64,
+            i as u64,
+            n as u64,
+        ] {
+            sig.extend_from_slice(&v.to_le_bytes());
+        }
         let cuts = effects.iter().any(|e| !matches!(e, Effect::Write { .. }));
         for e in effects {
             let (tag, x, y, z) = match *e {
@@ -591,13 +638,13 @@ impl<'t> Keyer<'t> {
                 _ => true,
             };
             if on_block || cuts {
-                sig.update(&[tag]);
+                sig.push(tag);
                 for v in [x, y, z] {
-                    sig.update(&v.to_le_bytes());
+                    sig.extend_from_slice(&v.to_le_bytes());
                 }
             }
         }
-        let sig = *sig.finalize().as_bytes();
+        let sig = *blake3::hash(sig).as_bytes();
         if let Some(&t) = self.made.get(&sig) {
             return t;
         }

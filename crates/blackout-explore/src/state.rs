@@ -20,7 +20,7 @@ pub use blackout_oplog::store::InodeState;
 use blackout_oplog::store::{self, Halves};
 use blackout_oplog::trace::Trace;
 
-use crate::enumerate::{Cut, StateDesc};
+use crate::enumerate::{Cut, StateDesc, Tear};
 
 /// The file system a crash leaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,48 +73,15 @@ impl FsState {
     fn apply_kept(&mut self, trace: &Trace, desc: &StateDesc, sector: u64) {
         let lost: HashSet<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
         let crash = desc.crash.min(trace.ops.len());
-        for (i, op) in trace.ops.iter().enumerate().take(crash) {
-            if lost.contains(&(i, Part::Whole)) {
-                continue;
+        for i in 0..crash {
+            let kept = Kept::of(trace, i, |j, p| lost.contains(&(j, p)), desc.torn);
+            let size = |ino: Ino| self.inodes[ino as usize].size;
+            if let Some(kept) = kept {
+                let (kind, data, halves) = kept.cut(size, sector);
+                store::apply(&mut self.inodes, &kind, data, halves);
             }
-            let halves = match &op.kind {
-                OpKind::Rename {
-                    from_dir, to_dir, ..
-                } if from_dir != to_dir => Halves {
-                    source: !lost.contains(&(i, Part::Source)),
-                    dest: !lost.contains(&(i, Part::Dest)),
-                },
-                _ => Halves::BOTH,
-            };
-            let data = match (&op.kind, desc.torn) {
-                (OpKind::Write { ino, off, data }, Some((t, tear))) if t == i => {
-                    let size_before = self.inodes[*ino as usize].size;
-                    match tear.cut(*off, data.len, size_before, sector) {
-                        Some(Cut::Prefix(n)) => Data::Blob(
-                            &trace.data,
-                            DataRef {
-                                start: data.start,
-                                len: n,
-                            },
-                        ),
-                        Some(Cut::SizeOnly) => {
-                            let size = size_before.max(off + data.len);
-                            let grow = OpKind::Truncate { ino: *ino, size };
-                            store::apply(&mut self.inodes, &grow, Data::Bytes(&[]), halves);
-                            continue;
-                        }
-                        // A tear storage cannot make: the write whole
-                        // (exploration does not ask for one).
-                        None => Data::Blob(&trace.data, *data),
-                    }
-                }
-                (OpKind::Write { data, .. }, _) => Data::Blob(&trace.data, *data),
-                _ => Data::Bytes(&[]),
-            };
-            store::apply(&mut self.inodes, &op.kind, data, halves);
         }
     }
-
     /// The bytes a reader sees in a file, holes as zeros (as many as its
     /// size: for small files).
     pub fn file_bytes(&self, ino: Ino) -> Vec<u8> {
@@ -161,10 +128,28 @@ impl FsState {
                             .create_new(true)
                             .open(&target)?;
                         f.set_len(node.size)?;
+                        // Extents that follow each other go out in one
+                        // write of up to WRITE_OUT_BYTES (a file written
+                        // in pages is not a write per page).
+                        let mut run: (u64, Vec<u8>) = (0, Vec::new());
                         node.data.for_each_extent(|off, bytes| {
                             let keep = node.size.saturating_sub(off).min(bytes.len() as u64);
-                            f.write_all_at(&bytes[..keep as usize], off)
+                            let bytes = &bytes[..keep as usize];
+                            let follows = run.0 + run.1.len() as u64 == off;
+                            if !follows || run.1.len() + bytes.len() > WRITE_OUT_BYTES {
+                                f.write_all_at(&run.1, run.0)?;
+                                run.1.clear();
+                                run.0 = off;
+                            }
+                            if bytes.len() >= WRITE_OUT_BYTES {
+                                f.write_all_at(bytes, off)?;
+                                run.0 = off + bytes.len() as u64;
+                            } else {
+                                run.1.extend_from_slice(bytes);
+                            }
+                            Ok(())
                         })?;
+                        f.write_all_at(&run.1, run.0)?;
                         written.insert(ino, target.clone());
                         Ok(())
                     })(),
@@ -178,6 +163,85 @@ impl FsState {
             }
         });
         result
+    }
+}
+
+/// What a crash state kept of one op: the op, which halves of a rename,
+/// and whether it is the state's torn write.
+pub(crate) struct Kept<'t> {
+    trace: &'t Trace,
+    kind: &'t OpKind,
+    halves: Halves,
+    torn: Option<Tear>,
+}
+
+impl<'t> Kept<'t> {
+    /// What a state that lost the units `lost(op, part)` says and tore
+    /// `torn` kept of op `i`; `None` when it lost the whole op.
+    pub(crate) fn of(
+        trace: &'t Trace,
+        i: usize,
+        lost: impl Fn(usize, Part) -> bool,
+        torn: Option<(usize, Tear)>,
+    ) -> Option<Kept<'t>> {
+        if lost(i, Part::Whole) {
+            return None;
+        }
+        let kind = &trace.ops[i].kind;
+        let halves = match kind {
+            OpKind::Rename {
+                from_dir, to_dir, ..
+            } if from_dir != to_dir => Halves {
+                source: !lost(i, Part::Source),
+                dest: !lost(i, Part::Dest),
+            },
+            _ => Halves::BOTH,
+        };
+        Some(Kept {
+            trace,
+            kind,
+            halves,
+            torn: torn.filter(|&(t, _)| t == i).map(|(_, tear)| tear),
+        })
+    }
+
+    /// The op to apply, its data and halves: a torn write cut as its tear
+    /// says (`size(ino)` is the file's size before it), a write's data as
+    /// a range of the trace's blob.
+    pub(crate) fn cut(
+        self,
+        size: impl FnOnce(Ino) -> u64,
+        sector: u64,
+    ) -> (OpKind, Data<'t>, Halves) {
+        let whole = |data: &DataRef| Data::Blob(&self.trace.data, *data);
+        match (self.kind, self.torn) {
+            (OpKind::Write { ino, off, data }, Some(tear)) => {
+                let size_before = size(*ino);
+                match tear.cut(*off, data.len, size_before, sector) {
+                    Some(Cut::Prefix(n)) => (
+                        self.kind.clone(),
+                        Data::Blob(
+                            &self.trace.data,
+                            DataRef {
+                                start: data.start,
+                                len: n,
+                            },
+                        ),
+                        self.halves,
+                    ),
+                    Some(Cut::SizeOnly) => {
+                        let size = size_before.max(off + data.len);
+                        let grow = OpKind::Truncate { ino: *ino, size };
+                        (grow, Data::Bytes(&[]), self.halves)
+                    }
+                    // A tear storage cannot make: the write whole
+                    // (exploration does not ask for one).
+                    None => (self.kind.clone(), whole(data), self.halves),
+                }
+            }
+            (OpKind::Write { data, .. }, None) => (self.kind.clone(), whole(data), self.halves),
+            _ => (self.kind.clone(), Data::Bytes(&[]), self.halves),
+        }
     }
 }
 
@@ -242,6 +306,10 @@ pub(crate) fn tree_hash<'a>(
     });
     h.finalize()
 }
+
+/// Bytes of adjacent extents gathered into one write when a state is
+/// written out.
+const WRITE_OUT_BYTES: usize = 1 << 20;
 
 /// Files are hashed in blocks of this many bytes, so that a file changed in
 /// one place is hashed again only there.

@@ -1,6 +1,6 @@
-//! The keys kept along the crash points are those of the states built from
-//! the first op: for every state every model enumerates, the same content
-//! hash, and none rebuilt the slow way. On the golden logs, the recorded save traces, and
+//! The keys and states kept along the crash points are those of the states
+//! built from the first op: for every state every model enumerates, the
+//! same inodes and content hash, and none rebuilt the slow way. On the golden logs, the recorded save traces, and
 //! random writes, truncates and fallocates across hash-block boundaries.
 
 use std::fmt::Write as _;
@@ -29,6 +29,9 @@ fn agree(trace: &Trace, what: &str) -> usize {
                 "{what}, {}",
                 desc.id()
             );
+            let (fs, hash) = keys.state(&desc);
+            assert!(fs == whole, "{what}, {}: the state differs", desc.id());
+            assert_eq!(hash, whole.content_hash(), "{what}, {}", desc.id());
             compared += 1;
         })
         .unwrap();

@@ -1,0 +1,100 @@
+//! The engine alone on a recorded trace: every crash state a model allows,
+//! enumerated and keyed (no checker, nothing written), with the time per
+//! state by decile of the crash points. Prints a Markdown table.
+//!
+//! ```sh
+//! cargo run --release -p blackout-explore --example deciles -- TRACE [MODEL]
+//! ```
+//!
+//! MODEL is `process`, `ordered` or `posix` (the default). Every crash
+//! point is explored (`--exhaustive`).
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use blackout_explore::enumerate::{enumerate_points, ExploreConfig, Representatives};
+use blackout_explore::keys::Keyer;
+use blackout_explore::model::Model;
+use blackout_explore::state::SECTOR_BYTES_DEFAULT;
+use blackout_oplog::promises::Outputs;
+use blackout_oplog::trace::Trace;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let Some(path) = args.next() else {
+        eprintln!("usage: deciles TRACE [process|ordered|posix]");
+        std::process::exit(2);
+    };
+    let model_name = args.next().unwrap_or_else(|| "posix".into());
+    let Some(model) = Model::ALL.into_iter().find(|m| m.name() == model_name) else {
+        eprintln!("deciles: no model named {model_name}");
+        std::process::exit(2);
+    };
+    let trace = match Trace::load(path.as_ref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("deciles: {path}: {e}");
+            std::process::exit(2);
+        }
+    };
+    let outputs = Outputs::new(&trace, None);
+    let cfg = ExploreConfig {
+        representatives: Representatives::Exhaustive,
+        ..ExploreConfig::default()
+    };
+    let points: Vec<usize> = (0..=trace.ops.len()).collect();
+    let tenth = points.len().div_ceil(10);
+    // Per decile of crash points: states keyed and the time they took.
+    let mut deciles = vec![(0usize, Duration::ZERO); 10];
+    let mut seen: HashSet<([u8; 32], usize)> = HashSet::new();
+    let mut keys = Keyer::new(&trace, SECTOR_BYTES_DEFAULT);
+    let started = Instant::now();
+    let mut last = started;
+    enumerate_points(
+        &trace.ops,
+        model.crash_model(),
+        &cfg,
+        None,
+        &points,
+        |desc| {
+            let hash = keys.hash(&desc);
+            seen.insert((*hash.as_bytes(), outputs.printed_len(desc.crash)));
+            let now = Instant::now();
+            let d = &mut deciles[(desc.crash / tenth).min(9)];
+            d.0 += 1;
+            d.1 += now - last;
+            last = now;
+        },
+    )
+    .unwrap_or_else(|e| {
+        eprintln!("deciles: {e}");
+        std::process::exit(2);
+    });
+    let total = started.elapsed();
+    let states: usize = deciles.iter().map(|d| d.0).sum();
+    println!(
+        "{} ops, {} crash points, {states} {} states, {} distinct, {:.2} s: {:.0} states/s ({} keys rebuilt from the first op)\n",
+        trace.ops.len(),
+        points.len(),
+        model.name(),
+        seen.len(),
+        total.as_secs_f64(),
+        states as f64 / total.as_secs_f64(),
+        keys.rebuilt(),
+    );
+    println!("| crash points | states | time | µs per state |");
+    println!("|---|---|---|---|");
+    for (i, (n, t)) in deciles.iter().enumerate() {
+        let lo = i * tenth;
+        let hi = ((i + 1) * tenth).min(points.len()) - 1;
+        let per = if *n == 0 {
+            0.0
+        } else {
+            t.as_secs_f64() * 1e6 / *n as f64
+        };
+        println!(
+            "| c{lo}–c{hi} | {n} | {:.2} s | {per:.1} |",
+            t.as_secs_f64()
+        );
+    }
+}
