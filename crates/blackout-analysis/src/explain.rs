@@ -821,6 +821,7 @@ pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
                 path: fix.path.as_str().into(),
                 stack: Vec::new(),
                 origin: None,
+                volatile: false,
             },
         );
     }

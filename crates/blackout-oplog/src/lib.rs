@@ -23,6 +23,7 @@
 //!     path: "log".into(),
 //!     stack: Vec::new(),
 //!     origin: None,
+//!     volatile: false,
 //! };
 //! let ops = vec![
 //!     op(OpKind::Write { ino: 1, off: 0, data: DataRef { start: 0, len: 4 } }),

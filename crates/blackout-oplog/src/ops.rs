@@ -255,6 +255,12 @@ pub struct Op {
     /// Where in the program the call was made (resolved from `stack`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::origin::Origin>,
+    /// A data op on a file the program rebuilds on restart (one the
+    /// trace's `--volatile` globs name, marked when the trace is made or
+    /// read): durable as soon as made ([`synced_by`]), since nothing is
+    /// asked of its contents after a crash, so no crash state loses it.
+    #[serde(skip)]
+    pub volatile: bool,
 }
 
 impl OpKind {
@@ -376,6 +382,11 @@ pub fn synced_by(ops: &[Op]) -> Vec<SyncedBy> {
     };
     for (i, op) in ops.iter().enumerate() {
         match &op.kind {
+            OpKind::Write { .. } | OpKind::Truncate { .. } | OpKind::Fallocate { .. }
+                if op.volatile =>
+            {
+                out[i] = itself(i);
+            }
             OpKind::Write { ino: at, .. }
             | OpKind::Truncate { ino: at, .. }
             | OpKind::Fallocate { ino: at, .. }
@@ -427,6 +438,7 @@ pub mod test_ops {
             path: Name::default(),
             stack: Vec::new(),
             origin: None,
+            volatile: false,
         }
     }
 

@@ -194,6 +194,7 @@ mod tests {
                 path: "<stdout>".into(),
                 stack: Vec::new(),
                 origin: None,
+                volatile: false,
             });
             data.extend_from_slice(p.as_bytes());
         }

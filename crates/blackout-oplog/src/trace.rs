@@ -182,7 +182,7 @@ impl Trace {
                 });
             }
         }
-        Ok(Trace {
+        let mut trace = Trace {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             strace_version: meta.strace_version,
             command: meta.command,
@@ -198,7 +198,11 @@ impl Trace {
             stats: replayed.stats,
             data_len: data.len(),
             data,
-        })
+        };
+        trace
+            .mark_volatile()
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        Ok(trace)
     }
 
     /// The bytes a [`DataRef`] names (borrowed from a blob in memory, read
@@ -285,6 +289,42 @@ impl Trace {
         Ok(())
     }
 
+    /// Marks the data ops on files the volatile globs name, by the path
+    /// inside the directory under test or the file name ([`Op::volatile`]).
+    fn mark_volatile(&mut self) -> Result<(), TraceError> {
+        if self.volatile.is_empty() {
+            return Ok(());
+        }
+        let mut globs = globset::GlobSetBuilder::new();
+        for g in &self.volatile {
+            let glob =
+                globset::Glob::new(g).map_err(|e| invalid(format!("volatile glob `{g}`: {e}")))?;
+            globs.add(glob);
+        }
+        let globs = globs
+            .build()
+            .map_err(|e| invalid(format!("volatile globs: {e}")))?;
+        let dir = &self.dir.0;
+        for op in &mut self.ops {
+            if !matches!(
+                op.kind,
+                OpKind::Write { .. } | OpKind::Truncate { .. } | OpKind::Fallocate { .. }
+            ) {
+                continue;
+            }
+            let name = op.path.0.as_slice();
+            let rel = name
+                .strip_prefix(dir.as_slice())
+                .and_then(|r| r.strip_prefix(b"/"))
+                .unwrap_or(name);
+            let base = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
+            op.volatile = [rel, base].iter().any(|p| {
+                globs.is_match(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(p))
+            });
+        }
+        Ok(())
+    }
+
     /// Reads and checks a trace.
     pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
         let nl = memchr::memchr(b'\n', bytes).ok_or_else(|| invalid("no header line"))?;
@@ -294,6 +334,7 @@ impl Trace {
         let mut trace = Trace::header(&rest[..end], (rest.len() - end - 1) as u64)?;
         trace.data = Blob::from_vec(rest[end + 1..].to_vec());
         trace.validate()?;
+        trace.mark_volatile()?;
         Ok(trace)
     }
 
@@ -324,6 +365,7 @@ impl Trace {
         drop(r);
         trace.data = Blob::from_file(file, start, trace.data_len).small_in_memory();
         trace.validate()?;
+        trace.mark_volatile()?;
         Ok(trace)
     }
 
@@ -774,6 +816,7 @@ mod tests {
             path: "a".into(),
             stack: Vec::new(),
             origin: None,
+            volatile: false,
         };
         let r = Replayed {
             ops: vec![
@@ -799,6 +842,37 @@ mod tests {
             final_inodes: Vec::new(),
         };
         Trace::new(&tree, r, TraceMeta::default())
+    }
+
+    #[test]
+    fn data_ops_on_volatile_files_are_durable_when_made() {
+        let mut t = sample();
+        let plain = synced_by(&t.ops);
+        assert_eq!(plain[1].main, None);
+        t.dir = Name(b"/d".to_vec());
+        for (glob, path, volatile) in [
+            ("a", "/d/a", true),
+            ("*-shm", "/d/a", false),
+            ("*-shm", "/d/db-shm", true),
+            ("sub/a", "/d/sub/a", true),
+            ("sub/a", "/e/sub/a", false),
+        ] {
+            t.volatile = vec![glob.into()];
+            t.ops[1].path = path.into();
+            let mut buf = Vec::new();
+            t.write_to(&mut buf).unwrap();
+            let read = Trace::read(&buf).unwrap();
+            assert_eq!(read.ops[1].volatile, volatile, "{glob} {path}");
+            // The link is an entry op: never volatile.
+            assert!(!read.ops[0].volatile);
+            let synced = synced_by(&read.ops);
+            assert_eq!(synced[1].main, volatile.then_some(1), "{glob} {path}");
+        }
+        t.volatile = vec!["[".into()];
+        let mut buf = Vec::new();
+        t.write_to(&mut buf).unwrap();
+        let e = Trace::read(&buf).unwrap_err().to_string();
+        assert!(e.contains("volatile glob `[`"), "{e}");
     }
 
     #[test]

@@ -571,6 +571,7 @@ impl FsModel {
             path: Name(path.to_vec()),
             stack: site.stack.clone(),
             origin: None,
+            volatile: false,
         });
         self.op_end_lines.push(self.current_end_line);
     }
