@@ -20,7 +20,7 @@ use blackout_oplog::ops::{escape_controls, synced_by, Op, OpKind, Part, Unit};
 
 #[cfg(doc)]
 use crate::enumerate::pending_at;
-use crate::enumerate::ClassCount;
+use crate::enumerate::{spread, ClassCount};
 
 /// The crash points to explore and the classes they stand for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,21 +182,6 @@ fn unit_spans(ops: &[Op]) -> Vec<(Unit, usize, usize)> {
     spans
 }
 
-/// `r` members of a class of `m` spread from its first to its last (the
-/// first alone when `r` is 1).
-fn spread(members: &[usize], r: usize) -> Vec<usize> {
-    let m = members.len();
-    if r >= m {
-        return members.to_vec();
-    }
-    if r <= 1 {
-        return vec![members[0]];
-    }
-    let mut picked: Vec<usize> = (0..r).map(|i| members[i * (m - 1) / (r - 1)]).collect();
-    picked.dedup();
-    picked
-}
-
 /// The classes of the crash points `0..=ops.len()` and `per_class`
 /// representatives of each.
 ///
@@ -303,7 +288,7 @@ pub fn classes(ops: &[Op], per_class: usize) -> Classes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::enumerate::pending_at;
+    use crate::enumerate::{pending_at, spread};
     use blackout_oplog::ops::test_ops::{op, write};
 
     #[test]

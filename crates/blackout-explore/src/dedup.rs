@@ -133,7 +133,7 @@ pub fn distinct_states_watched(
     // Representatives: the same crash points under every model.
     let classes = cfg
         .representatives
-        .per_class(trace.ops.len())
+        .per_class(&trace.ops)
         .map(|r| classes(&trace.ops, r));
     let all: Vec<usize>;
     let points = match &classes {

@@ -289,23 +289,65 @@ pub const REPRESENTATIVES_DEFAULT: usize = 3;
 /// Traces of more ops than this are explored by representatives unless
 /// told otherwise.
 pub const REPRESENTATIVES_MIN_OPS: usize = 2_000;
+/// Traces that write more bytes than this are explored by representatives
+/// unless told otherwise, however few their ops: each state of such a
+/// trace is costly to check.
+pub const REPRESENTATIVES_MIN_BYTES: u64 = 8 << 20;
+
+/// `r` of `members` spread from the first to the last (the first alone
+/// when `r` is 1).
+///
+/// ```
+/// use blackout_explore::enumerate::spread;
+/// assert_eq!(spread(&[10, 11, 12, 13, 14], 3), [10, 12, 14]);
+/// assert_eq!(spread(&[10, 11], 3), [10, 11]);
+/// ```
+pub fn spread(members: &[usize], r: usize) -> Vec<usize> {
+    let m = members.len();
+    if r >= m {
+        return members.to_vec();
+    }
+    if r <= 1 {
+        return vec![members[0]];
+    }
+    let mut picked: Vec<usize> = (0..r).map(|i| members[i * (m - 1) / (r - 1)]).collect();
+    picked.dedup();
+    picked
+}
 
 impl Representatives {
-    /// Crash points explored per class for a trace of `ops` ops; `None`
-    /// for every crash point.
+    /// Crash points explored per class for a trace of `ops`; `None` for
+    /// every crash point. `Auto` explores by representatives a trace of
+    /// more than [`REPRESENTATIVES_MIN_OPS`] ops or that writes more than
+    /// [`REPRESENTATIVES_MIN_BYTES`].
     ///
     /// # Examples
     ///
     /// ```
     /// use blackout_explore::enumerate::Representatives;
-    /// assert_eq!(Representatives::Auto.per_class(100), None);
-    /// assert_eq!(Representatives::Auto.per_class(5_000), Some(3));
-    /// assert_eq!(Representatives::PerClass(1).per_class(10), Some(1));
-    /// assert_eq!(Representatives::Exhaustive.per_class(5_000), None);
+    /// use blackout_oplog::ops::test_ops::write;
+    /// let short: Vec<_> = (0..100).map(|_| write(1)).collect();
+    /// let long: Vec<_> = (0..5_000).map(|_| write(1)).collect();
+    /// assert_eq!(Representatives::Auto.per_class(&short), None);
+    /// assert_eq!(Representatives::Auto.per_class(&long), Some(3));
+    /// assert_eq!(Representatives::PerClass(1).per_class(&short), Some(1));
+    /// assert_eq!(Representatives::Exhaustive.per_class(&long), None);
     /// ```
-    pub fn per_class(self, ops: usize) -> Option<usize> {
+    pub fn per_class(self, ops: &[Op]) -> Option<usize> {
+        let written = || -> u64 {
+            ops.iter()
+                .map(|op| match &op.kind {
+                    OpKind::Write { data, .. } => data.len,
+                    _ => 0,
+                })
+                .sum()
+        };
         match self {
-            Representatives::Auto if ops > REPRESENTATIVES_MIN_OPS => Some(REPRESENTATIVES_DEFAULT),
+            Representatives::Auto
+                if ops.len() > REPRESENTATIVES_MIN_OPS || written() > REPRESENTATIVES_MIN_BYTES =>
+            {
+                Some(REPRESENTATIVES_DEFAULT)
+            }
             Representatives::Auto | Representatives::Exhaustive => None,
             Representatives::PerClass(n) => Some(n),
         }
@@ -504,6 +546,7 @@ pub fn enumerate_points(
 ) -> Result<Coverage, ConfigError> {
     cfg.validate()?;
     let synced = synced_by(ops);
+    let representatives = cfg.representatives.per_class(ops);
     let mut cov = Coverage::default();
     for &k in points.iter().filter(|&&k| k <= ops.len()) {
         cov.crash_points += 1;
@@ -513,6 +556,7 @@ pub fn enumerate_points(
             k,
             cfg,
             cancel,
+            representatives,
         };
         if point.stopped() {
             break;
@@ -556,6 +600,10 @@ pub struct CrashPoint<'a> {
     pub cfg: &'a ExploreConfig,
     /// Set from outside to stop.
     pub cancel: Option<&'a AtomicBool>,
+    /// With representative exploration, how many of a run of alike
+    /// pending units a model's families of states take (see
+    /// [`Representatives::per_class`]); `None` for all.
+    pub representatives: Option<usize>,
 }
 
 impl CrashPoint<'_> {
@@ -669,6 +717,40 @@ mod tests {
         assert!(cov.subsets_not_covered > 0);
         // Deterministic for a seed.
         assert_eq!(a, collect(&ops, &cfg).0);
+    }
+
+    #[test]
+    fn representatives_take_a_few_of_each_run_of_alike_pending_ops() {
+        // 100 alike writes to file 1, then one to file 2: at the last crash
+        // point, the families lose, keep, cut at and tear a few of the run.
+        let mut ops: Vec<Op> = (0..100).map(|_| write(1)).collect();
+        ops.push(write(2));
+        let at_end = |representatives| {
+            let cfg = ExploreConfig {
+                representatives,
+                ..ExploreConfig::default()
+            };
+            let mut states = Vec::new();
+            let posix = Model::Posix.crash_model();
+            enumerate_points(&ops, posix, &cfg, None, &[101], |s| states.push(s)).unwrap();
+            states
+        };
+        let all = at_end(Representatives::Exhaustive);
+        let few = at_end(Representatives::PerClass(3));
+        assert!(all.len() > 500, "{}", all.len());
+        assert!(few.len() < 100, "{}", few.len());
+        let lost_alone = |states: &[StateDesc]| -> Vec<usize> {
+            states
+                .iter()
+                .filter(|s| s.lost.len() == 1)
+                .map(|s| s.lost[0].op)
+                .collect()
+        };
+        // The first, middle and last of the run, and the odd one out.
+        assert_eq!(lost_alone(&few), [0, 49, 99, 100]);
+        assert_eq!(lost_alone(&all).len(), 101);
+        let torn: Vec<usize> = few.iter().filter_map(|s| s.torn.map(|t| t.0)).collect();
+        assert_eq!(torn.len(), 4 * Tear::ALL.len());
     }
 
     #[test]

@@ -6,9 +6,10 @@
 
 use std::collections::BTreeSet;
 
-use blackout_oplog::ops::{OpKind, Unit};
+use blackout_oplog::ops::{Ino, Op, OpKind, Part, Unit};
+use blackout_oplog::store;
 
-use crate::enumerate::{Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
+use crate::enumerate::{spread, Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
 use crate::model::CrashModel;
 
 /// See the module documentation.
@@ -83,10 +84,11 @@ fn posix_at(
         };
         push(Vec::new(), emit);
         push(pending.to_vec(), emit);
-        for u in pending {
+        for i in chosen(ops, pending, point.representatives) {
             if point.stopped() {
                 return;
             }
+            let u = &pending[i];
             push(vec![*u], emit);
             push(pending.iter().filter(|p| *p != u).copied().collect(), emit);
         }
@@ -102,11 +104,12 @@ fn posix_at(
             }
         }
         for units in by_ino.values() {
-            for j in 1..units.len() {
+            let cuts = units.get(1..).unwrap_or_default();
+            for j in chosen(ops, cuts, point.representatives) {
                 if point.stopped() {
                     return;
                 }
-                push(units[j..].to_vec(), emit);
+                push(units[j + 1..].to_vec(), emit);
             }
         }
         let mut rng = SplitMix(cfg.seed ^ (k as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
@@ -128,17 +131,63 @@ fn posix_at(
             .saturating_add(total.saturating_sub(seen.len() as u128));
     }
     // Each pending write torn, everything else kept.
-    for u in pending {
-        if matches!(ops[u.op].kind, OpKind::Write { .. }) {
-            for tear in Tear::ALL {
-                emit(StateDesc {
-                    crash: k,
-                    lost: Vec::new(),
-                    torn: Some((u.op, tear)),
-                });
-            }
+    let writes: Vec<Unit> = pending
+        .iter()
+        .filter(|u| matches!(ops[u.op].kind, OpKind::Write { .. }))
+        .copied()
+        .collect();
+    for i in chosen(ops, &writes, point.representatives) {
+        for tear in Tear::ALL {
+            emit(StateDesc {
+                crash: k,
+                lost: Vec::new(),
+                torn: Some((writes[i].op, tear)),
+            });
         }
     }
+}
+
+/// What makes two pending units alike for the families of states at one
+/// crash point: the call, the inode it changes, the part, and a write's
+/// length.
+fn alike(ops: &[Op], u: &Unit) -> (std::mem::Discriminant<OpKind>, Option<Ino>, Part, u64) {
+    let kind = &ops[u.op].kind;
+    let len = match kind {
+        OpKind::Write { data, .. } => data.len,
+        _ => 0,
+    };
+    (
+        std::mem::discriminant(kind),
+        store::changes(kind)[0],
+        u.part,
+        len,
+    )
+}
+
+/// The positions in `units` a family of states takes one unit at: every
+/// one, or with representatives `r`, `r` spread over each run of
+/// consecutive alike units (a thousand appends of a megabyte to one file
+/// stand for each other).
+fn chosen(ops: &[Op], units: &[Unit], representatives: Option<usize>) -> Vec<usize> {
+    let Some(r) = representatives else {
+        return (0..units.len()).collect();
+    };
+    let mut out = Vec::new();
+    let mut run: Vec<usize> = Vec::new();
+    for i in 0..units.len() {
+        if run
+            .last()
+            .is_some_and(|&j| alike(ops, &units[j]) != alike(ops, &units[i]))
+        {
+            out.extend(spread(&run, r));
+            run.clear();
+        }
+        run.push(i);
+    }
+    if !run.is_empty() {
+        out.extend(spread(&run, r));
+    }
+    out
 }
 
 /// The tear model, as the coverage statement gives it.
