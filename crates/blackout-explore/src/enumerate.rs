@@ -288,7 +288,7 @@ pub enum Representatives {
 pub const REPRESENTATIVES_DEFAULT: usize = 3;
 /// Traces of more ops than this are explored by representatives unless
 /// told otherwise.
-pub const REPRESENTATIVES_MIN_OPS: usize = 2_000;
+pub const REPRESENTATIVES_MIN_OPS: usize = 500;
 /// Traces that write more bytes than this are explored by representatives
 /// unless told otherwise, however few their ops: each state of such a
 /// trace is costly to check.

@@ -540,19 +540,19 @@ fn interrupting_leaves_no_mount_loop_device_or_process() {
 
 /// One example program for the differential check: its name in the table,
 /// its setup, checker and workload (a shell command), and extra flags.
-struct Example {
-    name: String,
-    setup: String,
-    checker: String,
-    workload: String,
-    flags: Vec<String>,
+pub struct Example {
+    pub name: String,
+    pub setup: String,
+    pub checker: String,
+    pub workload: String,
+    pub flags: Vec<String>,
 }
 
 /// Every example program of the repository that runs from the command
 /// line with a checker: the document save, the SQLite workload in every
 /// journal mode and synchronous level, the small engines of
 /// `tests/engines/`, and the kvstore with each planted bug.
-fn every_example(refs: &Path, kvstore: &Path) -> Vec<Example> {
+pub fn every_example(refs: &Path, kvstore: &Path) -> Vec<Example> {
     let repo = crate::common::repo();
     let sh = |s: &str| s.to_string();
     let mut out = Vec::new();

@@ -12,6 +12,7 @@ mod engines;
 mod explain;
 mod exporters;
 mod reports;
+mod representatives;
 mod run;
 mod server;
 mod shard;
