@@ -28,7 +28,7 @@ use blackout::explore::enumerate::{
     ExploreConfig, Representatives, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT,
     EXHAUSTIVE_LIMIT_MAX,
 };
-use blackout::explore::model::Model;
+use blackout::explore::model::{for_people, Model};
 use blackout::explore::state::SECTOR_BYTES_DEFAULT;
 use blackout::export::html::HtmlExporter;
 use blackout::export::json::{JsonExporter, JSON_SCHEMA};
@@ -1247,8 +1247,8 @@ fn cmd_states(a: StatesArgs) -> Result<u8> {
                 out,
                 "# {}: {} states, {} distinct by content; {}",
                 m.model.name(),
-                m.states,
-                m.reach.len(),
+                for_people(m.states as u128),
+                for_people(m.reach.len() as u128),
                 coverage_text(m.model, &m.coverage, &a.explore.config())
             )?;
             for (_, d) in &m.reach {

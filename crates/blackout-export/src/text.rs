@@ -10,7 +10,7 @@ use blackout_analysis::report::{
 use blackout_check::outcome::Outcome;
 use blackout_check::shell::ACKED_ENV_BYTES_MAX;
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
-use blackout_explore::model::Model;
+use blackout_explore::model::{for_people, Model};
 use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{escape_controls, Part, Unit};
 use blackout_oplog::trace::Trace;
@@ -258,8 +258,8 @@ fn render_model(
         "{:<8} {}{pad} {} states, {} distinct by content; {}",
         m.model.name(),
         paint.verdict(m.verdict),
-        m.states,
-        m.distinct,
+        for_people(m.states as u128),
+        for_people(m.distinct as u128),
         match (m.failing.len(), m.errors.len()) {
             (0, 0) => "all accepted".to_string(),
             (f, 0) => format!("{f} rejected"),
@@ -495,14 +495,14 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
         (Some(f), _) if f.passes => format!(
             "adding {} makes all {} states pass under {}",
             f.description,
-            f.states,
+            for_people(f.states as u128),
             model.name()
         ),
         (Some(f), _) => format!(
             "adding {} is not enough: {} of {} states still fail under {}{}",
             f.description,
-            f.still_failing,
-            f.states,
+            for_people(f.still_failing as u128),
+            for_people(f.states as u128),
             model.name(),
             match &f.simplest_failing {
                 Some((id, why)) => format!(
@@ -531,7 +531,7 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
         FixSet::Found { check, minimal } => format!(
             "fix for every cause: adding {} makes all {} states pass under {}{}",
             check.description,
-            check.states,
+            for_people(check.states as u128),
             model.name(),
             if *minimal && check.syncs.len() > 1 {
                 " (each of them is needed)"
@@ -542,8 +542,8 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
         FixSet::NotFound { tried } => format!(
             "no set of the proposed syncs fixes every cause: with all {} of them, {} of {} states still fail under {}{}",
             tried.syncs.len(),
-            tried.still_failing,
-            tried.states,
+            for_people(tried.still_failing as u128),
+            for_people(tried.states as u128),
             model.name(),
             match &tried.simplest_failing {
                 Some((id, why)) => format!("; the simplest ({id}): {why}"),
