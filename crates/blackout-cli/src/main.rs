@@ -248,7 +248,9 @@ struct RunArgs {
     #[arg(long)]
     consistency_only: bool,
     /// Distinct fixes verified per model (each re-explores the trace with
-    /// one added fsync); 0 verifies none.
+    /// one added fsync); 0 verifies none. Verification takes at most as long
+    /// as the run took to explore and check (at least 5 s): a fix still
+    /// being verified then is reported as not verified to the end.
     #[arg(long, value_name = "N", default_value_t = FIX_VERIFICATIONS_MAX)]
     verify_fixes: usize,
     #[command(flatten)]

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
+use blackout_analysis::group::FIX_SECONDS_MIN;
 use blackout_analysis::report::{
     CauseGroup, Checked, FixSet, ModelReport, RunReport, Verdict, Window,
 };
@@ -489,9 +490,22 @@ pub fn cause_text(m: &ModelReport, g: &CauseGroup, n: usize, ctx: &ExportContext
     out
 }
 
+/// What a fix check cut short at its time bound says instead of a result.
+fn cut_short() -> String {
+    format!(
+        "fix verification stopped at its time bound (as long as the run took to explore and check, at least {FIX_SECONDS_MIN} s)"
+    )
+}
+
 /// The `fix:` line of a cause: the verified fix, or why there is none.
 pub fn fix_text(g: &CauseGroup, model: Model) -> String {
     match (&g.fix, g.fixes.first()) {
+        (Some(f), _) if f.cut_short => format!(
+            "not known: {} before adding {} was verified under {}",
+            cut_short(),
+            f.description,
+            model.name()
+        ),
         (Some(f), _) if f.passes => format!(
             "adding {} makes all {} states pass under {}",
             f.description,
@@ -538,6 +552,12 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
             } else {
                 ""
             }
+        ),
+        FixSet::CutShort { tried } => format!(
+            "fix for every cause not known: {} before the set of all {} proposed syncs was verified under {}",
+            cut_short(),
+            tried.syncs.len(),
+            model.name()
         ),
         FixSet::NotFound { tried } => format!(
             "no set of the proposed syncs fixes every cause: with all {} of them, {} of {} states still fail under {}{}",
