@@ -1479,8 +1479,8 @@ fn write_part(
             out,
             "shard {}: checked {} of the {} distinct states (the rest are the other shards'); wrote {}",
             part.shard,
-            part.states.len(),
-            part.distinct,
+            for_people(part.states.len() as u128),
+            for_people(part.distinct as u128),
             path.display()
         )?,
     }
