@@ -17,11 +17,11 @@
 #   BLACKOUT=target/release/blackout KVSTORE=target/release/kvstore \
 #       examples/kvstore/table.sh [N]
 #
-# It takes about 10 minutes on 2 cores (most of it the checker: one
-# process per distinct state). With KEEP=DIR the traces, JSON reports and
-# GNU time's output are left in DIR (which must exist) for a closer look,
-# and a run whose report is already there is not made again (the table is
-# then only rendered anew).
+# It takes about 17 minutes on 2 cores (most of it the checker, one
+# process per distinct state, and the two runs stopped at LIMIT). With
+# KEEP=DIR the traces, JSON reports and GNU time's output are left in DIR
+# (which must exist) for a closer look, and a run whose report is already
+# there is not made again (the table is then only rendered anew).
 set -eu
 blackout=${BLACKOUT:-blackout}
 kvstore=${KVSTORE:-kvstore}
