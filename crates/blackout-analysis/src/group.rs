@@ -127,18 +127,29 @@ pub fn model_report(
     let mut groups = group_causes(s, &failing, cache);
     // Verify each distinct fix once, in the order of the causes (most
     // serious first, so a small budget goes to them). A cause
-    // found at one source line is fixed at every op that line issued.
+    // found at one source line is fixed at every op that line issued; one
+    // found at representative crash points, at every op like its blamed
+    // ones.
     let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
     for g in groups.iter_mut() {
         if g.fixes.is_empty() {
             continue;
         }
+        let like = if m.coverage.classes.is_some() && g.source.is_none() {
+            like_ops_fixes(s.pool.trace, &mut g.fixes)
+        } else {
+            None
+        };
         let mut fixes = g.fixes.clone();
         fixes.sort_by_key(|f| (f.after, f.ino));
         if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fixes) {
             g.fix = done.clone();
         } else if verified.len() < s.fix_verifications {
-            g.fix = verify_fix(s, m.model, &fixes, g.source.as_deref(), cache)?;
+            let said = Said {
+                source: g.source.as_deref(),
+                like: like.as_deref(),
+            };
+            g.fix = verify_fix(s, m.model, &fixes, said, cache)?;
             verified.push((fixes, g.fix.clone()));
         }
     }
@@ -462,7 +473,7 @@ fn fix_set(
         return Ok(None);
     }
     let mut budget = FIX_SET_VERIFICATIONS_MAX.min(s.fix_verifications);
-    let mut best = match verify_fix(s, model, &set, None, cache)? {
+    let mut best = match verify_fix(s, model, &set, Said::default(), cache)? {
         Some(check) if check.passes => check,
         Some(check) if check.cut_short => return Ok(Some(FixSet::CutShort { tried: check })),
         Some(check) => return Ok(Some(FixSet::NotFound { tried: check })),
@@ -475,7 +486,7 @@ fn fix_set(
         let mut fewer = units.clone();
         fewer.remove(i);
         budget -= 1;
-        match verify_fix(s, model, &union(&fewer), None, cache)? {
+        match verify_fix(s, model, &union(&fewer), Said::default(), cache)? {
             Some(check) if check.passes => {
                 units = fewer;
                 best = check;
@@ -640,17 +651,97 @@ fn bounded<T>(
 /// or that the checker could not be run.
 type Verified = Option<(blackout_explore::dedup::Explored, Vec<Outcome>)>;
 
-/// A fix for people: one sync, two, every op of a source line, or by file.
-fn describe_fix(trace: &Trace, fixes: &[SyncFix], source: Option<&str>) -> String {
-    match (fixes, source) {
-        ([one], _) => one.describe(trace),
-        ([a, b], None) => format!("{} and {}", a.describe(trace), b.describe(trace)),
-        (many, Some(src)) if many.iter().all(|f| f.ino == many[0].ino) => format!(
+/// How a fix's syncs were chosen, for its description: after every op a
+/// source line issued (`source`), or after every op like the blamed ones
+/// (`like` names them: `write calls on kv.log`); else each failing state's
+/// own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Said<'a> {
+    /// The source line that issued the blamed ops.
+    pub source: Option<&'a str>,
+    /// The ops like the blamed ones, for people.
+    pub like: Option<&'a str>,
+}
+
+/// A fix for people: one sync, two, every op of a source line, every op
+/// like the blamed ones, or by file.
+fn describe_fix(trace: &Trace, fixes: &[SyncFix], said: Said<'_>) -> String {
+    let one_file = fixes.iter().all(|f| f.ino == fixes[0].ino);
+    match (fixes, said.source, said.like) {
+        ([one], _, _) => one.describe(trace),
+        (many, _, Some(like)) => {
+            let first = many.iter().map(|f| f.after).min().unwrap_or(0);
+            let last = many.iter().map(|f| f.after).max().unwrap_or(0);
+            if one_file {
+                format!(
+                    "fsync({}) after each of the {} {like} (ops {first}-{last})",
+                    many[0].path,
+                    many.len()
+                )
+            } else {
+                format!(
+                    "{} fsyncs, one after each of the {like} (ops {first}-{last}) of the file or directory it changed",
+                    many.len()
+                )
+            }
+        }
+        ([a, b], None, None) => format!("{} and {}", a.describe(trace), b.describe(trace)),
+        (many, Some(src), None) if one_file => format!(
             "fsync({}) after each of the {} ops issued at {src}",
             many[0].path,
             many.len()
         ),
-        (many, _) => describe_syncs(trace, many),
+        (many, _, _) => describe_syncs(trace, many),
+    }
+}
+
+/// Representative exploration found a cause only at the crash points it
+/// explored; the same sync belongs after every op like its blamed ones at
+/// the crash points it stood for: the same call on the same path (a
+/// file's own fsync after each of its writes, its directory's after each
+/// of the entry ops there). `fixes` gets them; syncs that must come before
+/// an op (a publishing rename) stay as found. Returns the ops' name for
+/// people (`write calls on kv.log`) when syncs were added.
+pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String> {
+    let found = fixes.clone();
+    let mut like: Vec<(String, String)> = Vec::new();
+    for f in found.iter().filter(|f| f.before.is_none()) {
+        let blamed = &trace.ops[f.after];
+        // The file's own fsync, or one of the directory it changed.
+        let own = explain::op_inode(&blamed.kind) == Some(f.ino);
+        let mut added = false;
+        for (j, op) in trace.ops.iter().enumerate() {
+            let same = op.syscall == blamed.syscall
+                && op.path == blamed.path
+                && std::mem::discriminant(&op.kind) == std::mem::discriminant(&blamed.kind);
+            let ino = match (same, own) {
+                (false, _) => continue,
+                (true, true) => match explain::op_inode(&op.kind) {
+                    Some(ino) => ino,
+                    None => continue,
+                },
+                (true, false) => f.ino,
+            };
+            if !fixes.iter().any(|g| (g.after, g.ino) == (j, ino)) {
+                fixes.push(SyncFix {
+                    after: j,
+                    before: None,
+                    ino,
+                    dir: f.dir,
+                    path: f.path.clone(),
+                });
+                added = true;
+            }
+        }
+        let name = (blamed.syscall.clone(), trace.show_path(&blamed.path));
+        if added && !like.contains(&name) {
+            like.push(name);
+        }
+    }
+    match like.as_slice() {
+        [] => None,
+        [(call, path)] => Some(format!("{call} calls on {path}")),
+        _ => Some("ops like the blamed ones".into()),
     }
 }
 
@@ -663,11 +754,11 @@ pub fn verify_fix(
     s: &Analysis<'_>,
     model: Model,
     fixes: &[SyncFix],
-    source: Option<&str>,
+    said: Said<'_>,
     cache: &mut Cache,
 ) -> Result<Option<FixCheck>, RunError> {
     let (trace, added) = explain::with_syncs(s.pool.trace, fixes);
-    let description = describe_fix(s.pool.trace, fixes, source);
+    let description = describe_fix(s.pool.trace, fixes, said);
     let cut_short = FixCheck {
         description: description.clone(),
         syncs: fixes.to_vec(),
@@ -824,7 +915,7 @@ mod tests {
             fix_deadline: deadline,
         };
         let mut cache = Cache::new();
-        let check = verify_fix(&s, Model::Posix, &fsync_a(), None, &mut cache);
+        let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);
         scratch.remove().unwrap();
         check
     }
@@ -915,6 +1006,47 @@ mod tests {
             assert_eq!(c.representatives, r);
             assert_eq!(c.budget, ExploreConfig::default().budget);
         }
+    }
+
+    #[test]
+    fn a_fix_found_at_representatives_goes_after_every_like_op() {
+        // Three appends to `a`, each promised before any fsync.
+        let t = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n\
+              1 write(3, \"\\x31\", 1) = 1\n\
+              1 write(1, \"\\x31\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x32\", 1) = 1\n\
+              1 write(1, \"\\x32\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x33\", 1) = 1\n\
+              1 write(1, \"\\x33\\x0a\", 2) = 2\n",
+            b"/d",
+        )
+        .unwrap();
+        let mut fixes = fsync_a();
+        let like = like_ops_fixes(&t, &mut fixes);
+        assert_eq!(like.as_deref(), Some("write calls on a"));
+        let after: Vec<usize> = fixes.iter().map(|f| f.after).collect();
+        assert_eq!(after, [1, 3, 5]);
+        assert!(fixes
+            .iter()
+            .all(|f| f.ino == 1 && !f.dir && f.before.is_none()));
+        let said = Said {
+            source: None,
+            like: like.as_deref(),
+        };
+        assert_eq!(
+            describe_fix(&t, &fixes, said),
+            "fsync(a) after each of the 3 write calls on a (ops 1-5)"
+        );
+        // Nothing like it left: nothing added.
+        assert_eq!(like_ops_fixes(&t, &mut fixes), None);
+        // A sync that must precede an op stays as found.
+        let mut before = vec![SyncFix {
+            before: Some(2),
+            ..fsync_a()[0].clone()
+        }];
+        assert_eq!(like_ops_fixes(&t, &mut before), None);
+        assert_eq!(before.len(), 1);
     }
 
     #[test]
