@@ -262,7 +262,7 @@ pub struct RunReport {
     /// checking the new states).
     pub fix_seconds: f64,
     /// How long fix verification could take at most: as long as exploring
-    /// and checking took ([`crate::group::fix_time_bound`]); a verification
+    /// and checking took (`fix_time_bound` of the grouping); a verification
     /// still running then is cut short ([`FixCheck::cut_short`]).
     pub fix_bound_seconds: f64,
     /// The enumeration settings, for the coverage statement.
