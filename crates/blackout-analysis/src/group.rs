@@ -5,11 +5,13 @@
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{Cache, Pool};
 use blackout_explore::dedup::{distinct_states_watched, simplicity, ModelStates, Watch};
-use blackout_explore::enumerate::{ExploreConfig, StateDesc};
+use blackout_explore::enumerate::{ExploreConfig, Representatives, StateDesc};
 use blackout_explore::model::Model;
 use blackout_oplog::promises::Outputs;
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use blackout_oplog::ops::{Ino, OpKind};
 use blackout_oplog::trace::Trace;
@@ -30,6 +32,9 @@ pub struct Analysis<'a> {
     pub promise_prefix: Option<&'a [u8]>,
     /// Distinct fixes verified per model.
     pub fix_verifications: usize,
+    /// When fix verification stops: a re-exploration still running then is
+    /// cut short, and none starts after it. `None`: no time bound.
+    pub fix_deadline: Option<Instant>,
 }
 
 impl<'a> Analysis<'a> {
@@ -82,6 +87,27 @@ pub fn sorted_results(
 /// trace; causes that share a fix share its verification).
 pub const FIX_VERIFICATIONS_MAX: usize = 16;
 
+/// The least time fix verification gets, in seconds, however fast the run
+/// it verifies was (a small run still verifies its fixes).
+pub const FIX_SECONDS_MIN: u64 = 5;
+
+/// How long a run's fix verification may take at most: as long as the run
+/// took to explore and check (`run_seconds`), and at least
+/// [`FIX_SECONDS_MIN`]. Every fix re-explores the trace, so without a bound
+/// verifying 16 fixes of a large run would take 16 times as long as the run.
+///
+/// ```
+/// use std::time::Duration;
+/// use blackout_analysis::group::fix_time_bound;
+///
+/// assert_eq!(fix_time_bound(0.5), Duration::from_secs(5));
+/// assert_eq!(fix_time_bound(42.0), Duration::from_secs(42));
+/// ```
+pub fn fix_time_bound(run_seconds: f64) -> Duration {
+    let least = Duration::from_secs(FIX_SECONDS_MIN);
+    Duration::try_from_secs_f64(run_seconds).map_or(least, |d| d.max(least))
+}
+
 /// One model's result: its verdict, failing states, and their causes grouped,
 /// each with its fix verified.
 pub fn model_report(
@@ -101,18 +127,29 @@ pub fn model_report(
     let mut groups = group_causes(s, &failing, cache);
     // Verify each distinct fix once, in the order of the causes (most
     // serious first, so a small budget goes to them). A cause
-    // found at one source line is fixed at every op that line issued.
+    // found at one source line is fixed at every op that line issued; one
+    // found at representative crash points, at every op like its blamed
+    // ones.
     let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
     for g in groups.iter_mut() {
         if g.fixes.is_empty() {
             continue;
         }
+        let like = if m.coverage.classes.is_some() && g.source.is_none() {
+            like_ops_fixes(s.pool.trace, &mut g.fixes)
+        } else {
+            None
+        };
         let mut fixes = g.fixes.clone();
         fixes.sort_by_key(|f| (f.after, f.ino));
         if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fixes) {
             g.fix = done.clone();
         } else if verified.len() < s.fix_verifications {
-            g.fix = verify_fix(s, m.model, &fixes, g.source.as_deref(), cache)?;
+            let said = Said {
+                source: g.source.as_deref(),
+                like: like.as_deref(),
+            };
+            g.fix = verify_fix(s, m.model, &fixes, said, cache)?;
             verified.push((fixes, g.fix.clone()));
         }
     }
@@ -428,34 +465,43 @@ fn fix_set(
     };
     let set = union(&units);
     // Already verified as one cause's fix (and not enough).
-    if groups
-        .iter()
-        .any(|g| g.fix.as_ref().is_some_and(|f| f.syncs == set))
-    {
+    if groups.iter().any(|g| {
+        g.fix
+            .as_ref()
+            .is_some_and(|f| f.syncs == set && !f.cut_short)
+    }) {
         return Ok(None);
     }
     let mut budget = FIX_SET_VERIFICATIONS_MAX.min(s.fix_verifications);
-    let mut best = match verify_fix(s, model, &set, None, cache)? {
+    let mut best = match verify_fix(s, model, &set, Said::default(), cache)? {
         Some(check) if check.passes => check,
+        Some(check) if check.cut_short => return Ok(Some(FixSet::CutShort { tried: check })),
         Some(check) => return Ok(Some(FixSet::NotFound { tried: check })),
         None => return Ok(None),
     };
     budget -= 1;
     let mut i = 0;
+    let mut out_of_time = false;
     while i < units.len() && units.len() > 1 && budget > 0 {
         let mut fewer = units.clone();
         fewer.remove(i);
         budget -= 1;
-        match verify_fix(s, model, &union(&fewer), None, cache)? {
+        match verify_fix(s, model, &union(&fewer), Said::default(), cache)? {
             Some(check) if check.passes => {
                 units = fewer;
                 best = check;
+            }
+            // Each sync left was not tried without: the set may not be
+            // the smallest.
+            Some(check) if check.cut_short => {
+                out_of_time = true;
+                break;
             }
             _ => i += 1,
         }
     }
     Ok(Some(FixSet::Found {
-        minimal: i >= units.len() || units.len() == 1,
+        minimal: !out_of_time && (i >= units.len() || units.len() == 1),
         check: best,
     }))
 }
@@ -552,36 +598,212 @@ pub fn describe_syncs(trace: &blackout_oplog::trace::Trace, fixes: &[SyncFix]) -
     format!("{} fsyncs: {} ({at})", fixes.len(), parts.join(", and "))
 }
 
-/// Re-explores the trace with the added syncs under `model` and checks
-/// every state the cache does not know. `None` if the checker could not be
-/// run.
+/// The enumeration settings a fix verification of a trace of `ops` ops
+/// explores with: the run's, its representatives fixed as the run resolved
+/// them (the added syncs must not carry a trace just under
+/// [`blackout_explore::enumerate::REPRESENTATIVES_MIN_OPS`] over it).
+pub fn explore_as_the_run(cfg: &ExploreConfig, ops: usize) -> ExploreConfig {
+    ExploreConfig {
+        representatives: match cfg.representatives.per_class(ops) {
+            Some(n) => Representatives::PerClass(n),
+            None => Representatives::Exhaustive,
+        },
+        ..cfg.clone()
+    }
+}
+
+/// How often the watcher of a time bound looks at the clock and the
+/// cancel flag.
+const BOUND_POLL: Duration = Duration::from_millis(20);
+
+/// Runs `body` with a stop flag for it to watch: the `cancel` flag itself
+/// when there is no `deadline`; else a flag a watcher thread sets when
+/// `cancel` is set or the deadline passes.
+fn bounded<T>(
+    cancel: Option<&AtomicBool>,
+    deadline: Option<Instant>,
+    body: impl FnOnce(Option<&AtomicBool>) -> T,
+) -> T {
+    let Some(deadline) = deadline else {
+        return body(cancel);
+    };
+    let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            while !done.load(Ordering::SeqCst) {
+                let now = Instant::now();
+                if now >= deadline || cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+                    stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+                std::thread::park_timeout((deadline - now).min(BOUND_POLL));
+            }
+        });
+        let out = body(Some(&stop));
+        done.store(true, Ordering::SeqCst);
+        watcher.thread().unpark();
+        out
+    })
+}
+
+/// What a fix verification found: its distinct states and their outcomes,
+/// or that the checker could not be run.
+type Verified = Option<(blackout_explore::dedup::Explored, Vec<Outcome>)>;
+
+/// How a fix's syncs were chosen, for its description: after every op a
+/// source line issued (`source`), or after every op like the blamed ones
+/// (`like` names them: `write calls on kv.log`); else each failing state's
+/// own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Said<'a> {
+    /// The source line that issued the blamed ops.
+    pub source: Option<&'a str>,
+    /// The ops like the blamed ones, for people.
+    pub like: Option<&'a str>,
+}
+
+/// A fix for people: one sync, two, every op of a source line, every op
+/// like the blamed ones, or by file.
+fn describe_fix(trace: &Trace, fixes: &[SyncFix], said: Said<'_>) -> String {
+    let one_file = fixes.iter().all(|f| f.ino == fixes[0].ino);
+    match (fixes, said.source, said.like) {
+        ([one], _, _) => one.describe(trace),
+        (many, _, Some(like)) => {
+            let first = many.iter().map(|f| f.after).min().unwrap_or(0);
+            let last = many.iter().map(|f| f.after).max().unwrap_or(0);
+            if one_file {
+                format!(
+                    "fsync({}) after each of the {} {like} (ops {first}-{last})",
+                    many[0].path,
+                    many.len()
+                )
+            } else {
+                format!(
+                    "{} fsyncs, one after each of the {like} (ops {first}-{last}) of the file or directory it changed",
+                    many.len()
+                )
+            }
+        }
+        ([a, b], None, None) => format!("{} and {}", a.describe(trace), b.describe(trace)),
+        (many, Some(src), None) if one_file => format!(
+            "fsync({}) after each of the {} ops issued at {src}",
+            many[0].path,
+            many.len()
+        ),
+        (many, _, _) => describe_syncs(trace, many),
+    }
+}
+
+/// Representative exploration found a cause only at the crash points it
+/// explored; the same sync belongs after every op like its blamed ones at
+/// the crash points it stood for: the same call on the same path (a
+/// file's own fsync after each of its writes, its directory's after each
+/// of the entry ops there). `fixes` gets them; syncs that must come before
+/// an op (a publishing rename) stay as found. Returns the ops' name for
+/// people (`write calls on kv.log`) when syncs were added.
+pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String> {
+    let found = fixes.clone();
+    let mut like: Vec<(String, String)> = Vec::new();
+    for f in found.iter().filter(|f| f.before.is_none()) {
+        let blamed = &trace.ops[f.after];
+        // The file's own fsync, or one of the directory it changed.
+        let own = explain::op_inode(&blamed.kind) == Some(f.ino);
+        let mut added = false;
+        for (j, op) in trace.ops.iter().enumerate() {
+            let same = op.syscall == blamed.syscall
+                && op.path == blamed.path
+                && std::mem::discriminant(&op.kind) == std::mem::discriminant(&blamed.kind);
+            let ino = match (same, own) {
+                (false, _) => continue,
+                (true, true) => match explain::op_inode(&op.kind) {
+                    Some(ino) => ino,
+                    None => continue,
+                },
+                (true, false) => f.ino,
+            };
+            if !fixes.iter().any(|g| (g.after, g.ino) == (j, ino)) {
+                fixes.push(SyncFix {
+                    after: j,
+                    before: None,
+                    ino,
+                    dir: f.dir,
+                    path: f.path.clone(),
+                });
+                added = true;
+            }
+        }
+        let name = (blamed.syscall.clone(), trace.show_path(&blamed.path));
+        if added && !like.contains(&name) {
+            like.push(name);
+        }
+    }
+    match like.as_slice() {
+        [] => None,
+        [(call, path)] => Some(format!("{call} calls on {path}")),
+        _ => Some("ops like the blamed ones".into()),
+    }
+}
+
+/// Re-explores the trace with the added syncs under `model` (with the
+/// run's enumeration settings, [`explore_as_the_run`]) and checks every
+/// state the cache does not know. `None` if the checker could not be run.
+/// At [`Analysis::fix_deadline`] the re-exploration and its checkers are
+/// stopped and the check says it was cut short; after it, none starts.
 pub fn verify_fix(
     s: &Analysis<'_>,
     model: Model,
     fixes: &[SyncFix],
-    source: Option<&str>,
+    said: Said<'_>,
     cache: &mut Cache,
 ) -> Result<Option<FixCheck>, RunError> {
     let (trace, added) = explain::with_syncs(s.pool.trace, fixes);
+    let description = describe_fix(s.pool.trace, fixes, said);
+    let cut_short = FixCheck {
+        description: description.clone(),
+        syncs: fixes.to_vec(),
+        added_at: added.clone(),
+        passes: false,
+        cut_short: true,
+        states: 0,
+        still_failing: 0,
+        simplest_failing: None,
+    };
+    if s.fix_deadline.is_some_and(|d| Instant::now() >= d) {
+        return Ok(Some(cut_short));
+    }
     let outputs = Outputs::new(&trace, s.promise_prefix);
+    let explore = explore_as_the_run(s.explore, s.pool.trace.ops.len());
     let s2 = Analysis {
         pool: s.pool.for_trace(&trace, &outputs),
         ..*s
     };
-    let watch = Watch {
-        cancel: s.pool.cfg.cancel,
-        progress: None,
-    };
-    let explored = distinct_states_watched(
-        &trace,
-        &outputs,
-        &[model],
-        s.explore,
-        s.pool.cfg.sector,
-        watch,
-    )?;
-    let Ok(results) = s2.pool.check_distinct(&explored, cache)? else {
-        return Ok(None);
+    let run = bounded(s.pool.cfg.cancel, s.fix_deadline, |stop| {
+        let mut pool = s2.pool;
+        pool.cfg.cancel = stop;
+        let watch = Watch {
+            cancel: stop,
+            progress: None,
+        };
+        let explored = distinct_states_watched(
+            &trace,
+            &outputs,
+            &[model],
+            &explore,
+            s.pool.cfg.sector,
+            watch,
+        )?;
+        let verified: Verified = match pool.check_distinct(&explored, cache)? {
+            Ok(results) => Some((explored, results)),
+            Err(_) => None,
+        };
+        Ok::<_, RunError>(verified)
+    });
+    let (explored, results) = match run {
+        Ok(Some(v)) => v,
+        Ok(None) => return Ok(None),
+        Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(Some(cut_short)),
+        Err(e) => return Err(e),
     };
     let m = &explored.models[0];
     let (failing, _) = sorted_results(&s2, m, &results);
@@ -592,27 +814,248 @@ pub fn verify_fix(
         });
         (c.id.clone(), cause.sentence)
     });
-    let description = match (fixes, source) {
-        ([one], _) => one.describe(s.pool.trace),
-        ([a, b], None) => format!(
-            "{} and {}",
-            a.describe(s.pool.trace),
-            b.describe(s.pool.trace)
-        ),
-        (many, Some(src)) if many.iter().all(|f| f.ino == many[0].ino) => format!(
-            "fsync({}) after each of the {} ops issued at {src}",
-            many[0].path,
-            many.len()
-        ),
-        (many, _) => describe_syncs(s.pool.trace, many),
-    };
     Ok(Some(FixCheck {
         description,
         syncs: fixes.to_vec(),
         added_at: added,
         passes: failing.is_empty(),
+        cut_short: false,
         states: m.reach.len(),
         still_failing: failing.len(),
         simplest_failing: still,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    use blackout_check::closure::ClosureChecker;
+    use blackout_check::pool::{PoolConfig, Scratch};
+    use blackout_check::Checker;
+    use blackout_explore::enumerate::REPRESENTATIVES_MIN_OPS;
+    use blackout_explore::state::DirMaterializer;
+
+    use super::*;
+
+    /// A file created and written, never fsynced, then "saved" printed.
+    fn trace() -> Trace {
+        blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+              1 write(3, \"\\x68\\x69\", 2) = 2\n\
+              1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
+            b"/d",
+        )
+        .unwrap()
+    }
+
+    /// The fix for the lost write: fsync(a) after it.
+    fn fsync_a() -> Vec<SyncFix> {
+        vec![SyncFix {
+            after: 1,
+            before: None,
+            ino: 1,
+            dir: false,
+            path: "a".into(),
+        }]
+    }
+
+    /// What a checker that never answers by itself did: states it was
+    /// called on, and the flag that lets it return.
+    #[derive(Clone, Default)]
+    struct Stuck {
+        calls: Arc<AtomicUsize>,
+        release: Arc<AtomicBool>,
+    }
+
+    impl Stuck {
+        /// A checker that waits until released (at most a minute).
+        fn checker(&self) -> ClosureChecker {
+            let me = self.clone();
+            ClosureChecker::new("stuck", move |_, _| {
+                me.calls.fetch_add(1, Ordering::SeqCst);
+                let t0 = Instant::now();
+                while !me.release.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(60) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(())
+            })
+        }
+    }
+
+    /// Verifies `fsync_a` with `checker`, an empty cache (every state of
+    /// the re-exploration is checked) and `deadline`.
+    fn verify(
+        checker: &dyn Checker,
+        deadline: Option<Instant>,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Option<FixCheck>, RunError> {
+        let trace = trace();
+        let outputs = Outputs::new(&trace, None);
+        let scratch = Scratch::new(&std::env::temp_dir()).unwrap();
+        let explore = ExploreConfig::default();
+        let s = Analysis {
+            pool: Pool {
+                trace: &trace,
+                outputs: &outputs,
+                cfg: PoolConfig {
+                    checker,
+                    materializer: &DirMaterializer,
+                    jobs: 2,
+                    sector: 512,
+                    cancel,
+                    progress: None,
+                },
+                scratch: &scratch,
+            },
+            explore: &explore,
+            promise_prefix: None,
+            fix_verifications: FIX_VERIFICATIONS_MAX,
+            fix_deadline: deadline,
+        };
+        let mut cache = Cache::new();
+        let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);
+        scratch.remove().unwrap();
+        check
+    }
+
+    #[test]
+    fn a_verification_still_checking_at_its_deadline_is_cut_short() {
+        let stuck = Stuck::default();
+        let checker = stuck.checker();
+        let deadline = Instant::now() + Duration::from_millis(200);
+        let check = verify(&checker, Some(deadline), None).unwrap().unwrap();
+        stuck.release.store(true, Ordering::SeqCst);
+        // The checker never answers, so only the bound ends the
+        // verification: the fix is neither verified nor refuted.
+        assert!(check.cut_short, "{check:?}");
+        assert!(!check.passes);
+        assert_eq!((check.states, check.still_failing), (0, 0));
+        assert!(check.simplest_failing.is_none());
+        assert_eq!(check.description, "fsync(a) after op 1 (log line 2)");
+    }
+
+    #[test]
+    fn no_verification_starts_after_the_deadline() {
+        let stuck = Stuck::default();
+        stuck.release.store(true, Ordering::SeqCst);
+        let checker = stuck.checker();
+        let check = verify(&checker, Some(Instant::now()), None)
+            .unwrap()
+            .unwrap();
+        assert!(check.cut_short && !check.passes, "{check:?}");
+        assert_eq!(stuck.calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_verification_within_its_bound_is_verified() {
+        let checker = ClosureChecker::new("a whole", |dir, promised| {
+            if promised.is_empty() || std::fs::read(dir.join("a")).is_ok_and(|b| b == b"hi") {
+                Ok(())
+            } else {
+                Err("a lost".into())
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let check = verify(&checker, Some(deadline), None).unwrap().unwrap();
+        assert!(!check.cut_short, "{check:?}");
+        // fsync(a) alone does not make the create durable: the directory
+        // entry can still be lost.
+        assert!(!check.passes && check.states > 0 && check.still_failing > 0);
+    }
+
+    #[test]
+    fn a_cancelled_run_is_interrupted_not_cut_short() {
+        let stuck = Stuck::default();
+        let checker = stuck.checker();
+        let cancel = AtomicBool::new(false);
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let check = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while stuck.calls.load(Ordering::SeqCst) == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                cancel.store(true, Ordering::SeqCst);
+            });
+            verify(&checker, Some(deadline), Some(&cancel))
+        });
+        stuck.release.store(true, Ordering::SeqCst);
+        assert!(matches!(check, Err(RunError::Interrupted)), "{check:?}");
+    }
+
+    #[test]
+    fn verifications_explore_with_the_runs_representatives() {
+        let cfg = |representatives| ExploreConfig {
+            representatives,
+            ..ExploreConfig::default()
+        };
+        let n = REPRESENTATIVES_MIN_OPS;
+        // A run just under the threshold explored every crash point; its
+        // fix, a few ops longer, does too.
+        assert_eq!(
+            explore_as_the_run(&cfg(Representatives::Auto), n).representatives,
+            Representatives::Exhaustive
+        );
+        assert_eq!(
+            explore_as_the_run(&cfg(Representatives::Auto), n + 1).representatives,
+            Representatives::PerClass(Representatives::Auto.per_class(n + 1).unwrap())
+        );
+        for r in [Representatives::Exhaustive, Representatives::PerClass(2)] {
+            let c = explore_as_the_run(&cfg(r), 10 * n);
+            assert_eq!(c.representatives, r);
+            assert_eq!(c.budget, ExploreConfig::default().budget);
+        }
+    }
+
+    #[test]
+    fn a_fix_found_at_representatives_goes_after_every_like_op() {
+        // Three appends to `a`, each promised before any fsync.
+        let t = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n\
+              1 write(3, \"\\x31\", 1) = 1\n\
+              1 write(1, \"\\x31\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x32\", 1) = 1\n\
+              1 write(1, \"\\x32\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x33\", 1) = 1\n\
+              1 write(1, \"\\x33\\x0a\", 2) = 2\n",
+            b"/d",
+        )
+        .unwrap();
+        let mut fixes = fsync_a();
+        let like = like_ops_fixes(&t, &mut fixes);
+        assert_eq!(like.as_deref(), Some("write calls on a"));
+        let after: Vec<usize> = fixes.iter().map(|f| f.after).collect();
+        assert_eq!(after, [1, 3, 5]);
+        assert!(fixes
+            .iter()
+            .all(|f| f.ino == 1 && !f.dir && f.before.is_none()));
+        let said = Said {
+            source: None,
+            like: like.as_deref(),
+        };
+        assert_eq!(
+            describe_fix(&t, &fixes, said),
+            "fsync(a) after each of the 3 write calls on a (ops 1-5)"
+        );
+        // Nothing like it left: nothing added.
+        assert_eq!(like_ops_fixes(&t, &mut fixes), None);
+        // A sync that must precede an op stays as found.
+        let mut before = vec![SyncFix {
+            before: Some(2),
+            ..fsync_a()[0].clone()
+        }];
+        assert_eq!(like_ops_fixes(&t, &mut before), None);
+        assert_eq!(before.len(), 1);
+    }
+
+    #[test]
+    fn the_time_bound_is_the_runs_time_with_a_floor() {
+        assert_eq!(fix_time_bound(0.0), Duration::from_secs(FIX_SECONDS_MIN));
+        assert_eq!(
+            fix_time_bound(f64::NAN),
+            Duration::from_secs(FIX_SECONDS_MIN)
+        );
+        assert_eq!(fix_time_bound(90.5), Duration::from_secs_f64(90.5));
+    }
 }

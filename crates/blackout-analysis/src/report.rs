@@ -169,8 +169,13 @@ pub struct FixCheck {
     pub added_at: Vec<usize>,
     /// `fsync(.) after op 3 (log line 224)`.
     pub description: String,
-    /// Whether every state passes with it.
+    /// Whether every state passes with it (never when `cut_short`).
     pub passes: bool,
+    /// Fix verification reached its time bound before this re-exploration
+    /// was checked to the end (or before it began): whether the syncs make
+    /// every state pass is not known. `passes` is then false and says
+    /// nothing, `states` and `still_failing` are 0.
+    pub cut_short: bool,
     /// Distinct states of the re-exploration.
     pub states: usize,
     /// How many of them still fail.
@@ -223,6 +228,13 @@ pub enum FixSet {
         /// The re-exploration with all of them.
         tried: FixCheck,
     },
+    /// Fix verification reached its time bound before the set of every
+    /// proposed sync was verified: whether it fixes every cause is not
+    /// known.
+    CutShort {
+        /// The re-exploration with all of them, cut short.
+        tried: FixCheck,
+    },
 }
 
 /// The result of a run.
@@ -246,6 +258,13 @@ pub struct RunReport {
     pub explore_seconds: f64,
     /// Seconds spent writing states out and running the checker.
     pub check_seconds: f64,
+    /// Seconds spent verifying fixes (re-exploring with syncs added and
+    /// checking the new states).
+    pub fix_seconds: f64,
+    /// How long fix verification could take at most: as long as exploring
+    /// and checking took (`fix_time_bound` of the grouping); a verification
+    /// still running then is cut short ([`FixCheck::cut_short`]).
+    pub fix_bound_seconds: f64,
     /// The enumeration settings, for the coverage statement.
     #[serde(skip)]
     pub explore: ExploreConfig,
@@ -282,6 +301,8 @@ impl RunReport {
             checked: 0,
             explore_seconds: 0.0,
             check_seconds: 0.0,
+            fix_seconds: 0.0,
+            fix_bound_seconds: 0.0,
             explore: ExploreConfig::default(),
             orphans_killed: 0,
             promises_in_file_only: false,

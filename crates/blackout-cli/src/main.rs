@@ -28,7 +28,7 @@ use blackout::explore::enumerate::{
     ExploreConfig, Representatives, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT,
     EXHAUSTIVE_LIMIT_MAX,
 };
-use blackout::explore::model::Model;
+use blackout::explore::model::{for_people, Model};
 use blackout::explore::state::SECTOR_BYTES_DEFAULT;
 use blackout::export::html::HtmlExporter;
 use blackout::export::json::{JsonExporter, JSON_SCHEMA};
@@ -248,7 +248,9 @@ struct RunArgs {
     #[arg(long)]
     consistency_only: bool,
     /// Distinct fixes verified per model (each re-explores the trace with
-    /// one added fsync); 0 verifies none.
+    /// one added fsync); 0 verifies none. Verification takes at most as long
+    /// as the run took to explore and check (at least 5 s): a fix still
+    /// being verified then is reported as not verified to the end.
     #[arg(long, value_name = "N", default_value_t = FIX_VERIFICATIONS_MAX)]
     verify_fixes: usize,
     #[command(flatten)]
@@ -1249,8 +1251,8 @@ fn cmd_states(a: StatesArgs) -> Result<u8> {
                 out,
                 "# {}: {} states, {} distinct by content; {}",
                 m.model.name(),
-                m.states,
-                m.reach.len(),
+                for_people(m.states as u128),
+                for_people(m.reach.len() as u128),
                 coverage_text(m.model, &m.coverage, &a.explore.config())
             )?;
             for (_, d) in &m.reach {
@@ -1479,8 +1481,8 @@ fn write_part(
             out,
             "shard {}: checked {} of the {} distinct states (the rest are the other shards'); wrote {}",
             part.shard,
-            part.states.len(),
-            part.distinct,
+            for_people(part.states.len() as u128),
+            for_people(part.distinct as u128),
             path.display()
         )?,
     }

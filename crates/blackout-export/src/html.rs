@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
-use blackout_explore::model::Model;
+use blackout_explore::model::{for_people, Model};
 use blackout_oplog::naming::{describe_unit, DirPaths};
 use blackout_oplog::ops::{escape_controls, synced_by, Ino, InodeKind, OpKind, Part, Unit};
 use blackout_oplog::promises::Outputs;
@@ -355,8 +355,8 @@ fn render_summary(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>)
             "<tr><td>{}</td><td>{}</td><td class=\"n\">{} distinct of {}</td><td class=\"n\">{}</td></tr>",
             m.model.name(),
             verdict_badge(m.verdict),
-            m.distinct,
-            m.states,
+            for_people(m.distinct as u128),
+            for_people(m.states as u128),
             m.causes.len()
         );
     }

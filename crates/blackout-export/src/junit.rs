@@ -20,6 +20,7 @@
 use std::fmt::Write as _;
 
 use blackout_analysis::report::{ModelReport, RunReport, Verdict};
+use blackout_explore::model::for_people;
 use blackout_oplog::ops::escape_controls;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::Writer;
@@ -101,8 +102,8 @@ fn model_case(m: &ModelReport, ctx: &ExportContext<'_>, report: &RunReport) -> C
     }
     let mut out = format!(
         "{} states, {} distinct by content; {}\n",
-        m.states,
-        m.distinct,
+        for_people(m.states as u128),
+        for_people(m.distinct as u128),
         coverage_text(m.model, &m.coverage, &report.explore)
     );
     if let Some(set) = &m.fix_set {

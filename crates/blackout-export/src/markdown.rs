@@ -17,6 +17,7 @@
 use std::fmt::Write as _;
 
 use blackout_analysis::report::{ModelReport, RunReport, Verdict};
+use blackout_explore::model::for_people;
 use blackout_oplog::ops::escape_controls;
 
 use crate::text::{
@@ -88,8 +89,8 @@ fn model_table(out: &mut String, report: &RunReport) {
             "| {} | {} | {} distinct of {} | {} |",
             m.model.name(),
             verdict_cell(m.verdict),
-            m.distinct,
-            m.states,
+            for_people(m.distinct as u128),
+            for_people(m.states as u128),
             m.causes.len()
         );
     }

@@ -4,13 +4,14 @@
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
+use blackout_analysis::group::FIX_SECONDS_MIN;
 use blackout_analysis::report::{
     CauseGroup, Checked, FixSet, ModelReport, RunReport, Verdict, Window,
 };
 use blackout_check::outcome::Outcome;
 use blackout_check::shell::ACKED_ENV_BYTES_MAX;
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
-use blackout_explore::model::Model;
+use blackout_explore::model::{for_people, Model};
 use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{escape_controls, Part, Unit};
 use blackout_oplog::trace::Trace;
@@ -258,8 +259,8 @@ fn render_model(
         "{:<8} {}{pad} {} states, {} distinct by content; {}",
         m.model.name(),
         paint.verdict(m.verdict),
-        m.states,
-        m.distinct,
+        for_people(m.states as u128),
+        for_people(m.distinct as u128),
         match (m.failing.len(), m.errors.len()) {
             (0, 0) => "all accepted".to_string(),
             (f, 0) => format!("{f} rejected"),
@@ -489,20 +490,33 @@ pub fn cause_text(m: &ModelReport, g: &CauseGroup, n: usize, ctx: &ExportContext
     out
 }
 
+/// What a fix check cut short at its time bound says instead of a result.
+fn cut_short() -> String {
+    format!(
+        "fix verification stopped at its time bound (as long as the run took to explore and check, at least {FIX_SECONDS_MIN} s)"
+    )
+}
+
 /// The `fix:` line of a cause: the verified fix, or why there is none.
 pub fn fix_text(g: &CauseGroup, model: Model) -> String {
     match (&g.fix, g.fixes.first()) {
+        (Some(f), _) if f.cut_short => format!(
+            "not known: {} before adding {} was verified under {}",
+            cut_short(),
+            f.description,
+            model.name()
+        ),
         (Some(f), _) if f.passes => format!(
             "adding {} makes all {} states pass under {}",
             f.description,
-            f.states,
+            for_people(f.states as u128),
             model.name()
         ),
         (Some(f), _) => format!(
             "adding {} is not enough: {} of {} states still fail under {}{}",
             f.description,
-            f.still_failing,
-            f.states,
+            for_people(f.still_failing as u128),
+            for_people(f.states as u128),
             model.name(),
             match &f.simplest_failing {
                 Some((id, why)) => format!(
@@ -531,7 +545,7 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
         FixSet::Found { check, minimal } => format!(
             "fix for every cause: adding {} makes all {} states pass under {}{}",
             check.description,
-            check.states,
+            for_people(check.states as u128),
             model.name(),
             if *minimal && check.syncs.len() > 1 {
                 " (each of them is needed)"
@@ -539,11 +553,17 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
                 ""
             }
         ),
+        FixSet::CutShort { tried } => format!(
+            "fix for every cause not known: {} before the set of all {} proposed syncs was verified under {}",
+            cut_short(),
+            tried.syncs.len(),
+            model.name()
+        ),
         FixSet::NotFound { tried } => format!(
             "no set of the proposed syncs fixes every cause: with all {} of them, {} of {} states still fail under {}{}",
             tried.syncs.len(),
-            tried.still_failing,
-            tried.states,
+            for_people(tried.still_failing as u128),
+            for_people(tried.states as u128),
             model.name(),
             match &tried.simplest_failing {
                 Some((id, why)) => format!("; the simplest ({id}): {why}"),

@@ -31,7 +31,7 @@ use blackout_block::states::{enumerate, window, write_state, BlockState, SubsetC
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::Scratch;
 use blackout_check::Checker;
-use blackout_explore::model::Model;
+use blackout_explore::model::{for_people, Model};
 use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{Part, Unit};
@@ -895,10 +895,12 @@ impl BlockReport {
         out.push_str(&format!(
             "  coverage: {} crash points (the base, each flush, each promise, the end); {} states from the subsets of the writes in flight (deepest window {} writes; {} subsets left out); {} distinct after recovery; {:.1} s, {:.0} states/s\n",
             self.points.len(),
-            self.states,
+            for_people(self.states as u128),
             self.deepest_window,
-            self.subsets_left_out,
-            self.distinct,
+            self.subsets_left_out
+                .parse::<u128>()
+                .map_or_else(|_| self.subsets_left_out.clone(), for_people),
+            for_people(self.distinct as u128),
             self.seconds,
             self.states_per_second
         ));

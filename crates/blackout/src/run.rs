@@ -23,7 +23,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use blackout_analysis::group::{model_report, Analysis, FIX_VERIFICATIONS_MAX};
+use blackout_analysis::group::{fix_time_bound, model_report, Analysis, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::report::{Checked, ModelReport, RunReport, Verdict};
 pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
@@ -393,6 +393,7 @@ fn with_pool<T, E: From<RunError>>(
         explore: &cfg.explore,
         promise_prefix: cfg.promise_prefix.as_deref(),
         fix_verifications: cfg.fix_verifications,
+        fix_deadline: None,
     };
     let result = body(&analysis, promises);
     // What checkers detached from their groups dies before their
@@ -522,7 +523,8 @@ fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
 }
 
 /// The steps after checking, the same for a run and a merge: the start
-/// state must pass, then each model's report (causes, fixes verified),
+/// state must pass, then each model's report (causes, fixes verified, for
+/// at most as long as exploring and checking took: [`fix_time_bound`]),
 /// then the verdict.
 fn finish(
     s: &Analysis<'_>,
@@ -533,10 +535,17 @@ fn finish(
     if let Some(stop) = rejects_the_start(s, &start.cache) {
         return Ok(start.stop(stop));
     }
+    let bound = fix_time_bound(start.explore_seconds + check_seconds);
+    let t0 = Instant::now();
+    let s = &Analysis {
+        fix_deadline: Some(t0 + bound),
+        ..*s
+    };
     let mut models = Vec::new();
     for m in &start.explored.models {
         models.push(model_report(s, m, &results, &mut start.cache)?);
     }
+    let fix_seconds = t0.elapsed().as_secs_f64();
     let (verdict, reason) = verdict_of(&models);
     Ok(RunReport {
         verdict,
@@ -548,6 +557,8 @@ fn finish(
         checked: start.explored.distinct.len(),
         explore_seconds: start.explore_seconds,
         check_seconds,
+        fix_seconds,
+        fix_bound_seconds: bound.as_secs_f64(),
         explore: s.explore.clone(),
         orphans_killed: 0,
         promises_in_file_only: false,
@@ -840,6 +851,72 @@ mod tests {
             }
         }
         text.join("\n")
+    }
+
+    #[test]
+    fn a_fix_cut_short_claims_neither_a_pass_nor_a_failure() {
+        use blackout_analysis::report::FixSet;
+        use blackout_export::json::JsonExporter;
+        use blackout_export::{ExportContext, Exporter};
+        // A new file written and "saved" without any fsync: two causes
+        // (the data, the directory entry), neither fixed alone.
+        let t = trace(
+            "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 write(3, \"\\x68\\x69\", 2) = 2\n\
+             1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = RunConfig::new(
+            r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a 2>/dev/null)" = hi ]"#,
+        );
+        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        let mut report = check_trace(&t, &cfg).unwrap();
+        // This small run verified every fix within its bound.
+        assert!(report.fix_bound_seconds >= 5.0, "{report:#?}");
+        assert!(report.fix_seconds <= report.fix_bound_seconds + 1.0);
+        let m = &mut report.models[0];
+        let fix = m.causes[0].fix.as_mut().expect("a verified fix");
+        assert!(!fix.cut_short);
+        // As a verification the bound stopped reports it.
+        fix.cut_short = true;
+        fix.passes = false;
+        fix.states = 0;
+        fix.still_failing = 0;
+        fix.simplest_failing = None;
+        if let Some(FixSet::Found { check, .. } | FixSet::NotFound { tried: check }) =
+            m.fix_set.take()
+        {
+            m.fix_set = Some(FixSet::CutShort { tried: check });
+        }
+        let id = t.content_id();
+        let cx = ExportContext {
+            trace: &t,
+            trace_path: None,
+            trace_id: &id,
+            checker: "check",
+            checker_flag: "--checker",
+            state_flags: "",
+            all_causes: true,
+            promise_prefix: None,
+        };
+        let text = blackout_export::text::render(&report, &cx);
+        let fix_line = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("fix:"))
+            .unwrap();
+        assert!(
+            fix_line.contains("not known: fix verification stopped at its time bound"),
+            "{text}"
+        );
+        assert!(!fix_line.contains("makes all") && !fix_line.contains("not enough"));
+        if report.models[0].fix_set.is_some() {
+            assert!(text.contains("fix for every cause not known"), "{text}");
+        }
+        let json: serde_json::Value =
+            serde_json::from_slice(&JsonExporter.export(&report, &cx)).unwrap();
+        let fix = &json["result"]["models"][0]["causes"][0]["fix"];
+        assert_eq!(fix["cut_short"], true, "{fix:#}");
+        assert_eq!(fix["passes"], false);
     }
 
     #[test]

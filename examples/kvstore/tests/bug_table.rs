@@ -75,6 +75,10 @@ fn cause_cell(report: &RunReport, first: Option<Model>) -> String {
         .and_then(|r| r.causes.first().map(|g| (g, r.causes.len())))
         .map(|(g, n)| {
             let fix = match &g.fix {
+                Some(f) if f.cut_short => format!(
+                    "adding {} was not verified to the end (fix verification's time bound)",
+                    stable(&f.description)
+                ),
                 Some(f) if f.passes => {
                     format!("adding {} makes every state pass", stable(&f.description))
                 }

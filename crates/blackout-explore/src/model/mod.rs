@@ -98,4 +98,22 @@ mod tests {
             assert_eq!(Model::by_name(m.name()), Some(m));
         }
     }
+
+    #[test]
+    fn counts_for_people_are_exact_below_a_million_and_two_digits_above() {
+        for (n, text) in [
+            (0, "0"),
+            (12_345, "12345"),
+            (999_999, "999999"),
+            (1_000_000, "1.0e6"),
+            (1_234_567, "1.2e6"),
+            (1_250_001, "1.3e6"),
+            (9_960_000, "1.0e7"),
+            (27_309_442, "2.7e7"),
+            (u128::from(u64::MAX), "1.8e19"),
+            (u128::MAX, "3.4e38"),
+        ] {
+            assert_eq!(for_people(n), text, "{n}");
+        }
+    }
 }
