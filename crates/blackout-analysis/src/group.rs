@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use blackout_oplog::ops::{Ino, OpKind};
+use blackout_oplog::ops::{Ino, Op, OpKind};
 use blackout_oplog::trace::Trace;
 
 use crate::explain::{self, CauseKind, SyncFix};
@@ -598,11 +598,11 @@ pub fn describe_syncs(trace: &blackout_oplog::trace::Trace, fixes: &[SyncFix]) -
     format!("{} fsyncs: {} ({at})", fixes.len(), parts.join(", and "))
 }
 
-/// The enumeration settings a fix verification of a trace of `ops` ops
+/// The enumeration settings a fix verification of a trace of `ops`
 /// explores with: the run's, its representatives fixed as the run resolved
 /// them (the added syncs must not carry a trace just under
 /// [`blackout_explore::enumerate::REPRESENTATIVES_MIN_OPS`] over it).
-pub fn explore_as_the_run(cfg: &ExploreConfig, ops: usize) -> ExploreConfig {
+pub fn explore_as_the_run(cfg: &ExploreConfig, ops: &[Op]) -> ExploreConfig {
     ExploreConfig {
         representatives: match cfg.representatives.per_class(ops) {
             Some(n) => Representatives::PerClass(n),
@@ -773,7 +773,7 @@ pub fn verify_fix(
         return Ok(Some(cut_short));
     }
     let outputs = Outputs::new(&trace, s.promise_prefix);
-    let explore = explore_as_the_run(s.explore, s.pool.trace.ops.len());
+    let explore = explore_as_the_run(s.explore, &s.pool.trace.ops);
     let s2 = Analysis {
         pool: s.pool.for_trace(&trace, &outputs),
         ..*s
@@ -836,6 +836,7 @@ mod tests {
     use blackout_check::Checker;
     use blackout_explore::enumerate::REPRESENTATIVES_MIN_OPS;
     use blackout_explore::state::DirMaterializer;
+    use blackout_oplog::ops::test_ops::write;
 
     use super::*;
 
@@ -991,18 +992,19 @@ mod tests {
             ..ExploreConfig::default()
         };
         let n = REPRESENTATIVES_MIN_OPS;
+        let ops = |n: usize| -> Vec<Op> { (0..n).map(|_| write(1)).collect() };
         // A run just under the threshold explored every crash point; its
         // fix, a few ops longer, does too.
         assert_eq!(
-            explore_as_the_run(&cfg(Representatives::Auto), n).representatives,
+            explore_as_the_run(&cfg(Representatives::Auto), &ops(n)).representatives,
             Representatives::Exhaustive
         );
         assert_eq!(
-            explore_as_the_run(&cfg(Representatives::Auto), n + 1).representatives,
-            Representatives::PerClass(Representatives::Auto.per_class(n + 1).unwrap())
+            explore_as_the_run(&cfg(Representatives::Auto), &ops(n + 1)).representatives,
+            Representatives::PerClass(Representatives::Auto.per_class(&ops(n + 1)).unwrap())
         );
         for r in [Representatives::Exhaustive, Representatives::PerClass(2)] {
-            let c = explore_as_the_run(&cfg(r), 10 * n);
+            let c = explore_as_the_run(&cfg(r), &ops(10 * n));
             assert_eq!(c.representatives, r);
             assert_eq!(c.budget, ExploreConfig::default().budget);
         }
