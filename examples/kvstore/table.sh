@@ -4,7 +4,7 @@
 # `kvstore [--bug B] load N` (N = 5000 unless given; a compaction, the
 # snapshot rewritten whole, after every 4 puts) and checked under posix with
 # the store's own checker, every setting at its default (representative
-# crash points above 2,000 ops, fix verification bounded by the run's own
+# crash points above 500 ops, fix verification bounded by the run's own
 # time). Each bug is also run with `load 8`, the workload of
 # docs/kvstore.md, and the last column says whether the verdict and every
 # cause (its kind and blamed op) are the same at both sizes. Wall time and

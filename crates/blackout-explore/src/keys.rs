@@ -69,14 +69,15 @@ pub struct Keyer<'t> {
     /// Shares of blocks as states kept them, by what made the block: a
     /// crash point's states lose different ops of one window, and a block
     /// most of them make alike is hashed once.
-    made: HashMap<[u8; 32], Term>,
-    /// What made a block, as bytes to hash.
-    sig: Vec<u8>,
+    made: HashMap<Box<[u64]>, Term>,
+    /// What made a block, as words (compared whole: no two makings share
+    /// an entry).
+    sig: Vec<u64>,
     buf: Vec<u8>,
 }
 
 /// Blocks whose shares [`Keyer`] remembers, at most (then it forgets them
-/// all): about 64 bytes each.
+/// all): about a hundred bytes each.
 pub const BLOCKS_REMEMBERED: usize = 1 << 18;
 
 /// What a kept data op does to a file's bytes, for replaying one block.
@@ -165,6 +166,29 @@ fn blocks_of(ranges: &[(u64, u64)], top: u64) -> Vec<usize> {
     blocks.sort_unstable();
     blocks.dedup();
     blocks
+}
+
+/// What each of `blocks` is made of, in order: the writes over it; `None`
+/// when `effects` truncate or zero (where those fall depends on the
+/// lengths every write moves: every block is made of all of them).
+fn effects_by_block(blocks: &[usize], effects: &[Effect]) -> Option<Vec<Vec<Effect>>> {
+    if effects.iter().any(|e| !matches!(e, Effect::Write { .. })) {
+        return None;
+    }
+    let b = HASH_BLOCK_BYTES as u64;
+    let mut on = vec![Vec::new(); blocks.len()];
+    for e in effects {
+        if let Effect::Write { off, len, .. } = *e {
+            let first = blocks.partition_point(|&i| (i as u64 + 1) * b <= off);
+            for (at, &i) in blocks.iter().enumerate().skip(first) {
+                if i as u64 * b >= off + len {
+                    break;
+                }
+                on[at].push(*e);
+            }
+        }
+    }
+    Some(on)
 }
 
 /// A range between two lengths.
@@ -591,20 +615,23 @@ impl<'t> Keyer<'t> {
         let hashed = kept.hashed();
         ranges.push(between(hashed, hashed_all));
         let blocks = blocks_of(&ranges, top);
+        let on = effects_by_block(&blocks, &effects);
         let mut sum = self.sums[ino as usize];
-        for i in blocks {
+        for (at, &i) in blocks.iter().enumerate() {
             let old = self.terms[ino as usize]
                 .get(&i)
                 .copied()
                 .unwrap_or_default();
-            let new = self.block_as_kept(ino, i, hashed, &effects);
+            let made = on.as_ref().map_or(&effects, |on| &on[at]);
+            let new = self.block_as_kept(ino, i, hashed, made);
             sum = sum.minus(old).plus(new);
         }
         (kept.size, sum.file_hash(hashed))
     }
 
     /// The share of block `i` of a file whose first `hashed` bytes are
-    /// hashed, as the file before its first pending op plus `effects`.
+    /// hashed, as the file before its first pending op plus `effects` (all
+    /// that change the block, in order).
     fn block_as_kept(&mut self, ino: Ino, i: usize, hashed: u64, effects: &[Effect]) -> Term {
         let b = HASH_BLOCK_BYTES as u64;
         let lo = i as u64 * b;
@@ -612,47 +639,31 @@ impl<'t> Keyer<'t> {
             return Term::default();
         }
         // What makes the block: the file before its first pending op, the
-        // block's length, the writes and zeroings on it, and every
-        // truncate and zeroing (with every write, whose lengths they
-        // depend on) when there are any.
+        // block's length, and `effects`, those the block is made of.
         let n = ((hashed - lo).min(b)) as usize;
         let sig = &mut self.sig;
         sig.clear();
-        for v in [
+        sig.extend([
             u64::from(ino),
             self.front[ino as usize] as u64,
             i as u64,
             n as u64,
-        ] {
-            sig.extend_from_slice(&v.to_le_bytes());
-        }
-        let cuts = effects.iter().any(|e| !matches!(e, Effect::Write { .. }));
+        ]);
         for e in effects {
-            let (tag, x, y, z) = match *e {
-                Effect::Write { off, start, len } => (0u8, off, start, len),
-                Effect::Truncate { size } => (1, size, 0, 0),
-                Effect::Zero { off, end } => (2, off, end, 0),
-            };
-            let on_block = match *e {
-                Effect::Write { off, len, .. } => off < lo + b && off + len > lo,
-                _ => true,
-            };
-            if on_block || cuts {
-                sig.push(tag);
-                for v in [x, y, z] {
-                    sig.extend_from_slice(&v.to_le_bytes());
-                }
-            }
+            sig.extend(match *e {
+                Effect::Write { off, start, len } => [0, off, start, len],
+                Effect::Truncate { size } => [1, size, 0, 0],
+                Effect::Zero { off, end } => [2, off, end, 0],
+            });
         }
-        let sig = *blake3::hash(sig).as_bytes();
-        if let Some(&t) = self.made.get(&sig) {
+        if let Some(&t) = self.made.get(&self.sig[..]) {
             return t;
         }
         let t = self.block_made(ino, i, n, effects);
         if self.made.len() >= BLOCKS_REMEMBERED {
             self.made.clear();
         }
-        self.made.insert(sig, t);
+        self.made.insert(self.sig.clone().into_boxed_slice(), t);
         t
     }
 
