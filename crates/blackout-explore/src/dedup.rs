@@ -3,7 +3,7 @@
 //! before the crash), each kept under its simplest description.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use blackout_oplog::ops::OpKind;
 use blackout_oplog::promises::Outputs;
@@ -128,6 +128,11 @@ pub fn distinct_states_watched(
     let mut built = 0usize;
     let mut index: HashMap<StateKey, usize> = HashMap::new();
     let mut distinct: Vec<Distinct> = Vec::new();
+    // Where each distinct state first appeared: (model, position in its
+    // enumeration). States are taken in whatever order threads key them;
+    // sorting by first appearance at the end gives the order one thread
+    // would have.
+    let mut first: Vec<(usize, u64)> = Vec::new();
     let mut per_model = Vec::new();
     let sizes_before = trace.sizes_before();
     // Representatives: the same crash points under every model.
@@ -143,20 +148,19 @@ pub fn distinct_states_watched(
             &all
         }
     };
-    for &model in models {
-        let mut reach: HashMap<usize, StateDesc> = HashMap::new();
-        let mut order: Vec<usize> = Vec::new();
+    for (m, &model) in models.iter().enumerate() {
+        // Per distinct state this model reaches: its simplest description
+        // here and where the model first reached it.
+        let mut reach: HashMap<usize, (StateDesc, u64)> = HashMap::new();
         let mut states = 0usize;
-        // States come in crash-point order: each is keyed from the state
-        // every crash at its point keeps, not built from the first op.
-        let mut keys = Keyer::new(trace, sector);
-        let coverage = enumerate_points(
-            &trace.ops,
-            model.crash_model(),
+        let mut coverage = keyed(
+            trace,
+            model,
             cfg,
+            sector,
             watch.cancel,
             points,
-            |desc| {
+            |at, desc, hash| {
                 if cancelled() || !tear_possible(trace, &sizes_before, &desc, sector) {
                     return;
                 }
@@ -167,7 +171,7 @@ pub fn distinct_states_watched(
                         p(built);
                     }
                 }
-                let key = key_of(keys.hash(&desc), outputs, desc.crash);
+                let key = key_of(hash, outputs, desc.crash);
                 let next = distinct.len();
                 let i = *index.entry(key).or_insert(next);
                 if i == next {
@@ -175,45 +179,176 @@ pub fn distinct_states_watched(
                         desc: desc.clone(),
                         key,
                     });
-                } else if simpler(&desc, &distinct[i].desc) {
-                    distinct[i].desc = desc.clone();
+                    first.push((m, at));
+                } else {
+                    if simpler(&desc, &distinct[i].desc) {
+                        distinct[i].desc = desc.clone();
+                    }
+                    first[i] = first[i].min((m, at));
                 }
                 match reach.get_mut(&i) {
-                    Some(d) => {
+                    Some((d, seen)) => {
+                        *seen = (*seen).min(at);
                         if simpler(&desc, d) {
                             *d = desc;
                         }
                     }
                     None => {
-                        order.push(i);
-                        reach.insert(i, desc);
+                        reach.insert(i, (desc, at));
                     }
                 }
             },
         )?;
-        let mut coverage = coverage;
         coverage.classes = classes.as_ref().map(|c| c.counts.clone());
         if cancelled() {
             return Err(ExploreError::Interrupted);
         }
-        let reach = order
-            .into_iter()
-            .map(|i| {
-                let d = reach.remove(&i).unwrap_or_else(|| distinct[i].desc.clone());
-                (i, d)
-            })
-            .collect();
-        per_model.push(ModelStates {
+        let mut reach: Vec<(usize, StateDesc, u64)> =
+            reach.into_iter().map(|(i, (d, at))| (i, d, at)).collect();
+        reach.sort_by_key(|r| r.2);
+        per_model.push((model, states, reach, coverage));
+    }
+    Ok(in_first_order(distinct, &first, per_model))
+}
+
+/// What one model reached: the model, its states, each distinct state it
+/// reached with its simplest description there and where it first
+/// reached it, and its coverage.
+type Reached = (Model, usize, Vec<(usize, StateDesc, u64)>, Coverage);
+
+/// The distinct states in order of first appearance (`first`: the model
+/// and position where each first appeared), as one thread finds them, and
+/// each model's reach renumbered to match.
+fn in_first_order(
+    distinct: Vec<Distinct>,
+    first: &[(usize, u64)],
+    per_model: Vec<Reached>,
+) -> Explored {
+    let mut by_first: Vec<usize> = (0..distinct.len()).collect();
+    by_first.sort_by_key(|&i| first[i]);
+    let mut renamed = vec![0usize; distinct.len()];
+    for (new, &old) in by_first.iter().enumerate() {
+        renamed[old] = new;
+    }
+    let mut slots: Vec<Option<Distinct>> = distinct.into_iter().map(Some).collect();
+    let distinct = by_first
+        .iter()
+        .filter_map(|&old| slots[old].take())
+        .collect();
+    let models = per_model
+        .into_iter()
+        .map(|(model, states, reach, coverage)| ModelStates {
             model,
             states,
-            reach,
+            reach: reach.into_iter().map(|(i, d, _)| (renamed[i], d)).collect(),
             coverage,
-        });
-    }
-    Ok(Explored {
-        distinct,
-        models: per_model,
-    })
+        })
+        .collect();
+    Explored { distinct, models }
+}
+
+/// Crash points a worker enumerates and keys at a time.
+const POINTS_PER_BATCH: usize = 16;
+/// States a worker hands over at a time.
+const STATES_PER_MESSAGE: usize = 256;
+/// Messages waiting to be taken, at most per worker: what bounds the states
+/// in flight.
+const MESSAGES_WAITING: usize = 4;
+
+/// What a worker hands over: states with where each was enumerated and its
+/// content hash, or a batch's coverage.
+enum Keyed {
+    States(Vec<(u64, StateDesc, blake3::Hash)>),
+    Covered(Coverage),
+}
+
+/// Enumerates `model`'s states at `points` and hashes each, on up to as
+/// many threads as there are cores (each with its own [`Keyer`], taking
+/// batches of crash points in order), and hands each state to `take` with
+/// its position in the enumeration one thread would make (a batch's index,
+/// then the state's place in it) and its content hash. Returns the
+/// coverage, the same whatever the number of threads.
+fn keyed(
+    trace: &Trace,
+    model: Model,
+    cfg: &ExploreConfig,
+    sector: u64,
+    cancel: Option<&AtomicBool>,
+    points: &[usize],
+    mut take: impl FnMut(u64, StateDesc, blake3::Hash),
+) -> Result<Coverage, ExploreError> {
+    cfg.validate()?;
+    let batches: Vec<&[usize]> = points.chunks(POINTS_PER_BATCH).collect();
+    let jobs = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .clamp(1, 4)
+        .min(batches.len().max(1));
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Keyed>(MESSAGES_WAITING * jobs);
+    let mut coverage = Coverage::default();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let tx = tx.clone();
+            let (next, batches) = (&next, &batches);
+            scope.spawn(move || {
+                let mut keys = Keyer::new(trace, sector);
+                loop {
+                    let b = next.fetch_add(1, Ordering::Relaxed);
+                    if b >= batches.len() || cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                        return;
+                    }
+                    let mut out = Vec::new();
+                    let mut seq = (b as u64) << 32;
+                    let mut gone = false;
+                    let cov = enumerate_points(
+                        &trace.ops,
+                        model.crash_model(),
+                        cfg,
+                        cancel,
+                        batches[b],
+                        |desc| {
+                            let hash = keys.hash(&desc);
+                            out.push((seq, desc, hash));
+                            seq += 1;
+                            if out.len() == STATES_PER_MESSAGE {
+                                let full = std::mem::take(&mut out);
+                                gone |= tx.send(Keyed::States(full)).is_err();
+                            }
+                        },
+                    );
+                    // A setting out of range was refused above.
+                    let cov = cov.unwrap_or_default();
+                    if gone
+                        || tx.send(Keyed::States(out)).is_err()
+                        || tx.send(Keyed::Covered(cov)).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        for keyed in rx.iter() {
+            match keyed {
+                Keyed::States(states) => {
+                    for (at, desc, hash) in states {
+                        take(at, desc, hash);
+                    }
+                }
+                Keyed::Covered(cov) => {
+                    coverage.crash_points += cov.crash_points;
+                    coverage
+                        .partial_crash_points
+                        .extend(cov.partial_crash_points);
+                    coverage.subsets_not_covered = coverage
+                        .subsets_not_covered
+                        .saturating_add(cov.subsets_not_covered);
+                }
+            }
+        }
+    });
+    coverage.partial_crash_points.sort_unstable();
+    Ok(coverage)
 }
 
 /// Whether storage can tear a write the way `desc` asks (a model offers
