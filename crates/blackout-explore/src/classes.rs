@@ -85,10 +85,12 @@ fn op_shape(op: &Op, size_before: u64) -> String {
     let mut s = format!("{} {role}", op.syscall);
     match &op.kind {
         OpKind::Write { off, data, .. } => {
+            // Its size to the power of two above: a file rewritten a
+            // little longer each time is rewritten alike.
             s.push_str(&format!(
-                " {} {}B",
+                " {} ≤{}B",
                 place(*off, data.len, size_before),
-                data.len
+                data.len.max(1).next_power_of_two()
             ));
         }
         OpKind::Truncate { size, .. } => {

@@ -165,28 +165,21 @@ fn alike(ops: &[Op], u: &Unit) -> (std::mem::Discriminant<OpKind>, Option<Ino>, 
 }
 
 /// The positions in `units` a family of states takes one unit at: every
-/// one, or with representatives `r`, `r` spread over each run of
-/// consecutive alike units (a thousand appends of a megabyte to one file
-/// stand for each other).
+/// one, or with representatives `r`, `r` of each set of alike units,
+/// spread from its first to its last (a thousand appends of a megabyte to
+/// one file stand for each other, and so do the creations of a temporary
+/// file between them), in order.
 fn chosen(ops: &[Op], units: &[Unit], representatives: Option<usize>) -> Vec<usize> {
     let Some(r) = representatives else {
         return (0..units.len()).collect();
     };
-    let mut out = Vec::new();
-    let mut run: Vec<usize> = Vec::new();
-    for i in 0..units.len() {
-        if run
-            .last()
-            .is_some_and(|&j| alike(ops, &units[j]) != alike(ops, &units[i]))
-        {
-            out.extend(spread(&run, r));
-            run.clear();
-        }
-        run.push(i);
+    type Alike = (std::mem::Discriminant<OpKind>, Option<Ino>, Part, u64);
+    let mut sets: std::collections::HashMap<Alike, Vec<usize>> = Default::default();
+    for (i, u) in units.iter().enumerate() {
+        sets.entry(alike(ops, u)).or_default().push(i);
     }
-    if !run.is_empty() {
-        out.extend(spread(&run, r));
-    }
+    let mut out: Vec<usize> = sets.values().flat_map(|set| spread(set, r)).collect();
+    out.sort_unstable();
     out
 }
 
