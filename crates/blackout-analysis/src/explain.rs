@@ -786,30 +786,30 @@ pub fn with_sync(trace: &Trace, fix: &SyncFix) -> Trace {
 /// A copy of `trace` with every fix's fsync inserted (the same place and
 /// inode once), and the indices the added ops have in it.
 pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
-    let mut t = trace.clone();
     let mut places: Vec<(usize, Ino, &SyncFix)> =
         fixes.iter().map(|f| (f.after, f.ino, f)).collect();
-    places.sort_by_key(|p| std::cmp::Reverse((p.0, p.1)));
+    places.sort_by_key(|p| (p.0, p.1));
     places.dedup_by(|a, b| (a.0, a.1) == (b.0, b.1));
-    // From the last place to the first, so earlier places keep their index.
-    for (after, ino, fix) in &places {
-        let at = after + 1;
-        for op in &mut t.ops[at..] {
-            match &mut op.kind {
-                OpKind::Fsync { barrier, .. }
-                | OpKind::Fdatasync { barrier, .. }
-                | OpKind::Sync { barrier }
-                    if *barrier >= at =>
-                {
-                    *barrier += 1;
-                }
-                _ => {}
-            }
+    // A barrier counts the ops below it: the added ones there too.
+    let moved = |barrier: usize| barrier + places.partition_point(|p| p.0 < barrier);
+    let mut ops = Vec::with_capacity(trace.ops.len() + places.len());
+    let mut added = Vec::with_capacity(places.len());
+    let mut next = places.iter().peekable();
+    // One pass, linear in the trace however many syncs are added.
+    for (i, op) in trace.ops.iter().enumerate() {
+        let mut op = op.clone();
+        match &mut op.kind {
+            OpKind::Fsync { barrier, .. }
+            | OpKind::Fdatasync { barrier, .. }
+            | OpKind::Sync { barrier } => *barrier = moved(*barrier),
+            _ => {}
         }
-        let base = &trace.ops[*after];
-        t.ops.insert(
-            at,
-            Op {
+        ops.push(op);
+        while let Some((_, ino, fix)) = next.next_if(|p| p.0 == i) {
+            let base = &trace.ops[i];
+            let at = ops.len();
+            added.push(at);
+            ops.push(Op {
                 kind: OpKind::Fsync {
                     ino: *ino,
                     barrier: at,
@@ -822,16 +822,11 @@ pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
                 stack: Vec::new(),
                 origin: None,
                 volatile: false,
-            },
-        );
+            });
+        }
     }
-    // Places in ascending order: the j-th added op sits after j earlier ones.
-    let added = places
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(j, (after, _, _))| after + 1 + j)
-        .collect();
+    let mut t = trace.clone();
+    t.ops = ops;
     (t, added)
 }
 

@@ -5,11 +5,13 @@
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{Cache, Pool};
 use blackout_explore::dedup::{distinct_states_watched, simplicity, ModelStates, Watch};
+use blackout_explore::dedup::{key_of, StateKey};
 use blackout_explore::enumerate::{ExploreConfig, Representatives, StateDesc};
+use blackout_explore::keys::Keyer;
 use blackout_explore::model::Model;
 use blackout_oplog::promises::Outputs;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -108,8 +110,8 @@ pub fn fix_time_bound(run_seconds: f64) -> Duration {
     Duration::try_from_secs_f64(run_seconds).map_or(least, |d| d.max(least))
 }
 
-/// One model's result: its verdict, failing states, and their causes grouped,
-/// each with its fix verified.
+/// One model's result: its verdict, failing states, and their causes
+/// grouped; their fixes are verified next ([`verify_fixes`]).
 pub fn model_report(
     s: &Analysis<'_>,
     m: &ModelStates,
@@ -124,18 +126,41 @@ pub fn model_report(
     } else {
         Verdict::Pass
     };
-    let mut groups = group_causes(s, &failing, cache);
+    let groups = group_causes(s, &failing, cache)?;
+    Ok(ModelReport {
+        model: m.model,
+        verdict,
+        states: m.states,
+        distinct: m.reach.len(),
+        failing,
+        errors,
+        coverage: m.coverage.clone(),
+        causes: groups,
+        fix_set: None,
+    })
+}
+
+/// Verifies the fixes of a model's causes ([`model_report`]): each
+/// distinct fix once, then the smallest set of syncs that fixes them all.
+/// Stops at [`Analysis::fix_deadline`].
+pub fn verify_fixes(
+    s: &Analysis<'_>,
+    report: &mut ModelReport,
+    cache: &mut Cache,
+) -> Result<(), RunError> {
+    let model = report.model;
+    let representatives = report.coverage.classes.is_some();
     // Verify each distinct fix once, in the order of the causes (most
     // serious first, so a small budget goes to them). A cause
     // found at one source line is fixed at every op that line issued; one
     // found at representative crash points, at every op like its blamed
     // ones.
     let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
-    for g in groups.iter_mut() {
+    for g in report.causes.iter_mut() {
         if g.fixes.is_empty() {
             continue;
         }
-        let like = if m.coverage.classes.is_some() && g.source.is_none() {
+        let like = if representatives && g.source.is_none() {
             like_ops_fixes(s.pool.trace, &mut g.fixes)
         } else {
             None
@@ -149,26 +174,14 @@ pub fn model_report(
                 source: g.source.as_deref(),
                 like: like.as_deref(),
             };
-            g.fix = verify_fix(s, m.model, &fixes, said, cache)?;
+            g.fix = verify_fix(s, model, &fixes, said, cache)?;
             verified.push((fixes, g.fix.clone()));
         }
     }
-    let fix_set = if verdict == Verdict::Fail && s.fix_verifications > 0 {
-        fix_set(s, m.model, &groups, cache)?
-    } else {
-        None
-    };
-    Ok(ModelReport {
-        model: m.model,
-        verdict,
-        states: m.states,
-        distinct: m.reach.len(),
-        failing,
-        errors,
-        coverage: m.coverage.clone(),
-        causes: groups,
-        fix_set,
-    })
+    if report.verdict == Verdict::Fail && s.fix_verifications > 0 {
+        report.fix_set = fix_set(s, model, &report.causes, cache)?;
+    }
+    Ok(())
 }
 
 /// Where a cause is: the source line that issued its blamed ops when it is
@@ -318,35 +331,93 @@ impl Building {
     }
 }
 
+/// The content keys of states of a trace, made along the crash points as
+/// the keyer makes them: explaining a cause asks about every crash point
+/// from its blamed op to its crash, so building each key from the first
+/// op would be quadratic in the trace. The key of each crash point with
+/// nothing lost is made once, all of them in order up to the latest asked
+/// for; those of states that lost or tore something are cheap when asked
+/// in crash-point order (a run's states are explained in that order).
+struct Known<'t> {
+    outputs: &'t Outputs,
+    /// Keys of states with nothing lost, made in crash-point order.
+    plain_keys: Keyer<'t>,
+    /// Keys of states that lost or tore something.
+    keys: Keyer<'t>,
+    /// Those already made: the states that lost one unit each are asked
+    /// about again for every failing state at their crash point.
+    made: HashMap<StateDesc, StateKey>,
+    /// The key of each crash point with nothing lost, up to the latest
+    /// asked for.
+    plain: Vec<StateKey>,
+}
+
+impl<'t> Known<'t> {
+    fn new(trace: &'t Trace, outputs: &'t Outputs, sector: u64) -> Known<'t> {
+        Known {
+            outputs,
+            plain_keys: Keyer::new(trace, sector),
+            keys: Keyer::new(trace, sector),
+            made: HashMap::new(),
+            plain: Vec::new(),
+        }
+    }
+
+    fn key(&mut self, d: &StateDesc) -> StateKey {
+        if !d.lost.is_empty() || d.torn.is_some() {
+            if let Some(key) = self.made.get(d) {
+                return *key;
+            }
+            let key = key_of(self.keys.hash(d), self.outputs, d.crash);
+            self.made.insert(d.clone(), key);
+            return key;
+        }
+        while self.plain.len() <= d.crash {
+            let c = self.plain.len();
+            let plain = StateDesc {
+                crash: c,
+                lost: Vec::new(),
+                torn: None,
+            };
+            let key = key_of(self.plain_keys.hash(&plain), self.outputs, c);
+            self.plain.push(key);
+        }
+        self.plain[d.crash]
+    }
+
+    fn fails(&mut self, cache: &Cache, d: &StateDesc) -> bool {
+        cache.get(&self.key(d)).is_some_and(Outcome::is_fail)
+    }
+}
+
 /// Failing states (simplest first) grouped into causes: one per kind and
 /// place, over the window of crash points and ops where it bites, most
 /// serious first (what it breaks), then in the order of their simplest
 /// states.
-fn group_causes(s: &Analysis<'_>, failing: &[Checked], cache: &mut Cache) -> Vec<CauseGroup> {
+fn group_causes(
+    s: &Analysis<'_>,
+    failing: &[Checked],
+    cache: &mut Cache,
+) -> Result<Vec<CauseGroup>, RunError> {
     let cx = explain::Context::new(s.pool.trace, s.pool.outputs);
-    // Whether each crash point fails with nothing lost, asked once each.
-    let mut plain: Vec<Option<bool>> = vec![None; s.pool.trace.ops.len() + 1];
-    let mut fails = |d: &StateDesc| {
-        let known = |d: &StateDesc| cache.get(&s.pool.key(d)).is_some_and(Outcome::is_fail);
-        if !d.lost.is_empty() || d.torn.is_some() {
-            return known(d);
-        }
-        match plain.get(d.crash).copied().flatten() {
-            Some(f) => f,
-            None => {
-                let f = known(d);
-                if let Some(p) = plain.get_mut(d.crash) {
-                    *p = Some(f);
-                }
-                f
-            }
-        }
-    };
+    let mut known = Known::new(s.pool.trace, s.pool.outputs, s.pool.cfg.sector);
     let synced = Synced::of(s.pool.trace);
     let mut groups: Vec<Building> = Vec::new();
-    for c in failing {
+    // Explained in crash-point order (the keys it asks for are made along
+    // the crash points), grouped simplest first.
+    let mut order: Vec<usize> = (0..failing.len()).collect();
+    order.sort_by_key(|&i| failing[i].crash);
+    let mut causes: Vec<Option<explain::Cause>> = (0..failing.len()).map(|_| None).collect();
+    for i in order {
+        if s.pool.cancelled() {
+            return Err(RunError::Interrupted);
+        }
+        let fails = &mut |d: &StateDesc| known.fails(cache, d);
+        causes[i] = Some(explain::explain(&cx, &failing[i].desc(), fails));
+    }
+    for (c, cause) in failing.iter().zip(causes) {
         let desc = c.desc();
-        let cause = explain::explain(&cx, &desc, &mut fails);
+        let Some(cause) = cause else { continue };
         let source = s.pool.trace.ops[cause.blamed.op]
             .origin
             .as_ref()
@@ -372,7 +443,7 @@ fn group_causes(s: &Analysis<'_>, failing: &[Checked], cache: &mut Cache) -> Vec
             Some(false)
         } else {
             cache
-                .get(&s.pool.key(&nothing_lost))
+                .get(&known.key(&nothing_lost))
                 .map(|o| *o == Outcome::Pass)
         };
         let kind = cause.kind;
@@ -414,7 +485,7 @@ fn group_causes(s: &Analysis<'_>, failing: &[Checked], cache: &mut Cache) -> Vec
     // Most serious first (what its worst state breaks, then what its
     // simplest state breaks); the sort is stable, so simplest first within.
     groups.sort_by_key(|b| (b.breaks, b.simplest_breaks));
-    groups.into_iter().map(|b| b.group).collect()
+    Ok(groups.into_iter().map(|b| b.group).collect())
 }
 
 /// Verifications one fix-set search may make.
@@ -808,10 +879,9 @@ pub fn verify_fix(
     let m = &explored.models[0];
     let (failing, _) = sorted_results(&s2, m, &results);
     let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
+    let mut known = Known::new(&trace, &outputs, s.pool.cfg.sector);
     let still = failing.first().map(|c| {
-        let cause = explain::explain(&cx, &c.desc(), &mut |d| {
-            cache.get(&s2.pool.key(d)).is_some_and(Outcome::is_fail)
-        });
+        let cause = explain::explain(&cx, &c.desc(), &mut |d| known.fails(cache, d));
         (c.id.clone(), cause.sentence)
     });
     Ok(Some(FixCheck {

@@ -7,6 +7,7 @@
 //! made, only directories are descended into (a symlink is created as a link,
 //! never followed), and a directory reachable twice is written once.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
@@ -212,14 +213,14 @@ impl<'t> Kept<'t> {
         self,
         size: impl FnOnce(Ino) -> u64,
         sector: u64,
-    ) -> (OpKind, Data<'t>, Halves) {
+    ) -> (Cow<'t, OpKind>, Data<'t>, Halves) {
         let whole = |data: &DataRef| Data::Blob(&self.trace.data, *data);
         match (self.kind, self.torn) {
             (OpKind::Write { ino, off, data }, Some(tear)) => {
                 let size_before = size(*ino);
                 match tear.cut(*off, data.len, size_before, sector) {
                     Some(Cut::Prefix(n)) => (
-                        self.kind.clone(),
+                        Cow::Borrowed(self.kind),
                         Data::Blob(
                             &self.trace.data,
                             DataRef {
@@ -232,15 +233,17 @@ impl<'t> Kept<'t> {
                     Some(Cut::SizeOnly) => {
                         let size = size_before.max(off + data.len);
                         let grow = OpKind::Truncate { ino: *ino, size };
-                        (grow, Data::Bytes(&[]), self.halves)
+                        (Cow::Owned(grow), Data::Bytes(&[]), self.halves)
                     }
                     // A tear storage cannot make: the write whole
                     // (exploration does not ask for one).
-                    None => (self.kind.clone(), whole(data), self.halves),
+                    None => (Cow::Borrowed(self.kind), whole(data), self.halves),
                 }
             }
-            (OpKind::Write { data, .. }, None) => (self.kind.clone(), whole(data), self.halves),
-            _ => (self.kind.clone(), Data::Bytes(&[]), self.halves),
+            (OpKind::Write { data, .. }, None) => {
+                (Cow::Borrowed(self.kind), whole(data), self.halves)
+            }
+            _ => (Cow::Borrowed(self.kind), Data::Bytes(&[]), self.halves),
         }
     }
 }

@@ -23,7 +23,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
 
-use blackout_analysis::group::{fix_time_bound, model_report, Analysis, FIX_VERIFICATIONS_MAX};
+use blackout_analysis::group::{
+    fix_time_bound, model_report, verify_fixes, Analysis, FIX_VERIFICATIONS_MAX,
+};
 use blackout_analysis::report::{Checked, ModelReport, RunReport, Verdict};
 pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
@@ -535,15 +537,20 @@ fn finish(
     if let Some(stop) = rejects_the_start(s, &start.cache) {
         return Ok(start.stop(stop));
     }
+    let mut models = Vec::new();
+    for m in &start.explored.models {
+        models.push(model_report(s, m, &results, &mut start.cache)?);
+    }
+    // The bound is for verifying fixes alone: explaining the failing
+    // states, before it, is not cut short.
     let bound = fix_time_bound(start.explore_seconds + check_seconds);
     let t0 = Instant::now();
     let s = &Analysis {
         fix_deadline: Some(t0 + bound),
         ..*s
     };
-    let mut models = Vec::new();
-    for m in &start.explored.models {
-        models.push(model_report(s, m, &results, &mut start.cache)?);
+    for m in &mut models {
+        verify_fixes(s, m, &mut start.cache)?;
     }
     let fix_seconds = t0.elapsed().as_secs_f64();
     let (verdict, reason) = verdict_of(&models);
