@@ -416,7 +416,7 @@ struct ExploreArgs {
     /// Explore N crash points of each class of crash points whose pending
     /// work has the same shape (the same calls from the same lines on files
     /// of the same role, the same promise status), and count the rest; at
-    /// each, under posix, a few of each run of alike pending ops stand for
+    /// each, under posix, a few of each set of alike pending ops stand for
     /// the rest. The default above 500 ops or 8 MiB written, with 3 per
     /// class.
     #[arg(long, value_name = "N", conflicts_with = "exhaustive", value_parser = clap::value_parser!(u64).range(1..))]

@@ -600,7 +600,7 @@ pub struct CrashPoint<'a> {
     pub cfg: &'a ExploreConfig,
     /// Set from outside to stop.
     pub cancel: Option<&'a AtomicBool>,
-    /// With representative exploration, how many of a run of alike
+    /// With representative exploration, how many of a set of alike
     /// pending units a model's families of states take (see
     /// [`Representatives::per_class`]); `None` for all.
     pub representatives: Option<usize>,

@@ -182,7 +182,7 @@ pub fn classes_text(classes: &[blackout_explore::enumerate::ClassCount]) -> Stri
         .collect();
     let more = classes.len().saturating_sub(CLASSES_SHOWN);
     format!(
-        ". By representatives: {explored} of {total} crash points explored, a few of each of {} classes whose pending work has the same shape, and at each, under posix, a few of each run of alike pending ops (the same call, file and length) lost, kept, cut at or torn one at a time (--exhaustive explores every one); the largest: {}{}",
+        ". By representatives: {explored} of {total} crash points explored, a few of each of {} classes whose pending work has the same shape, and at each, under posix, a few of each set of alike pending ops (the same call, file and length) lost, kept, cut at or torn one at a time (--exhaustive explores every one); the largest: {}{}",
         classes.len(),
         shown.join("; "),
         if more > 0 { format!("; and {more} smaller classes") } else { String::new() }

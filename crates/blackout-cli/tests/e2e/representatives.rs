@@ -2,7 +2,7 @@
 //! on every example program (the document save, the small engines, the
 //! kvstore bugs; the SQLite workload in every journal mode and level is
 //! the SQLite matrix's own comparison), a run with one crash point per
-//! class, and one of each run of alike pending ops at each, gives the same
+//! class, and one of each set of alike pending ops at each, gives the same
 //! posix verdict, cause kinds and blamed ops as a run over every crash
 //! point of the same trace.
 
