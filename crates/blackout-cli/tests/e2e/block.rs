@@ -548,6 +548,28 @@ pub struct Example {
     pub flags: Vec<String>,
 }
 
+/// What [`every_example`] needs: the in-place engine's reference files (in
+/// the scratch directory returned) and the kvstore binary, built.
+pub fn example_inputs() -> (Scratch, PathBuf) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = std::process::Command::new(cargo)
+        .args(["build", "-q", "-p", "kvstore", "--message-format", "short"])
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let kvstore = crate::common::repo().join("target/debug/kvstore");
+    let refs = Scratch::new();
+    let engines = crate::common::repo().join("tests/engines");
+    let status = std::process::Command::new("python3")
+        .arg(engines.join("inplace.py"))
+        .args(["--blocks", "16", "refs"])
+        .arg(refs.path(""))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    (refs, kvstore)
+}
+
 /// Every example program of the repository that runs from the command
 /// line with a checker: the document save, the SQLite workload in every
 /// journal mode and synchronous level, the small engines of
@@ -654,22 +676,7 @@ fn differential_check_over_every_example() {
     if !block_backend_available() || !crate::common::have_tool("sqlite3") {
         return;
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let built = std::process::Command::new(cargo)
-        .args(["build", "-q", "-p", "kvstore", "--message-format", "short"])
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let kvstore = crate::common::repo().join("target/debug/kvstore");
-    let refs = Scratch::new();
-    let engines = crate::common::repo().join("tests/engines");
-    let status = std::process::Command::new("python3")
-        .arg(engines.join("inplace.py"))
-        .args(["--blocks", "16", "refs"])
-        .arg(refs.path(""))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let (refs, kvstore) = example_inputs();
     let mut rows = vec![
         "| example | posix model | ext4 | xfs | btrfs | real failures posix misses |".to_string(),
         "|---|---|---|---|---|---|".to_string(),

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::block::every_example;
+use crate::block::{every_example, example_inputs};
 use crate::common::{run_json, text, Scratch};
 
 /// The verdict, and each cause's kind and blamed op.
@@ -38,22 +38,7 @@ fn one_representative_per_class_finds_what_every_crash_point_finds_on_every_exam
     if !crate::common::have_tool("sqlite3") {
         return;
     }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let built = std::process::Command::new(cargo)
-        .args(["build", "-q", "-p", "kvstore", "--message-format", "short"])
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let kvstore = crate::common::repo().join("target/debug/kvstore");
-    let refs = Scratch::new();
-    let engines = crate::common::repo().join("tests/engines");
-    let status = std::process::Command::new("python3")
-        .arg(engines.join("inplace.py"))
-        .args(["--blocks", "16", "refs"])
-        .arg(refs.path(""))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let (refs, kvstore) = example_inputs();
     let (mut compared, mut failing) = (0, 0);
     let examples = every_example(&refs.path(""), &kvstore);
     for ex in examples.iter().filter(|e| !e.name.starts_with("sqlite")) {
@@ -62,17 +47,9 @@ fn one_representative_per_class_finds_what_every_crash_point_finds_on_every_exam
         let trace = trace.to_str().unwrap();
         // As the SQLite matrix runs posix: 16 sampled subsets beyond the
         // exhaustive limit.
-        let mut args: Vec<&str> = vec![
-            "--model",
-            "posix",
-            "--verify-fixes",
-            "0",
-            "--budget",
-            "16",
-            "--exhaustive",
-            "-o",
-            trace,
-        ];
+        let posix = ["--model", "posix", "--verify-fixes", "0", "--budget", "16"];
+        let mut args: Vec<&str> = posix.to_vec();
+        args.extend(["--exhaustive", "-o", trace]);
         if !ex.setup.is_empty() {
             args.extend(["--setup", &ex.setup]);
         }
@@ -80,18 +57,9 @@ fn one_representative_per_class_finds_what_every_crash_point_finds_on_every_exam
         args.extend(["--checker", &ex.checker, "--", "sh", "-c", &ex.workload]);
         let (code, every, out) = run_json(&s, &args);
         assert!(code <= 1, "{}: exit {code}: {}", ex.name, text(&out.stderr));
-        let mut again = vec![
-            "--trace",
-            trace,
-            "--model",
-            "posix",
-            "--verify-fixes",
-            "0",
-            "--budget",
-            "16",
-            "--representatives",
-            "1",
-        ];
+        let mut again = vec!["--trace", trace];
+        again.extend(posix);
+        again.extend(["--representatives", "1"]);
         // The promise prefix is the run's, not the trace's.
         if let Some(i) = ex.flags.iter().position(|f| f == "--ack-prefix") {
             again.extend(["--ack-prefix", &ex.flags[i + 1]]);
