@@ -795,9 +795,9 @@ pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
     let mut ops = Vec::with_capacity(trace.ops.len() + places.len());
     let mut added = Vec::with_capacity(places.len());
     let mut next = places.iter().peekable();
+    let mut t = trace.clone();
     // One pass, linear in the trace however many syncs are added.
-    for (i, op) in trace.ops.iter().enumerate() {
-        let mut op = op.clone();
+    for (i, mut op) in std::mem::take(&mut t.ops).into_iter().enumerate() {
         match &mut op.kind {
             OpKind::Fsync { barrier, .. }
             | OpKind::Fdatasync { barrier, .. }
@@ -825,7 +825,6 @@ pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
             });
         }
     }
-    let mut t = trace.clone();
     t.ops = ops;
     (t, added)
 }

@@ -399,6 +399,9 @@ fn group_causes(
     failing: &[Checked],
     cache: &mut Cache,
 ) -> Result<Vec<CauseGroup>, RunError> {
+    if failing.is_empty() {
+        return Ok(Vec::new());
+    }
     let cx = explain::Context::new(s.pool.trace, s.pool.outputs);
     let mut known = Known::new(s.pool.trace, s.pool.outputs, s.pool.cfg.sector);
     let synced = Synced::of(s.pool.trace);
@@ -407,17 +410,17 @@ fn group_causes(
     // the crash points), grouped simplest first.
     let mut order: Vec<usize> = (0..failing.len()).collect();
     order.sort_by_key(|&i| failing[i].crash);
-    let mut causes: Vec<Option<explain::Cause>> = (0..failing.len()).map(|_| None).collect();
+    let mut causes: Vec<(usize, explain::Cause)> = Vec::with_capacity(failing.len());
     for i in order {
         if s.pool.cancelled() {
             return Err(RunError::Interrupted);
         }
         let fails = &mut |d: &StateDesc| known.fails(cache, d);
-        causes[i] = Some(explain::explain(&cx, &failing[i].desc(), fails));
+        causes.push((i, explain::explain(&cx, &failing[i].desc(), fails)));
     }
-    for (c, cause) in failing.iter().zip(causes) {
+    causes.sort_unstable_by_key(|(i, _)| *i);
+    for (c, (_, cause)) in failing.iter().zip(causes) {
         let desc = c.desc();
-        let Some(cause) = cause else { continue };
         let source = s.pool.trace.ops[cause.blamed.op]
             .origin
             .as_ref()
@@ -879,8 +882,8 @@ pub fn verify_fix(
     let m = &explored.models[0];
     let (failing, _) = sorted_results(&s2, m, &results);
     let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
-    let mut known = Known::new(&trace, &outputs, s.pool.cfg.sector);
     let still = failing.first().map(|c| {
+        let mut known = Known::new(&trace, &outputs, s.pool.cfg.sector);
         let cause = explain::explain(&cx, &c.desc(), &mut |d| known.fails(cache, d));
         (c.id.clone(), cause.sentence)
     });
