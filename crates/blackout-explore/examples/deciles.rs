@@ -12,7 +12,6 @@
 //! threads as there are cores, the distinct states kept with their
 //! descriptions) for its rate.
 
-use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use blackout_explore::dedup::distinct_states;
@@ -22,6 +21,7 @@ use blackout_explore::model::Model;
 use blackout_explore::state::SECTOR_BYTES_DEFAULT;
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
+use rustc_hash::FxHashSet;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -50,7 +50,7 @@ fn main() {
     let tenth = points.len().div_ceil(10);
     // Per decile of crash points: states keyed and the time they took.
     let mut deciles = vec![(0usize, Duration::ZERO); 10];
-    let mut seen: HashSet<([u8; 32], usize)> = HashSet::new();
+    let mut seen: FxHashSet<([u8; 32], usize)> = FxHashSet::default();
     let mut keys = Keyer::new(&trace, SECTOR_BYTES_DEFAULT);
     let started = Instant::now();
     let mut last = started;

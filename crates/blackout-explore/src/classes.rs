@@ -16,11 +16,9 @@
 
 use std::collections::HashMap;
 
-use blackout_oplog::ops::{escape_controls, synced_by, Op, OpKind, Part, Unit};
+use blackout_oplog::ops::{escape_controls, Op, OpKind, Part};
 
-#[cfg(doc)]
-use crate::enumerate::pending_at;
-use crate::enumerate::{spread, ClassCount};
+use crate::enumerate::{spread, unit_spans, ClassCount};
 
 /// The crash points to explore and the classes they stand for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,34 +154,6 @@ fn shape_text(
     text
 }
 
-/// Each pending unit: when it starts being pending (just after its op)
-/// and when a sync covering it has completed (never: `usize::MAX`), as
-/// [`pending_at`] decides.
-fn unit_spans(ops: &[Op]) -> Vec<(Unit, usize, usize)> {
-    let synced = synced_by(ops);
-    let after = |s: Option<usize>| s.map_or(usize::MAX, |s| s + 1);
-    let mut spans = Vec::new();
-    for (i, op) in ops.iter().enumerate() {
-        if !op.kind.is_durable_change() {
-            continue;
-        }
-        let unit = |part| Unit { op: i, part };
-        match &op.kind {
-            OpKind::Rename {
-                from_dir, to_dir, ..
-            } if from_dir != to_dir => {
-                spans.push((unit(Part::Dest), i + 1, after(synced[i].main)));
-                spans.push((unit(Part::Source), i + 1, after(synced[i].source)));
-            }
-            _ => {
-                let end = after(synced[i].main).max(after(synced[i].source));
-                spans.push((unit(Part::Whole), i + 1, end));
-            }
-        }
-    }
-    spans
-}
-
 /// The classes of the crash points `0..=ops.len()` and `per_class`
 /// representatives of each.
 ///
@@ -292,6 +262,7 @@ mod tests {
     use super::*;
     use crate::enumerate::{pending_at, spread};
     use blackout_oplog::ops::test_ops::{op, write};
+    use blackout_oplog::ops::{synced_by, Unit};
 
     #[test]
     fn representatives_spread_from_the_first_to_the_last() {

@@ -2,12 +2,12 @@
 //! built and deduplicated by content (the visible tree plus the bytes printed
 //! before the crash), each kept under its simplest description.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use blackout_oplog::ops::OpKind;
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
+use rustc_hash::FxHashMap;
 
 use crate::classes::classes;
 use crate::enumerate::{enumerate_points, ConfigError, Coverage, ExploreConfig, StateDesc};
@@ -126,7 +126,7 @@ pub fn distinct_states_watched(
     }
     let cancelled = || watch.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     let mut built = 0usize;
-    let mut index: HashMap<StateKey, usize> = HashMap::new();
+    let mut index: FxHashMap<StateKey, usize> = FxHashMap::default();
     let mut distinct: Vec<Distinct> = Vec::new();
     // Where each distinct state first appeared: (model, position in its
     // enumeration). States are taken in whatever order threads key them;
@@ -151,7 +151,7 @@ pub fn distinct_states_watched(
     for (m, &model) in models.iter().enumerate() {
         // Per distinct state this model reaches: its simplest description
         // here and where the model first reached it.
-        let mut reach: HashMap<usize, (StateDesc, u64)> = HashMap::new();
+        let mut reach: FxHashMap<usize, (StateDesc, u64)> = FxHashMap::default();
         let mut states = 0usize;
         let mut coverage = keyed(
             trace,

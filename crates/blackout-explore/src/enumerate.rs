@@ -509,6 +509,87 @@ pub fn pending_at(ops: &[Op], synced: &[SyncedBy], k: usize) -> Vec<Unit> {
     out
 }
 
+/// Each pending unit: when it starts being pending (just after its op)
+/// and when a sync covering it has completed (never: `usize::MAX`), as
+/// [`pending_at`] decides.
+pub(crate) fn unit_spans(ops: &[Op]) -> Vec<(Unit, usize, usize)> {
+    let synced = synced_by(ops);
+    let after = |s: Option<usize>| s.map_or(usize::MAX, |s| s + 1);
+    let mut spans = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        if !op.kind.is_durable_change() {
+            continue;
+        }
+        let unit = |part| Unit { op: i, part };
+        match &op.kind {
+            OpKind::Rename {
+                from_dir, to_dir, ..
+            } if from_dir != to_dir => {
+                spans.push((unit(Part::Dest), i + 1, after(synced[i].main)));
+                spans.push((unit(Part::Source), i + 1, after(synced[i].source)));
+            }
+            _ => {
+                let end = after(synced[i].main).max(after(synced[i].source));
+                spans.push((unit(Part::Whole), i + 1, end));
+            }
+        }
+    }
+    spans
+}
+
+/// The units pending at ascending crash points, kept up as the crash
+/// point moves (each unit added once and dropped once): the same units, in
+/// the same order, as [`pending_at`] gives.
+struct PendingAlong {
+    spans: Vec<(Unit, usize, usize)>,
+    /// Spans before this one have started.
+    next: usize,
+    /// The units pending, and the crash point each stops being pending at.
+    units: Vec<Unit>,
+    ends: Vec<usize>,
+    /// The earliest of those crash points.
+    first_end: usize,
+}
+
+impl PendingAlong {
+    fn new(ops: &[Op]) -> PendingAlong {
+        PendingAlong {
+            spans: unit_spans(ops),
+            next: 0,
+            units: Vec::new(),
+            ends: Vec::new(),
+            first_end: usize::MAX,
+        }
+    }
+
+    /// The units pending at crash point `k` (at least the last one asked).
+    fn at(&mut self, k: usize) -> &[Unit] {
+        while let Some(&(unit, from, to)) = self.spans.get(self.next) {
+            if from > k {
+                break;
+            }
+            self.next += 1;
+            self.units.push(unit);
+            self.ends.push(to);
+            self.first_end = self.first_end.min(to);
+        }
+        if self.first_end <= k {
+            let mut keep = 0;
+            for i in 0..self.units.len() {
+                if self.ends[i] > k {
+                    self.units[keep] = self.units[i];
+                    self.ends[keep] = self.ends[i];
+                    keep += 1;
+                }
+            }
+            self.units.truncate(keep);
+            self.ends.truncate(keep);
+            self.first_end = self.ends.iter().copied().min().unwrap_or(usize::MAX);
+        }
+        &self.units
+    }
+}
+
 /// Enumerates the crash states a model allows, calling `emit` for each
 /// (possibly with repeats across crash points; the caller dedups by content).
 /// Returns what was not covered.
@@ -548,6 +629,7 @@ pub fn enumerate_points(
     let synced = synced_by(ops);
     let representatives = cfg.representatives.per_class(ops);
     let mut cov = Coverage::default();
+    let mut along = PendingAlong::new(ops);
     for &k in points.iter().filter(|&&k| k <= ops.len()) {
         cov.crash_points += 1;
         let point = CrashPoint {
@@ -557,6 +639,7 @@ pub fn enumerate_points(
             cfg,
             cancel,
             representatives,
+            pending: along.at(k),
         };
         if point.stopped() {
             break;
@@ -604,6 +687,8 @@ pub struct CrashPoint<'a> {
     /// pending units a model's families of states take (see
     /// [`Representatives::per_class`]); `None` for all.
     pub representatives: Option<usize>,
+    /// The units still pending here, as [`pending_at`] gives them.
+    pub pending: &'a [Unit],
 }
 
 impl CrashPoint<'_> {
@@ -619,11 +704,6 @@ impl CrashPoint<'_> {
     /// Whether the enumeration should stop now.
     pub fn stopped(&self) -> bool {
         self.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
-    }
-
-    /// The units still pending here.
-    pub fn pending(&self) -> Vec<Unit> {
-        pending_at(self.ops, self.synced, self.k)
     }
 }
 
@@ -751,6 +831,54 @@ mod tests {
         assert_eq!(lost_alone(&all).len(), 101);
         let torn: Vec<usize> = few.iter().filter_map(|s| s.torn.map(|t| t.0)).collect();
         assert_eq!(torn.len(), 4 * Tear::ALL.len());
+    }
+
+    #[test]
+    fn pending_kept_up_along_the_crash_points_is_pending_at_each() {
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for round in 0..60 {
+            let n = (next() % 50) as usize;
+            let ops: Vec<Op> = (0..n)
+                .map(|i| {
+                    let ino = 1 + (next() % 4) as u32;
+                    op(match next() % 5 {
+                        0 => OpKind::Fsync {
+                            ino,
+                            barrier: i,
+                            implied: false,
+                        },
+                        1 => OpKind::Rename {
+                            from_dir: 1,
+                            from_name: "a".into(),
+                            to_dir: 1 + (next() % 2) as u32,
+                            to_name: "b".into(),
+                            ino: 5,
+                            replaced: None,
+                            exchange: false,
+                        },
+                        _ => write(ino).kind,
+                    })
+                })
+                .collect();
+            let synced = synced_by(&ops);
+            // Every crash point, then every third.
+            for step in [1, 3] {
+                let mut along = PendingAlong::new(&ops);
+                for k in (0..=n).step_by(step) {
+                    assert_eq!(
+                        along.at(k),
+                        pending_at(&ops, &synced, k),
+                        "round {round}, c{k}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

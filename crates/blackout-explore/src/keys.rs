@@ -12,16 +12,18 @@
 //! replays only its damaged inodes' pending ops, and rehashes only the
 //! blocks its damaged ops could change.
 
-use std::collections::HashMap;
+use std::collections::BTreeSet;
 
 use blackout_oplog::contents::Data;
 use blackout_oplog::ops::{synced_by, Ino, InodeKind, OpKind, Part, SyncedBy};
 use blackout_oplog::store::{self, Halves, InodeState};
 use blackout_oplog::trace::Trace;
+use rustc_hash::FxHashMap;
 
 use crate::enumerate::{Cut, StateDesc, Tear};
 use crate::state::{
-    block_term, file_hash, tree_hash, written_blocks, FsState, Kept, Term, HASH_BLOCK_BYTES,
+    block_term, file_hash, tree_hash, written_blocks, FsState, Kept, Term, TreeTemplate,
+    HASH_BLOCK_BYTES,
 };
 
 /// Content hashes of crash states, for states asked in crash-point order.
@@ -59,17 +61,34 @@ pub struct Keyer<'t> {
     before: Vec<InodeState>,
     /// For each file, the shares of its written blocks in `full`, and
     /// their sum.
-    terms: Vec<HashMap<usize, Term>>,
+    terms: Vec<FxHashMap<usize, Term>>,
     sums: Vec<Term>,
+    /// For each file, its hash in `full`, once asked.
+    file_hashes: Vec<Option<blake3::Hash>>,
+    /// What the tree hash of `full` hashes, files left as slots; `None`
+    /// once an op changed a directory or link.
+    template: Option<TreeTemplate>,
     /// The hash of `full`, once asked.
     plain: Option<blake3::Hash>,
+    /// For each file, its pending writes by block.
+    listed: Vec<Listed>,
+    /// For each op, the state (numbered by `stamp`) that last said it
+    /// lost it whole; the halves of renames a state lost, apart.
+    lost_by: Vec<u32>,
+    stamp: u32,
+    halves_lost: Vec<(usize, Part)>,
+    /// Blocks a state damages in one file (reused).
+    blocks: Vec<usize>,
     /// States whose key was built from the first op (asked out of order,
     /// or losing an op this keyer thought durable).
     rebuilt: u64,
     /// Shares of blocks as states kept them, by what made the block: a
     /// crash point's states lose different ops of one window, and a block
     /// most of them make alike is hashed once.
-    made: HashMap<Box<[u64]>, Term>,
+    made: FxHashMap<Box<[u64]>, Term>,
+    /// The same, for makings of at most [`SMALL_SIG`] words (most: kept
+    /// inline, found without following a pointer).
+    made_small: FxHashMap<[u64; SMALL_SIG], Term>,
     /// What made a block, as words (compared whole: no two makings share
     /// an entry).
     sig: Vec<u64>,
@@ -79,6 +98,38 @@ pub struct Keyer<'t> {
 /// Blocks whose shares [`Keyer`] remembers, at most (then it forgets them
 /// all): about a hundred bytes each.
 pub const BLOCKS_REMEMBERED: usize = 1 << 18;
+
+/// Words of a block's making kept inline (zeros after the last word).
+const SMALL_SIG: usize = 8;
+
+/// A file's pending ops since its first pending op (`front`), listed up to
+/// the crash point asked: the writes on each block, in order, so a state's
+/// block is made of the writes it kept there, told apart by which.
+#[derive(Debug, Default)]
+struct Listed {
+    /// The position in the file's ops of its first pending op when listed.
+    front: usize,
+    /// The position in the file's ops up to which its ops are listed.
+    upto: usize,
+    /// The pending writes over each block, ascending.
+    by_block: FxHashMap<usize, Vec<usize>>,
+    /// The shares of blocks as they were before the first pending op, by
+    /// block and bytes hashed: what a state that lost every write over a
+    /// block holds there (most blocks of states that lose much).
+    bare: FxHashMap<(usize, u64), Term>,
+    /// The pending ops that can move the file's lengths (writes, and
+    /// allocations that grow the size), by where they end: a state's
+    /// lengths are found from the furthest ends down, past those it lost.
+    ends: BTreeSet<(u64, usize)>,
+    /// The file's size before each pending op (by its place among them)
+    /// with every op kept, and after the last.
+    sizes: Vec<u64>,
+    size: u64,
+    /// Whether a pending op truncates or zeroes: where those fall depends
+    /// on the lengths every op moves, and the file's states are then made
+    /// from every pending op ([`Keyer::file_replayed`]).
+    wide: bool,
+}
 
 /// What a kept data op does to a file's bytes, for replaying one block.
 #[derive(Debug, Clone, Copy)]
@@ -168,27 +219,42 @@ fn blocks_of(ranges: &[(u64, u64)], top: u64) -> Vec<usize> {
     blocks
 }
 
-/// What each of `blocks` is made of, in order: the writes over it; `None`
-/// when `effects` truncate or zero (where those fall depends on the
-/// lengths every write moves: every block is made of all of them).
-fn effects_by_block(blocks: &[usize], effects: &[Effect]) -> Option<Vec<Vec<Effect>>> {
-    if effects.iter().any(|e| !matches!(e, Effect::Write { .. })) {
-        return None;
-    }
+/// What each of `blocks` is made of, in order: the effects that reach
+/// into it. A block's bytes are the file's before its first pending op
+/// with those replayed: a truncate or zeroing that starts past the block
+/// leaves it as it is, and what a block holds past the file's written
+/// length reads as zeros whatever the other blocks hold, so the lengths
+/// the other effects move make no difference to it.
+fn effects_by_block(blocks: &[usize], effects: &[Effect]) -> Vec<Vec<Effect>> {
     let b = HASH_BLOCK_BYTES as u64;
     let mut on = vec![Vec::new(); blocks.len()];
     for e in effects {
-        if let Effect::Write { off, len, .. } = *e {
-            let first = blocks.partition_point(|&i| (i as u64 + 1) * b <= off);
-            for (at, &i) in blocks.iter().enumerate().skip(first) {
-                if i as u64 * b >= off + len {
-                    break;
-                }
-                on[at].push(*e);
+        let (lo, hi) = match *e {
+            Effect::Write { off, len, .. } => (off, off + len),
+            Effect::Truncate { size } => (size, u64::MAX),
+            Effect::Zero { off, end } => (off, end),
+        };
+        let first = blocks.partition_point(|&i| (i as u64 + 1) * b <= lo);
+        for (at, &i) in blocks.iter().enumerate().skip(first) {
+            if i as u64 * b >= hi {
+                break;
             }
+            on[at].push(*e);
         }
     }
-    Some(on)
+    on
+}
+
+/// A making of at most [`SMALL_SIG`] words, padded with zeros. No two
+/// makings pad alike: those of [`Keyer::block_kept`] have six words and
+/// then words of kept writes, the last of them not zero, and those of
+/// [`Keyer::block_replayed`] a fifth word the others never have.
+fn small(sig: &[u64]) -> Option<[u64; SMALL_SIG]> {
+    (sig.len() <= SMALL_SIG).then(|| {
+        let mut key = [0; SMALL_SIG];
+        key[..sig.len()].copy_from_slice(sig);
+        key
+    })
 }
 
 /// A range between two lengths.
@@ -210,7 +276,7 @@ impl<'t> Keyer<'t> {
             }
         }
         let mut buf = Vec::new();
-        let mut terms = vec![HashMap::new(); n];
+        let mut terms = vec![FxHashMap::default(); n];
         let mut sums = vec![Term::default(); n];
         for (ino, node) in full.inodes.iter().enumerate() {
             if node.kind != InodeKind::File {
@@ -236,9 +302,24 @@ impl<'t> Keyer<'t> {
             front: vec![0; n],
             terms,
             sums,
+            file_hashes: vec![None; n],
+            template: None,
             plain: None,
+            // Listed for no front yet: each starts from its file's state
+            // when first listed.
+            listed: (0..n)
+                .map(|_| Listed {
+                    front: usize::MAX,
+                    ..Listed::default()
+                })
+                .collect(),
+            lost_by: vec![0; trace.ops.len()],
+            stamp: 0,
+            halves_lost: Vec::new(),
+            blocks: Vec::new(),
             rebuilt: 0,
-            made: HashMap::new(),
+            made: FxHashMap::default(),
+            made_small: FxHashMap::default(),
             sig: Vec::new(),
             buf,
         }
@@ -265,17 +346,30 @@ impl<'t> Keyer<'t> {
         if damaged.is_empty() {
             return self.plain_hash();
         }
-        let mut lost: Vec<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
-        lost.sort_unstable();
+        self.mark(desc);
         let mut dirs: Vec<(Ino, InodeState)> = Vec::new();
         let mut files: Vec<(Ino, u64, blake3::Hash)> = Vec::new();
         for ino in damaged {
             if self.full.inodes[ino as usize].kind == InodeKind::Dir {
-                dirs.push((ino, self.inode_as_kept(ino, k, &lost, None)));
+                dirs.push((ino, self.inode_as_kept(ino, k, None)));
             } else {
-                let (size, hash) = self.file_as_kept(ino, k, &lost, desc.torn);
+                let (size, hash) = self.file_as_kept(ino, k, desc);
                 files.push((ino, size, hash));
             }
+        }
+        if dirs.is_empty() {
+            self.template_of_full();
+            let template = self.template.as_ref().expect("made above");
+            let (full, sums, hashes) = (&self.full, &self.sums, &mut self.file_hashes);
+            return template.hash(|ino| match files.iter().find(|(f, ..)| *f == ino) {
+                Some(&(_, size, hash)) => (size, hash),
+                None => {
+                    let node = &full.inodes[ino as usize];
+                    let hash = *hashes[ino as usize]
+                        .get_or_insert_with(|| sums[ino as usize].file_hash(node.hashed_len()));
+                    (node.size, hash)
+                }
+            });
         }
         let full = &self.full;
         let sums = &self.sums;
@@ -298,19 +392,59 @@ impl<'t> Keyer<'t> {
         FsState::build(self.trace, desc, self.sector).content_hash()
     }
 
+    /// What the tree hash of `full` hashes, made once per tree.
+    fn template_of_full(&mut self) {
+        if self.template.is_none() {
+            let full = &self.full;
+            self.template = Some(TreeTemplate::of(|ino| &full.inodes[ino as usize]));
+        }
+    }
+
     /// The hash of the state holding every op before the crash point.
     fn plain_hash(&mut self) -> blake3::Hash {
         if let Some(h) = self.plain {
             return h;
         }
-        let sums = &self.sums;
-        let full = &self.full;
-        let h = tree_hash(
-            |ino| &full.inodes[ino as usize],
-            |ino, node| (node.size, sums[ino as usize].file_hash(node.hashed_len())),
-        );
+        self.template_of_full();
+        let template = self.template.as_ref().expect("made above");
+        let (full, sums, hashes) = (&self.full, &self.sums, &mut self.file_hashes);
+        let h = template.hash(|ino| {
+            let node = &full.inodes[ino as usize];
+            let hash = *hashes[ino as usize]
+                .get_or_insert_with(|| sums[ino as usize].file_hash(node.hashed_len()));
+            (node.size, hash)
+        });
         self.plain = Some(h);
         h
+    }
+
+    /// Marks what `desc` lost, for [`Keyer::is_lost`].
+    fn mark(&mut self, desc: &StateDesc) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Marks of 2^32 states ago could read as this state's.
+            self.lost_by.fill(0);
+            self.stamp = 1;
+        }
+        self.halves_lost.clear();
+        for u in &desc.lost {
+            if u.part == Part::Whole {
+                if let Some(m) = self.lost_by.get_mut(u.op) {
+                    *m = self.stamp;
+                }
+            } else {
+                self.halves_lost.push((u.op, u.part));
+            }
+        }
+    }
+
+    /// Whether the state last marked lost part `p` of op `j`.
+    fn is_lost(&self, j: usize, p: Part) -> bool {
+        if p == Part::Whole {
+            self.lost_by[j] == self.stamp
+        } else {
+            self.halves_lost.contains(&(j, p))
+        }
     }
 
     /// The inodes `desc` loses or tears an op of, each once; `None` when
@@ -376,6 +510,15 @@ impl<'t> Keyer<'t> {
                 continue;
             }
             self.plain = None;
+            for ino in store::changes(kind).into_iter().flatten() {
+                if let Some(node) = self.full.inodes.get(ino as usize) {
+                    if node.kind == InodeKind::File {
+                        self.file_hashes[ino as usize] = None;
+                    } else {
+                        self.template = None;
+                    }
+                }
+            }
             let data = match kind {
                 OpKind::Write { data, .. } => Data::Blob(&self.trace.data, *data),
                 _ => Data::Bytes(&[]),
@@ -464,20 +607,58 @@ impl<'t> Keyer<'t> {
         &list[from..to]
     }
 
-    /// An inode as a state that lost `lost` and tore `torn` holds it at
-    /// crash point `k`: the inode before its first pending op, plus the
+    /// Lists file `ino`'s pending ops before crash point `k` by block
+    /// ([`Listed`]), starting over when its first pending op moved.
+    fn list(&mut self, ino: Ino, k: usize) {
+        let front = self.front[ino as usize];
+        let ops = &self.ops_of[ino as usize];
+        let l = &mut self.listed[ino as usize];
+        if l.front != front {
+            l.front = front;
+            l.upto = front;
+            l.by_block.clear();
+            l.bare.clear();
+            l.ends.clear();
+            l.sizes.clear();
+            l.size = self.before[ino as usize].size;
+            l.wide = false;
+        }
+        while let Some(&j) = ops.get(l.upto).filter(|&&j| j < k) {
+            l.sizes.push(l.size);
+            match self.trace.ops[j].kind {
+                OpKind::Write { off, data, .. } => {
+                    if data.len > 0 {
+                        for i in block_range(off, off + data.len) {
+                            l.by_block.entry(i).or_default().push(j);
+                        }
+                    }
+                    l.ends.insert((off + data.len, j));
+                    l.size = l.size.max(off + data.len);
+                }
+                OpKind::Truncate { .. } | OpKind::Fallocate { zero: true, .. } => l.wide = true,
+                OpKind::Fallocate {
+                    off,
+                    len,
+                    keep_size: false,
+                    ..
+                } => {
+                    let end = off.saturating_add(len);
+                    l.ends.insert((end, j));
+                    l.size = l.size.max(end);
+                }
+                _ => {}
+            }
+            l.upto += 1;
+        }
+    }
+
+    /// An inode as the state last marked holds it at crash point `k`
+    /// (tearing `torn`): the inode before its first pending op, plus the
     /// pending ops on it that the state kept.
-    fn inode_as_kept(
-        &self,
-        ino: Ino,
-        k: usize,
-        lost: &[(usize, Part)],
-        torn: Option<(usize, Tear)>,
-    ) -> InodeState {
-        let is_lost = |j: usize, p: Part| lost.binary_search(&(j, p)).is_ok();
+    fn inode_as_kept(&self, ino: Ino, k: usize, torn: Option<(usize, Tear)>) -> InodeState {
         let mut node = self.before[ino as usize].clone();
         for &j in self.window(ino, k) {
-            if let Some(kept) = Kept::of(self.trace, j, is_lost, torn) {
+            if let Some(kept) = Kept::of(self.trace, j, |j, p| self.is_lost(j, p), torn) {
                 let (kind, data, halves) = kept.cut(|_| node.size, self.sector);
                 store::apply_one(&mut node, ino, &kind, data, halves);
             }
@@ -502,11 +683,10 @@ impl<'t> Keyer<'t> {
             let hash = fs.content_hash();
             return (fs, hash);
         };
-        let mut lost: Vec<(usize, Part)> = desc.lost.iter().map(|u| (u.op, u.part)).collect();
-        lost.sort_unstable();
+        self.mark(desc);
         let mut fs = self.full.clone();
         for &ino in &damaged {
-            fs.inodes[ino as usize] = self.inode_as_kept(ino, k, &lost, desc.torn);
+            fs.inodes[ino as usize] = self.inode_as_kept(ino, k, desc.torn);
         }
         let sums = &self.sums;
         let hash = tree_hash(
@@ -524,16 +704,268 @@ impl<'t> Keyer<'t> {
         (fs, hash)
     }
 
-    /// A file's size and hash as a state that lost `lost` and tore `torn`
-    /// holds it at crash point `k`: its pending ops replayed as lengths,
-    /// and only the blocks a lost or torn op could change rehashed, each
-    /// from the file before its first pending op plus the kept ops' bytes
-    /// there.
-    fn file_as_kept(
+    /// The lengths of file `ino` (with writes and allocations alone
+    /// pending) as the state last marked holds it at crash point `k`, that
+    /// lost nothing or tore nothing, and what it tore of `torn`: from the
+    /// pending ops that end furthest, down past those it lost, so a state
+    /// losing little costs little.
+    fn lengths_kept(
+        &self,
+        ino: Ino,
+        k: usize,
+        torn: Option<(usize, Tear)>,
+    ) -> (Lengths, Option<(usize, Cut)>) {
+        let l = &self.listed[ino as usize];
+        let before = &self.before[ino as usize];
+        // A tear with nothing lost cuts against the size every op before
+        // it left.
+        let cut = torn.and_then(|(t, tear)| {
+            let OpKind::Write { off, data, .. } = self.trace.ops[t].kind else {
+                return None;
+            };
+            let at = self.window(ino, k).binary_search(&t).ok()?;
+            Some((t, tear.cut(off, data.len, l.sizes[at], self.sector)?))
+        });
+        let mut kept = Lengths {
+            len: before.data.len(),
+            size: before.size,
+        };
+        for &(end, j) in l.ends.iter().rev() {
+            if end <= kept.len.min(kept.size) {
+                break;
+            }
+            if self.lost_by[j] == self.stamp {
+                continue;
+            }
+            match (cut.filter(|&(t, _)| t == j), &self.trace.ops[j].kind) {
+                (Some((_, Cut::Prefix(n))), OpKind::Write { off, .. }) => kept.write(off + n),
+                (Some((_, Cut::SizeOnly)), _) => kept.size = kept.size.max(end),
+                (_, OpKind::Write { .. }) => kept.write(end),
+                _ => kept.size = kept.size.max(end),
+            }
+        }
+        (kept, cut)
+    }
+
+    /// [`Keyer::lengths_kept`] for any state: the pending ops replayed as
+    /// lengths, in order.
+    fn lengths_replayed(
+        &self,
+        ino: Ino,
+        k: usize,
+        torn: Option<(usize, Tear)>,
+    ) -> (Lengths, Option<(usize, Cut)>) {
+        let before = &self.before[ino as usize];
+        let mut kept = Lengths {
+            len: before.data.len(),
+            size: before.size,
+        };
+        let mut cut = None;
+        for &j in self.window(ino, k) {
+            if self.lost_by[j] == self.stamp {
+                continue;
+            }
+            let kind = &self.trace.ops[j].kind;
+            match (torn.filter(|&(t, _)| t == j), kind) {
+                (Some((_, tear)), OpKind::Write { off, data, .. }) => {
+                    match tear.cut(*off, data.len, kept.size, self.sector) {
+                        Some(c @ Cut::Prefix(n)) => {
+                            kept.write(off + n);
+                            cut = Some((j, c));
+                        }
+                        Some(c @ Cut::SizeOnly) => {
+                            kept.truncate(kept.size.max(off + data.len));
+                            cut = Some((j, c));
+                        }
+                        None => kept.apply(kind),
+                    }
+                }
+                _ => kept.apply(kind),
+            }
+        }
+        (kept, cut)
+    }
+
+    /// A file's size and hash as the state `desc` (last marked) holds it at
+    /// crash point `k`: its pending ops replayed as lengths, and only the
+    /// blocks a lost or torn op could change made anew, each from the file
+    /// before its first pending op plus the writes the state kept there.
+    fn file_as_kept(&mut self, ino: Ino, k: usize, desc: &StateDesc) -> (u64, blake3::Hash) {
+        self.list(ino, k);
+        if self.listed[ino as usize].wide {
+            return self.file_replayed(ino, k, desc.torn);
+        }
+        // With writes alone pending (and allocations, which move the size
+        // only), a block's bytes are the writes kept over it, and the
+        // file's lengths the furthest of them.
+        let torn = desc.torn.filter(|&(t, _)| t < k);
+        let (kept, cut) = if torn.is_some() && !desc.lost.is_empty() {
+            self.lengths_replayed(ino, k, torn)
+        } else {
+            self.lengths_kept(ino, k, torn)
+        };
+        let hashed = kept.hashed();
+        let hashed_all = self.full.inodes[ino as usize].hashed_len();
+        // The blocks whose share may differ from the whole state's: those
+        // a lost or torn write lies in, and those between the two lengths.
+        let top = hashed.max(hashed_all);
+        let mut blocks = std::mem::take(&mut self.blocks);
+        blocks.clear();
+        let mut add = |lo: u64, hi: u64| {
+            if lo < top {
+                blocks.extend(block_range(lo, hi.min(top)));
+            }
+        };
+        let damages = desc
+            .lost
+            .iter()
+            .filter(|u| u.part == Part::Whole && u.op < k)
+            .map(|u| u.op)
+            .chain(torn.map(|(t, _)| t));
+        for j in damages {
+            if let OpKind::Write { ino: i, off, data } = self.trace.ops[j].kind {
+                if i == ino && data.len > 0 {
+                    add(off, off + data.len);
+                }
+            }
+        }
+        if hashed != hashed_all {
+            // Every block from the shorter length to the longer: those a
+            // write put there are among them.
+            let (lo, hi) = between(hashed, hashed_all);
+            let from = block_range(lo, hi);
+            blocks.retain(|i| *i < from.start);
+            blocks.extend(from);
+        }
+        if !blocks.is_sorted() {
+            blocks.sort_unstable();
+        }
+        blocks.dedup();
+        let mut sum = self.sums[ino as usize];
+        for &i in &blocks {
+            let old = self.terms[ino as usize]
+                .get(&i)
+                .copied()
+                .unwrap_or_default();
+            let new = self.block_kept(ino, i, hashed, cut);
+            sum = sum.minus(old).plus(new);
+        }
+        self.blocks = blocks;
+        (kept.size, sum.file_hash(hashed))
+    }
+
+    /// The share of block `i` of a file whose first `hashed` bytes are
+    /// hashed, as the file before its first pending op plus the pending
+    /// writes over the block that the state last marked kept (`cut`: its
+    /// torn write and what the tear left). Remembered by which writes
+    /// those are.
+    fn block_kept(&mut self, ino: Ino, i: usize, hashed: u64, cut: Option<(usize, Cut)>) -> Term {
+        let b = HASH_BLOCK_BYTES as u64;
+        let lo = i as u64 * b;
+        if lo >= hashed {
+            return Term::default();
+        }
+        let n = (hashed - lo).min(b);
+        let list: &[usize] = self.listed[ino as usize]
+            .by_block
+            .get(&i)
+            .map_or(&[], Vec::as_slice);
+        // The block's file and first pending op, the block and its length,
+        // the torn write's place in the block's writes and the bytes it
+        // kept, then one bit per write over the block: kept whole or not.
+        let sig = &mut self.sig;
+        sig.clear();
+        let front = self.front[ino as usize] as u64;
+        sig.extend([u64::from(ino), front, i as u64, n, 0, 0]);
+        for (p, &j) in list.iter().enumerate() {
+            if p % 64 == 0 {
+                sig.push(0);
+            }
+            let whole = match cut {
+                _ if self.lost_by[j] == self.stamp => false,
+                Some((t, c)) if t == j => {
+                    if let Cut::Prefix(m) = c {
+                        sig[4] = p as u64 + 1;
+                        sig[5] = m;
+                    }
+                    false
+                }
+                _ => true,
+            };
+            if whole {
+                *sig.last_mut().expect("pushed above") |= 1 << (p % 64);
+            }
+        }
+        while sig.len() > 6 && sig.last() == Some(&0) {
+            sig.pop();
+        }
+        let bare = sig.len() == 6 && sig[4] == 0;
+        if bare {
+            if let Some(&t) = self.listed[ino as usize].bare.get(&(i, n)) {
+                return t;
+            }
+            let t = self.block_made(ino, i, n as usize, &[]);
+            self.listed[ino as usize].bare.insert((i, n), t);
+            return t;
+        }
+        if let Some(t) = self.remembered() {
+            return t;
+        }
+        let sig = &self.sig;
+        let mut effects = Vec::new();
+        for (p, &j) in list.iter().enumerate() {
+            let OpKind::Write { off, data, .. } = self.trace.ops[j].kind else {
+                continue;
+            };
+            let len = if sig[4] == p as u64 + 1 {
+                sig[5]
+            } else if sig
+                .get(6 + p / 64)
+                .is_some_and(|w| w & (1 << (p % 64)) != 0)
+            {
+                data.len
+            } else {
+                continue;
+            };
+            effects.push(Effect::Write {
+                off,
+                start: data.start,
+                len,
+            });
+        }
+        let t = self.block_made(ino, i, n as usize, &effects);
+        self.remember(t);
+        t
+    }
+
+    /// The share of the block `sig` says what made, if remembered.
+    fn remembered(&self) -> Option<Term> {
+        match small(&self.sig) {
+            Some(key) => self.made_small.get(&key).copied(),
+            None => self.made.get(&self.sig[..]).copied(),
+        }
+    }
+
+    /// Remembers `t` as the share of the block `sig` says what made.
+    fn remember(&mut self, t: Term) {
+        if self.made.len() + self.made_small.len() >= BLOCKS_REMEMBERED {
+            self.made.clear();
+            self.made_small.clear();
+        }
+        match small(&self.sig) {
+            Some(key) => self.made_small.insert(key, t),
+            None => self.made.insert(self.sig.clone().into_boxed_slice(), t),
+        };
+    }
+
+    /// [`Keyer::file_as_kept`] for a file with a truncate or zeroing
+    /// pending: its pending ops replayed as lengths, and the blocks a lost
+    /// or torn op could change (by its range or by the lengths it moves)
+    /// made from every kept op that reaches them.
+    fn file_replayed(
         &mut self,
         ino: Ino,
         k: usize,
-        lost: &[(usize, Part)],
         torn: Option<(usize, Tear)>,
     ) -> (u64, blake3::Hash) {
         let before = &self.before[ino as usize];
@@ -549,7 +981,7 @@ impl<'t> Keyer<'t> {
             let kind = &self.trace.ops[j].kind;
             let (was_all, was_kept) = (all, kept);
             all.apply(kind);
-            let damaged = if lost.binary_search(&(j, Part::Whole)).is_ok() {
+            let damaged = if self.lost_by[j] == self.stamp {
                 true
             } else if let (Some((_, tear)), OpKind::Write { off, data, .. }) =
                 (torn.filter(|&(t, _)| t == j), kind)
@@ -617,13 +1049,12 @@ impl<'t> Keyer<'t> {
         let blocks = blocks_of(&ranges, top);
         let on = effects_by_block(&blocks, &effects);
         let mut sum = self.sums[ino as usize];
-        for (at, &i) in blocks.iter().enumerate() {
+        for (&i, made) in blocks.iter().zip(&on) {
             let old = self.terms[ino as usize]
                 .get(&i)
                 .copied()
                 .unwrap_or_default();
-            let made = on.as_ref().map_or(&effects, |on| &on[at]);
-            let new = self.block_as_kept(ino, i, hashed, made);
+            let new = self.block_replayed(ino, i, hashed, made);
             sum = sum.minus(old).plus(new);
         }
         (kept.size, sum.file_hash(hashed))
@@ -631,15 +1062,16 @@ impl<'t> Keyer<'t> {
 
     /// The share of block `i` of a file whose first `hashed` bytes are
     /// hashed, as the file before its first pending op plus `effects` (all
-    /// that change the block, in order).
-    fn block_as_kept(&mut self, ino: Ino, i: usize, hashed: u64, effects: &[Effect]) -> Term {
+    /// that reach the block, in order). Remembered by those effects.
+    fn block_replayed(&mut self, ino: Ino, i: usize, hashed: u64, effects: &[Effect]) -> Term {
         let b = HASH_BLOCK_BYTES as u64;
         let lo = i as u64 * b;
         if lo >= hashed {
             return Term::default();
         }
         // What makes the block: the file before its first pending op, the
-        // block's length, and `effects`, those the block is made of.
+        // block's length, and `effects`; a word no block made of kept
+        // writes has in its place tells the two kinds of making apart.
         let n = ((hashed - lo).min(b)) as usize;
         let sig = &mut self.sig;
         sig.clear();
@@ -648,6 +1080,7 @@ impl<'t> Keyer<'t> {
             self.front[ino as usize] as u64,
             i as u64,
             n as u64,
+            u64::MAX,
         ]);
         for e in effects {
             sig.extend(match *e {
@@ -656,18 +1089,16 @@ impl<'t> Keyer<'t> {
                 Effect::Zero { off, end } => [2, off, end, 0],
             });
         }
-        if let Some(&t) = self.made.get(&self.sig[..]) {
+        if let Some(t) = self.remembered() {
             return t;
         }
         let t = self.block_made(ino, i, n, effects);
-        if self.made.len() >= BLOCKS_REMEMBERED {
-            self.made.clear();
-        }
-        self.made.insert(self.sig.clone().into_boxed_slice(), t);
+        self.remember(t);
         t
     }
 
-    /// [`Keyer::block_as_kept`], hashed: block `i`, `n` bytes long.
+    /// Block `i`, `n` bytes long, made of the file before its first pending
+    /// op and `effects`, hashed.
     fn block_made(&mut self, ino: Ino, i: usize, n: usize, effects: &[Effect]) -> Term {
         let b = HASH_BLOCK_BYTES as u64;
         let lo = i as u64 * b;

@@ -284,30 +284,59 @@ pub(crate) fn tree_hash<'a>(
     node: impl Fn(Ino) -> &'a InodeState,
     mut file: impl FnMut(Ino, &'a InodeState) -> (u64, blake3::Hash),
 ) -> blake3::Hash {
-    let mut h = blake3::Hasher::new();
-    let mut ids: HashMap<Ino, u64> = HashMap::new();
-    walk_tree(&node, |path, ino, first| {
-        let next = ids.len() as u64;
-        let id = *ids.entry(ino).or_insert(next);
-        let n = node(ino);
-        h.update(&(path.len() as u64).to_le_bytes());
-        h.update(path);
-        h.update(&id.to_le_bytes());
-        h.update(&[n.kind as u8, u8::from(first)]);
-        match n.kind {
-            InodeKind::File => {
-                let (size, hash) = file(ino, n);
-                h.update(&size.to_le_bytes());
-                h.update(hash.as_bytes());
+    TreeTemplate::of(&node).hash(|ino| file(ino, node(ino)))
+}
+
+/// What [`tree_hash`] hashes, with each file's size and hash left as a
+/// slot: a tree whose directories and links stay put is walked once, and
+/// each state's files filled in.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TreeTemplate {
+    bytes: Vec<u8>,
+    /// Where in `bytes` each file's size and hash go, in order.
+    slots: Vec<(usize, Ino)>,
+}
+
+impl TreeTemplate {
+    /// The template of the tree the inodes `node` looks up.
+    pub(crate) fn of<'a>(node: impl Fn(Ino) -> &'a InodeState) -> TreeTemplate {
+        let mut t = TreeTemplate::default();
+        let mut ids: HashMap<Ino, u64> = HashMap::new();
+        walk_tree(&node, |path, ino, first| {
+            let next = ids.len() as u64;
+            let id = *ids.entry(ino).or_insert(next);
+            let n = node(ino);
+            let b = &mut t.bytes;
+            b.extend_from_slice(&(path.len() as u64).to_le_bytes());
+            b.extend_from_slice(path);
+            b.extend_from_slice(&id.to_le_bytes());
+            b.extend_from_slice(&[n.kind as u8, u8::from(first)]);
+            match n.kind {
+                InodeKind::File => t.slots.push((b.len(), ino)),
+                InodeKind::Symlink => {
+                    b.extend_from_slice(&n.data.len().to_le_bytes());
+                    b.extend_from_slice(&n.data.to_vec());
+                }
+                InodeKind::Dir => {}
             }
-            InodeKind::Symlink => {
-                h.update(&n.data.len().to_le_bytes());
-                h.update(&n.data.to_vec());
-            }
-            InodeKind::Dir => {}
+        });
+        t
+    }
+
+    /// The tree's hash, with each file's size and hash as `file` answers.
+    pub(crate) fn hash(&self, mut file: impl FnMut(Ino) -> (u64, blake3::Hash)) -> blake3::Hash {
+        let mut h = blake3::Hasher::new();
+        let mut at = 0;
+        for &(slot, ino) in &self.slots {
+            h.update(&self.bytes[at..slot]);
+            let (size, hash) = file(ino);
+            h.update(&size.to_le_bytes());
+            h.update(hash.as_bytes());
+            at = slot;
         }
-    });
-    h.finalize()
+        h.update(&self.bytes[at..]);
+        h.finalize()
+    }
 }
 
 /// Bytes of adjacent extents gathered into one write when a state is
@@ -316,7 +345,7 @@ const WRITE_OUT_BYTES: usize = 1 << 20;
 
 /// Files are hashed in blocks of this many bytes, so that a file changed in
 /// one place is hashed again only there.
-pub const HASH_BLOCK_BYTES: usize = 16 * 1024;
+pub const HASH_BLOCK_BYTES: usize = 4 * 1024;
 
 /// One block's share of a file's hash: a 256-bit number, added up over the
 /// blocks. A block that reads as zeros adds nothing (a hole and the zeros a

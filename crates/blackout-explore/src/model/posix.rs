@@ -4,10 +4,9 @@
 //! covered), and each pending write may be torn as storage tears it
 //! ([`Tear`]) with everything else kept.
 
-use std::collections::BTreeSet;
-
 use blackout_oplog::ops::{Ino, Op, OpKind, Part, Unit};
 use blackout_oplog::store;
+use rustc_hash::FxHashSet;
 
 use crate::enumerate::{spread, Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
 use crate::model::CrashModel;
@@ -27,8 +26,7 @@ impl CrashModel for Posix {
         cov: &mut Coverage,
         emit: &mut dyn FnMut(StateDesc),
     ) {
-        let pending = point.pending();
-        posix_at(point, &pending, cov, emit);
+        posix_at(point, point.pending, cov, emit);
     }
 
     fn coverage_text(&self, cov: &Coverage, cfg: &ExploreConfig) -> String {
@@ -76,7 +74,7 @@ fn posix_at(
             emit(state(lost));
         }
     } else {
-        let mut seen: BTreeSet<Vec<Unit>> = BTreeSet::new();
+        let mut seen: FxHashSet<Vec<Unit>> = FxHashSet::default();
         let mut push = |lost: Vec<Unit>, emit: &mut dyn FnMut(StateDesc)| {
             if seen.insert(lost.clone()) {
                 emit(state(lost));
