@@ -1,6 +1,7 @@
 //! The engine alone on a recorded trace: every crash state a model allows,
 //! enumerated and keyed (no checker, nothing written), with the time per
-//! state by decile of the crash points. Prints a Markdown table.
+//! state and the ops each lost or tore, by decile of the crash points.
+//! Prints a Markdown table.
 //!
 //! ```sh
 //! cargo run --release -p blackout-explore --example deciles -- TRACE [MODEL]
@@ -48,8 +49,9 @@ fn main() {
     };
     let points: Vec<usize> = (0..=trace.ops.len()).collect();
     let tenth = points.len().div_ceil(10);
-    // Per decile of crash points: states keyed and the time they took.
-    let mut deciles = vec![(0usize, Duration::ZERO); 10];
+    // Per decile of crash points: states keyed, the time they took, and
+    // the ops they lost or tore.
+    let mut deciles = vec![(0usize, Duration::ZERO, 0usize); 10];
     let mut seen: FxHashSet<([u8; 32], usize)> = FxHashSet::default();
     let mut keys = Keyer::new(&trace, SECTOR_BYTES_DEFAULT);
     let started = Instant::now();
@@ -67,6 +69,7 @@ fn main() {
             let d = &mut deciles[(desc.crash / tenth).min(9)];
             d.0 += 1;
             d.1 += now - last;
+            d.2 += desc.damage();
             last = now;
         },
     )
@@ -86,9 +89,9 @@ fn main() {
         states as f64 / total.as_secs_f64(),
         keys.rebuilt(),
     );
-    println!("| crash points | states | time | µs per state |");
-    println!("|---|---|---|---|");
-    for (i, (n, t)) in deciles.iter().enumerate() {
+    println!("| crash points | states | ops lost or torn per state | time | µs per state |");
+    println!("|---|---|---|---|---|");
+    for (i, (n, t, lost)) in deciles.iter().enumerate() {
         let lo = i * tenth;
         let hi = ((i + 1) * tenth).min(points.len()) - 1;
         let per = if *n == 0 {
@@ -97,7 +100,8 @@ fn main() {
             t.as_secs_f64() * 1e6 / *n as f64
         };
         println!(
-            "| c{lo}–c{hi} | {n} | {:.2} s | {per:.1} |",
+            "| c{lo}–c{hi} | {n} | {:.1} | {:.2} s | {per:.1} |",
+            *lost as f64 / (*n).max(1) as f64,
             t.as_secs_f64()
         );
     }
