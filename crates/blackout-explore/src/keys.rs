@@ -76,6 +76,9 @@ pub struct Keyer<'t> {
     /// lost it whole; the halves of renames a state lost, apart.
     lost_by: Vec<u32>,
     stamp: u32,
+    /// For each inode, the state that last found it damaged and its place
+    /// in that state's list ([`Keyer::damaged`]).
+    slot_of: Vec<(u32, usize)>,
     halves_lost: Vec<(usize, Part)>,
     /// Blocks a state damages in one file (reused).
     blocks: Vec<usize>,
@@ -315,6 +318,7 @@ impl<'t> Keyer<'t> {
                 .collect(),
             lost_by: vec![0; trace.ops.len()],
             stamp: 0,
+            slot_of: vec![(0, 0); n],
             halves_lost: Vec::new(),
             blocks: Vec::new(),
             rebuilt: 0,
@@ -340,13 +344,13 @@ impl<'t> Keyer<'t> {
             return self.rebuild(desc);
         }
         self.advance(k);
+        self.mark(desc);
         let Some(damaged) = self.damaged(desc, k) else {
             return self.rebuild(desc);
         };
         if damaged.is_empty() {
             return self.plain_hash();
         }
-        self.mark(desc);
         let mut dirs: Vec<(Ino, InodeState)> = Vec::new();
         let mut files: Vec<(Ino, u64, blake3::Hash)> = Vec::new();
         for ino in damaged {
@@ -424,6 +428,7 @@ impl<'t> Keyer<'t> {
         if self.stamp == 0 {
             // Marks of 2^32 states ago could read as this state's.
             self.lost_by.fill(0);
+            self.slot_of.fill((0, 0));
             self.stamp = 1;
         }
         self.halves_lost.clear();
@@ -447,13 +452,23 @@ impl<'t> Keyer<'t> {
         }
     }
 
-    /// The inodes `desc` loses or tears an op of, each once; `None` when
-    /// one of those ops is already durable here (the key is then rebuilt).
-    fn damaged(&self, desc: &StateDesc, k: usize) -> Option<Vec<Ino>> {
+    /// The inodes the state last marked (`desc`) loses or tears an op of,
+    /// each once; `None` when one of those ops is already durable here (the
+    /// key is then rebuilt).
+    fn damaged(&mut self, desc: &StateDesc, k: usize) -> Option<Vec<Ino>> {
         let mut out: Vec<(Ino, usize)> = Vec::new();
-        let mut note = |ino: Ino, op: usize| match out.iter_mut().find(|(i, _)| *i == ino) {
-            Some(d) => d.1 = d.1.min(op),
-            None => out.push((ino, op)),
+        let (stamp, slots) = (self.stamp, &mut self.slot_of);
+        let mut note = |ino: Ino, op: usize| {
+            let Some(slot) = slots.get_mut(ino as usize) else {
+                return;
+            };
+            if slot.0 == stamp {
+                let d = &mut out[slot.1];
+                d.1 = d.1.min(op);
+            } else {
+                *slot = (stamp, out.len());
+                out.push((ino, op));
+            }
         };
         for u in desc.lost.iter().filter(|u| u.op < k) {
             let kind = &self.trace.ops[u.op].kind;
@@ -677,13 +692,13 @@ impl<'t> Keyer<'t> {
             *self = Keyer::new(self.trace, self.sector);
         }
         self.advance(k);
+        self.mark(desc);
         let Some(damaged) = self.damaged(desc, k) else {
             self.rebuilt += 1;
             let fs = FsState::build(self.trace, desc, self.sector);
             let hash = fs.content_hash();
             return (fs, hash);
         };
-        self.mark(desc);
         let mut fs = self.full.clone();
         for &ino in &damaged {
             fs.inodes[ino as usize] = self.inode_as_kept(ino, k, desc.torn);
@@ -816,13 +831,24 @@ impl<'t> Keyer<'t> {
                 blocks.extend(block_range(lo, hi.min(top)));
             }
         };
-        let damages = desc
-            .lost
-            .iter()
-            .filter(|u| u.part == Part::Whole && u.op < k)
-            .map(|u| u.op)
-            .chain(torn.map(|(t, _)| t));
-        for j in damages {
+        // The writes it lost, from the file's pending ops or the state's
+        // lost ones, whichever are fewer (a state can lose thousands of
+        // ops over hundreds of files).
+        let window = self.window(ino, k);
+        let lost: Vec<usize> = if window.len() <= desc.lost.len() {
+            window
+                .iter()
+                .copied()
+                .filter(|&j| self.lost_by[j] == self.stamp)
+                .collect()
+        } else {
+            desc.lost
+                .iter()
+                .filter(|u| u.part == Part::Whole && u.op < k)
+                .map(|u| u.op)
+                .collect()
+        };
+        for j in lost.into_iter().chain(torn.map(|(t, _)| t)) {
             if let OpKind::Write { ino: i, off, data } = self.trace.ops[j].kind {
                 if i == ino && data.len > 0 {
                     add(off, off + data.len);
