@@ -743,6 +743,21 @@ fn describe_fix(trace: &Trace, fixes: &[SyncFix], said: Said<'_>) -> String {
     let one_file = fixes.iter().all(|f| f.ino == fixes[0].ino);
     match (fixes, said.source, said.like) {
         ([one], _, _) => one.describe(trace),
+        (many, _, Some(like))
+            if many
+                .iter()
+                .all(|f| f.before.is_some() && f.path == many[0].path) =>
+        {
+            let before = many.iter().filter_map(|f| f.before);
+            let (first, last) = (before.clone().min(), before.max());
+            format!(
+                "fsync({}) before each of the {} {like} (ops {}-{})",
+                many[0].path,
+                many.len(),
+                first.unwrap_or(0),
+                last.unwrap_or(0)
+            )
+        }
         (many, _, Some(like)) => {
             let first = many.iter().map(|f| f.after).min().unwrap_or(0);
             let last = many.iter().map(|f| f.after).max().unwrap_or(0);
@@ -773,13 +788,23 @@ fn describe_fix(trace: &Trace, fixes: &[SyncFix], said: Said<'_>) -> String {
 /// explored; the same sync belongs after every op like its blamed ones at
 /// the crash points it stood for: the same call on the same path (a
 /// file's own fsync after each of its writes, its directory's after each
-/// of the entry ops there). `fixes` gets them; syncs that must come before
-/// an op (a publishing rename) stay as found. Returns the ops' name for
-/// people (`write calls on kv.log`) when syncs were added.
+/// of the entry ops there), and a file's fsync before each rename like the
+/// one that published it unsynced (each renamed file's own, right before
+/// its rename). `fixes` gets them; other syncs that must come before an op
+/// stay as found. Returns the ops' name for people (`write calls on
+/// kv.log`) when syncs were added.
 pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String> {
     let found = fixes.clone();
     let mut like: Vec<(String, String)> = Vec::new();
-    for f in found.iter().filter(|f| f.before.is_none()) {
+    for f in &found {
+        if let Some(b) = f.before {
+            if let Some(name) = like_renames_fixes(trace, f, b, fixes) {
+                if !like.contains(&name) {
+                    like.push(name);
+                }
+            }
+            continue;
+        }
         let blamed = &trace.ops[f.after];
         // The file's own fsync, or one of the directory it changed.
         let own = explain::op_inode(&blamed.kind) == Some(f.ino);
@@ -817,6 +842,40 @@ pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String>
         [(call, path)] => Some(format!("{call} calls on {path}")),
         _ => Some("ops like the blamed ones".into()),
     }
+}
+
+/// For `f`, a file's fsync right before rename `b` that publishes it: the
+/// same fsync of each file renamed by a rename like `b` (the same call on
+/// the same path), right before it, added to `fixes`. The renames' name
+/// for people when any was added.
+fn like_renames_fixes(
+    trace: &Trace,
+    f: &SyncFix,
+    b: usize,
+    fixes: &mut Vec<SyncFix>,
+) -> Option<(String, String)> {
+    let publisher = &trace.ops[b];
+    if !matches!(publisher.kind, OpKind::Rename { ino, .. } if ino == f.ino) {
+        return None;
+    }
+    let mut added = false;
+    for (r, op) in trace.ops.iter().enumerate().skip(1) {
+        let OpKind::Rename { ino, .. } = op.kind else {
+            continue;
+        };
+        let like = op.syscall == publisher.syscall && op.path == publisher.path;
+        if like && !fixes.iter().any(|g| g.before == Some(r) && g.ino == ino) {
+            fixes.push(SyncFix {
+                after: r - 1,
+                before: Some(r),
+                ino,
+                dir: f.dir,
+                path: f.path.clone(),
+            });
+            added = true;
+        }
+    }
+    added.then(|| (publisher.syscall.clone(), trace.show_path(&publisher.path)))
 }
 
 /// Re-explores the trace with the added syncs under `model` (with the
@@ -1122,6 +1181,59 @@ mod tests {
         }];
         assert_eq!(like_ops_fixes(&t, &mut before), None);
         assert_eq!(before.len(), 1);
+    }
+
+    #[test]
+    fn a_fsync_before_a_publishing_rename_goes_before_every_like_rename() {
+        // Three snapshots, each written to `t` and renamed over `s`
+        // without an fsync; the cause was found at the second.
+        let mut log = String::new();
+        for i in 0..3 {
+            log.push_str(&format!(
+                "1 openat(AT_FDCWD, \"\\x74\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3\n\
+                 1 write(3, \"\\x3{i}\", 1) = 1\n\
+                 1 close(3) = 0\n\
+                 1 rename(\"\\x74\", \"\\x73\") = 0\n"
+            ));
+        }
+        let t = blackout_record::replay::trace_of_log(log.as_bytes(), b"/d").unwrap();
+        let renames: Vec<(usize, Ino)> = t
+            .ops
+            .iter()
+            .enumerate()
+            .filter_map(|(j, op)| match op.kind {
+                OpKind::Rename { ino, .. } => Some((j, ino)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(renames.len(), 3);
+        let (b, ino) = renames[1];
+        let mut fixes = vec![SyncFix {
+            after: b - 1,
+            before: Some(b),
+            ino,
+            dir: false,
+            path: "t".into(),
+        }];
+        let like = like_ops_fixes(&t, &mut fixes);
+        assert_eq!(like.as_deref(), Some("rename calls on t"));
+        fixes.sort_by_key(|f| f.after);
+        let got: Vec<(Option<usize>, Ino)> = fixes.iter().map(|f| (f.before, f.ino)).collect();
+        let want: Vec<(Option<usize>, Ino)> = renames.iter().map(|&(j, i)| (Some(j), i)).collect();
+        assert_eq!(got, want);
+        let said = Said {
+            source: None,
+            like: like.as_deref(),
+        };
+        assert_eq!(
+            describe_fix(&t, &fixes, said),
+            format!(
+                "fsync(t) before each of the 3 rename calls on t (ops {}-{})",
+                renames[0].0, renames[2].0
+            )
+        );
+        // All there: nothing added.
+        assert_eq!(like_ops_fixes(&t, &mut fixes), None);
     }
 
     #[test]
