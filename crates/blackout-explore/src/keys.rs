@@ -153,6 +153,14 @@ struct Lengths {
 }
 
 impl Lengths {
+    /// A file's lengths as `node` holds it.
+    fn of(node: &InodeState) -> Lengths {
+        Lengths {
+            len: node.data.len(),
+            size: node.size,
+        }
+    }
+
     fn hashed(self) -> u64 {
         self.len.min(self.size)
     }
@@ -720,10 +728,10 @@ impl<'t> Keyer<'t> {
     }
 
     /// The lengths of file `ino` (with writes and allocations alone
-    /// pending) as the state last marked holds it at crash point `k`, that
-    /// lost nothing or tore nothing, and what it tore of `torn`: from the
-    /// pending ops that end furthest, down past those it lost, so a state
-    /// losing little costs little.
+    /// pending) as the state last marked holds it at crash point `k`, and
+    /// what it tore of `torn`, for a state that lost nothing or tore
+    /// nothing: from the pending ops that end furthest, down past those it
+    /// lost, so a state losing little costs little.
     fn lengths_kept(
         &self,
         ino: Ino,
@@ -731,7 +739,6 @@ impl<'t> Keyer<'t> {
         torn: Option<(usize, Tear)>,
     ) -> (Lengths, Option<(usize, Cut)>) {
         let l = &self.listed[ino as usize];
-        let before = &self.before[ino as usize];
         // A tear with nothing lost cuts against the size every op before
         // it left.
         let cut = torn.and_then(|(t, tear)| {
@@ -741,10 +748,7 @@ impl<'t> Keyer<'t> {
             let at = self.window(ino, k).binary_search(&t).ok()?;
             Some((t, tear.cut(off, data.len, l.sizes[at], self.sector)?))
         });
-        let mut kept = Lengths {
-            len: before.data.len(),
-            size: before.size,
-        };
+        let mut kept = Lengths::of(&self.before[ino as usize]);
         for &(end, j) in l.ends.iter().rev() {
             if end <= kept.len.min(kept.size) {
                 break;
@@ -770,11 +774,7 @@ impl<'t> Keyer<'t> {
         k: usize,
         torn: Option<(usize, Tear)>,
     ) -> (Lengths, Option<(usize, Cut)>) {
-        let before = &self.before[ino as usize];
-        let mut kept = Lengths {
-            len: before.data.len(),
-            size: before.size,
-        };
+        let mut kept = Lengths::of(&self.before[ino as usize]);
         let mut cut = None;
         for &j in self.window(ino, k) {
             if self.lost_by[j] == self.stamp {
@@ -994,11 +994,7 @@ impl<'t> Keyer<'t> {
         k: usize,
         torn: Option<(usize, Tear)>,
     ) -> (u64, blake3::Hash) {
-        let before = &self.before[ino as usize];
-        let start = Lengths {
-            len: before.data.len(),
-            size: before.size,
-        };
+        let start = Lengths::of(&self.before[ino as usize]);
         let (mut all, mut kept) = (start, start);
         let mut top = start.len;
         let mut effects: Vec<Effect> = Vec::new();
