@@ -93,6 +93,10 @@ fn main() {
     println!("|---|---|---|---|---|");
     for (i, (n, t, lost)) in deciles.iter().enumerate() {
         let lo = i * tenth;
+        if lo >= points.len() {
+            // A trace of fewer than ten crash points has fewer deciles.
+            break;
+        }
         let hi = ((i + 1) * tenth).min(points.len()) - 1;
         let per = if *n == 0 {
             0.0
