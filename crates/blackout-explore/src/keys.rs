@@ -11,6 +11,14 @@
 //! first pending op, and each file's block shares ([`Term`]); a state's key
 //! replays only its damaged inodes' pending ops, and rehashes only the
 //! blocks its damaged ops could change.
+//!
+//! A file with only writes pending (the common case: appends, page
+//! writes) is not replayed at all: its pending writes are listed by block
+//! once, a damaged block is made of the writes over it the state kept
+//! (remembered by which those are), and its lengths are found from the
+//! furthest-ending writes down, so a state costs about what it lost, not
+//! what is pending. A file with a truncate or zeroing pending is replayed
+//! op by op, as lengths, with only its damaged blocks made anew.
 
 use std::collections::BTreeSet;
 
