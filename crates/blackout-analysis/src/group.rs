@@ -810,10 +810,7 @@ pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String>
         let own = explain::op_inode(&blamed.kind) == Some(f.ino);
         let mut added = false;
         for (j, op) in trace.ops.iter().enumerate() {
-            let same = op.syscall == blamed.syscall
-                && op.path == blamed.path
-                && std::mem::discriminant(&op.kind) == std::mem::discriminant(&blamed.kind);
-            let ino = match (same, own) {
+            let ino = match (alike(op, blamed), own) {
                 (false, _) => continue,
                 (true, true) => match explain::op_inode(&op.kind) {
                     Some(ino) => ino,
@@ -844,6 +841,14 @@ pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String>
     }
 }
 
+/// Whether two ops are alike for a fix found at representatives: the same
+/// call, of the same kind, on the same path.
+fn alike(a: &Op, b: &Op) -> bool {
+    a.syscall == b.syscall
+        && a.path == b.path
+        && std::mem::discriminant(&a.kind) == std::mem::discriminant(&b.kind)
+}
+
 /// For `f`, a file's fsync right before rename `b` that publishes it: the
 /// same fsync of each file renamed by a rename like `b` (the same call on
 /// the same path), right before it, added to `fixes`. The renames' name
@@ -863,8 +868,7 @@ fn like_renames_fixes(
         let OpKind::Rename { ino, .. } = op.kind else {
             continue;
         };
-        let like = op.syscall == publisher.syscall && op.path == publisher.path;
-        if like && !fixes.iter().any(|g| g.before == Some(r) && g.ino == ino) {
+        if alike(op, publisher) && !fixes.iter().any(|g| g.before == Some(r) && g.ino == ino) {
             fixes.push(SyncFix {
                 after: r - 1,
                 before: Some(r),

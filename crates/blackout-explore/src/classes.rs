@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use blackout_oplog::ops::{escape_controls, Op, OpKind, Part};
+use blackout_oplog::ops::{escape_controls, synced_by, Op, OpKind, Part};
 
 use crate::enumerate::{spread, unit_spans, ClassCount};
 
@@ -187,7 +187,7 @@ pub fn classes(ops: &[Op], per_class: usize) -> Classes {
             next
         })
     };
-    let spans = unit_spans(ops);
+    let spans = unit_spans(ops, &synced_by(ops));
     let mut starts: Vec<Vec<usize>> = vec![Vec::new(); ops.len() + 2];
     let mut ends: Vec<Vec<usize>> = vec![Vec::new(); ops.len() + 2];
     let mut unit_ids = Vec::with_capacity(spans.len());
@@ -262,7 +262,7 @@ mod tests {
     use super::*;
     use crate::enumerate::{pending_at, spread};
     use blackout_oplog::ops::test_ops::{op, write};
-    use blackout_oplog::ops::{synced_by, Unit};
+    use blackout_oplog::ops::Unit;
 
     #[test]
     fn representatives_spread_from_the_first_to_the_last() {
@@ -339,7 +339,8 @@ mod tests {
                     let units = pending_at(&ops, &synced, k);
                     // Ids in the order the incremental version meets them:
                     // by op, as unit_spans lists them.
-                    let mut all: Vec<Unit> = unit_spans(&ops).into_iter().map(|s| s.0).collect();
+                    let mut all: Vec<Unit> =
+                        unit_spans(&ops, &synced).into_iter().map(|s| s.0).collect();
                     all.retain(|u| units.contains(u));
                     for u in all {
                         let sh = unit_shape(&ops[u.op], sizes[u.op], u.part);

@@ -512,8 +512,7 @@ pub fn pending_at(ops: &[Op], synced: &[SyncedBy], k: usize) -> Vec<Unit> {
 /// Each pending unit: when it starts being pending (just after its op)
 /// and when a sync covering it has completed (never: `usize::MAX`), as
 /// [`pending_at`] decides.
-pub(crate) fn unit_spans(ops: &[Op]) -> Vec<(Unit, usize, usize)> {
-    let synced = synced_by(ops);
+pub(crate) fn unit_spans(ops: &[Op], synced: &[SyncedBy]) -> Vec<(Unit, usize, usize)> {
     let after = |s: Option<usize>| s.map_or(usize::MAX, |s| s + 1);
     let mut spans = Vec::new();
     for (i, op) in ops.iter().enumerate() {
@@ -552,9 +551,9 @@ struct PendingAlong {
 }
 
 impl PendingAlong {
-    fn new(ops: &[Op]) -> PendingAlong {
+    fn new(ops: &[Op], synced: &[SyncedBy]) -> PendingAlong {
         PendingAlong {
-            spans: unit_spans(ops),
+            spans: unit_spans(ops, synced),
             next: 0,
             units: Vec::new(),
             ends: Vec::new(),
@@ -629,7 +628,7 @@ pub fn enumerate_points(
     let synced = synced_by(ops);
     let representatives = cfg.representatives.per_class(ops);
     let mut cov = Coverage::default();
-    let mut along = PendingAlong::new(ops);
+    let mut along = PendingAlong::new(ops, &synced);
     for &k in points.iter().filter(|&&k| k <= ops.len()) {
         cov.crash_points += 1;
         let point = CrashPoint {
@@ -869,7 +868,7 @@ mod tests {
             let synced = synced_by(&ops);
             // Every crash point, then every third.
             for step in [1, 3] {
-                let mut along = PendingAlong::new(&ops);
+                let mut along = PendingAlong::new(&ops, &synced);
                 for k in (0..=n).step_by(step) {
                     assert_eq!(
                         along.at(k),

@@ -378,18 +378,7 @@ impl<'t> Keyer<'t> {
             }
         }
         if dirs.is_empty() {
-            self.template_of_full();
-            let template = self.template.as_ref().expect("made above");
-            let (full, sums, hashes) = (&self.full, &self.sums, &mut self.file_hashes);
-            return template.hash(|ino| match files.iter().find(|(f, ..)| *f == ino) {
-                Some(&(_, size, hash)) => (size, hash),
-                None => {
-                    let node = &full.inodes[ino as usize];
-                    let hash = *hashes[ino as usize]
-                        .get_or_insert_with(|| sums[ino as usize].file_hash(node.hashed_len()));
-                    (node.size, hash)
-                }
-            });
+            return self.hash_with_files(&files);
         }
         let full = &self.full;
         let sums = &self.sums;
@@ -412,30 +401,36 @@ impl<'t> Keyer<'t> {
         FsState::build(self.trace, desc, self.sector).content_hash()
     }
 
-    /// What the tree hash of `full` hashes, made once per tree.
-    fn template_of_full(&mut self) {
-        if self.template.is_none() {
-            let full = &self.full;
-            self.template = Some(TreeTemplate::of(|ino| &full.inodes[ino as usize]));
-        }
-    }
-
     /// The hash of the state holding every op before the crash point.
     fn plain_hash(&mut self) -> blake3::Hash {
         if let Some(h) = self.plain {
             return h;
         }
-        self.template_of_full();
-        let template = self.template.as_ref().expect("made above");
-        let (full, sums, hashes) = (&self.full, &self.sums, &mut self.file_hashes);
-        let h = template.hash(|ino| {
-            let node = &full.inodes[ino as usize];
-            let hash = *hashes[ino as usize]
-                .get_or_insert_with(|| sums[ino as usize].file_hash(node.hashed_len()));
-            (node.size, hash)
-        });
+        let h = self.hash_with_files(&[]);
         self.plain = Some(h);
         h
+    }
+
+    /// The hash of the state holding every op before the crash point but
+    /// with `files` (inode, size, hash) as given: its directories' tree
+    /// ([`TreeTemplate`]) walked once per tree, and the other files' hashes
+    /// once per crash point.
+    fn hash_with_files(&mut self, files: &[(Ino, u64, blake3::Hash)]) -> blake3::Hash {
+        if self.template.is_none() {
+            let full = &self.full;
+            self.template = Some(TreeTemplate::of(|ino| &full.inodes[ino as usize]));
+        }
+        let template = self.template.as_ref().expect("made above");
+        let (full, sums, hashes) = (&self.full, &self.sums, &mut self.file_hashes);
+        template.hash(|ino| match files.iter().find(|(f, ..)| *f == ino) {
+            Some(&(_, size, hash)) => (size, hash),
+            None => {
+                let node = &full.inodes[ino as usize];
+                let hash = *hashes[ino as usize]
+                    .get_or_insert_with(|| sums[ino as usize].file_hash(node.hashed_len()));
+                (node.size, hash)
+            }
+        })
     }
 
     /// Marks what `desc` lost, for [`Keyer::is_lost`].
@@ -738,8 +733,9 @@ impl<'t> Keyer<'t> {
     /// The lengths of file `ino` (with writes and allocations alone
     /// pending) as the state last marked holds it at crash point `k`, and
     /// what it tore of `torn`, for a state that lost nothing or tore
-    /// nothing: from the pending ops that end furthest, down past those it
-    /// lost, so a state losing little costs little.
+    /// nothing ([`Keyer::file_replayed`] takes the others): from the
+    /// pending ops that end furthest, down past those it lost, so a state
+    /// losing little costs little.
     fn lengths_kept(
         &self,
         ino: Ino,
@@ -774,59 +770,23 @@ impl<'t> Keyer<'t> {
         (kept, cut)
     }
 
-    /// [`Keyer::lengths_kept`] for any state: the pending ops replayed as
-    /// lengths, in order.
-    fn lengths_replayed(
-        &self,
-        ino: Ino,
-        k: usize,
-        torn: Option<(usize, Tear)>,
-    ) -> (Lengths, Option<(usize, Cut)>) {
-        let mut kept = Lengths::of(&self.before[ino as usize]);
-        let mut cut = None;
-        for &j in self.window(ino, k) {
-            if self.lost_by[j] == self.stamp {
-                continue;
-            }
-            let kind = &self.trace.ops[j].kind;
-            match (torn.filter(|&(t, _)| t == j), kind) {
-                (Some((_, tear)), OpKind::Write { off, data, .. }) => {
-                    match tear.cut(*off, data.len, kept.size, self.sector) {
-                        Some(c @ Cut::Prefix(n)) => {
-                            kept.write(off + n);
-                            cut = Some((j, c));
-                        }
-                        Some(c @ Cut::SizeOnly) => {
-                            kept.truncate(kept.size.max(off + data.len));
-                            cut = Some((j, c));
-                        }
-                        None => kept.apply(kind),
-                    }
-                }
-                _ => kept.apply(kind),
-            }
-        }
-        (kept, cut)
-    }
-
     /// A file's size and hash as the state `desc` (last marked) holds it at
     /// crash point `k`: its pending ops replayed as lengths, and only the
     /// blocks a lost or torn op could change made anew, each from the file
     /// before its first pending op plus the writes the state kept there.
     fn file_as_kept(&mut self, ino: Ino, k: usize, desc: &StateDesc) -> (u64, blake3::Hash) {
         self.list(ino, k);
-        if self.listed[ino as usize].wide {
+        let torn = desc.torn.filter(|&(t, _)| t < k);
+        // A tear with losses (no model makes one) cuts against the size
+        // the ops kept before it left: replayed, as a file with a truncate
+        // or zeroing pending is.
+        if self.listed[ino as usize].wide || (torn.is_some() && !desc.lost.is_empty()) {
             return self.file_replayed(ino, k, desc.torn);
         }
         // With writes alone pending (and allocations, which move the size
         // only), a block's bytes are the writes kept over it, and the
         // file's lengths the furthest of them.
-        let torn = desc.torn.filter(|&(t, _)| t < k);
-        let (kept, cut) = if torn.is_some() && !desc.lost.is_empty() {
-            self.lengths_replayed(ino, k, torn)
-        } else {
-            self.lengths_kept(ino, k, torn)
-        };
+        let (kept, cut) = self.lengths_kept(ino, k, torn);
         let hashed = kept.hashed();
         let hashed_all = self.full.inodes[ino as usize].hashed_len();
         // The blocks whose share may differ from the whole state's: those
@@ -993,9 +953,10 @@ impl<'t> Keyer<'t> {
     }
 
     /// [`Keyer::file_as_kept`] for a file with a truncate or zeroing
-    /// pending: its pending ops replayed as lengths, and the blocks a lost
-    /// or torn op could change (by its range or by the lengths it moves)
-    /// made from every kept op that reaches them.
+    /// pending, or a state that both lost and tore: its pending ops
+    /// replayed as lengths, and the blocks a lost or torn op could change
+    /// (by its range or by the lengths it moves) made from every kept op
+    /// that reaches them.
     fn file_replayed(
         &mut self,
         ino: Ino,
