@@ -3,7 +3,7 @@
 //! group's fix verified by re-exploring the trace with the added syncs.
 
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{Cache, Pool};
+use blackout_check::pool::{outcomes, Cache, Pool};
 use blackout_explore::dedup::{distinct_states_watched, simplicity, ModelStates, Watch};
 use blackout_explore::dedup::{key_of, StateKey};
 use blackout_explore::enumerate::{ExploreConfig, Representatives, StateDesc};
@@ -20,6 +20,7 @@ use blackout_oplog::trace::Trace;
 
 use crate::explain::{self, CauseKind, SyncFix};
 use crate::report::{CauseGroup, Checked, FixCheck, FixSet, ModelReport, Verdict, Window};
+use crate::sweep::{add_rest, check_all, check_rest};
 use crate::RunError;
 
 /// What analysing a run needs: the pool that checked it (to check the states
@@ -37,6 +38,10 @@ pub struct Analysis<'a> {
     /// When fix verification stops: a re-exploration still running then is
     /// cut short, and none starts after it. `None`: no time bound.
     pub fix_deadline: Option<Instant>,
+    /// Whether checking goes on past the representatives (a check budget
+    /// above zero, or none at all): a fix verification then explores the
+    /// rest of its trace too and checks it until its deadline.
+    pub check_rest: bool,
 }
 
 impl<'a> Analysis<'a> {
@@ -62,18 +67,20 @@ impl<'a> Analysis<'a> {
     }
 }
 
-/// Failing states of one model and states that could not be checked, simplest first.
+/// Failing states of one model and states that could not be checked,
+/// simplest first (`results`: each distinct state's outcome, `None` for
+/// one not checked).
 pub fn sorted_results(
     s: &Analysis<'_>,
     m: &ModelStates,
-    results: &[Outcome],
+    results: &[Option<Outcome>],
 ) -> (Vec<Checked>, Vec<Checked>) {
     let mut failing = Vec::new();
     let mut errors = Vec::new();
     for (i, desc) in &m.reach {
-        match &results[*i] {
-            o @ Outcome::Fail { .. } => failing.push(s.checked(desc, o.clone())),
-            o @ (Outcome::TimedOut { .. } | Outcome::BadAnswer { .. }) => {
+        match results[*i].as_ref() {
+            Some(o @ Outcome::Fail { .. }) => failing.push(s.checked(desc, o.clone())),
+            Some(o @ (Outcome::TimedOut { .. } | Outcome::BadAnswer { .. })) => {
                 errors.push(s.checked(desc, o.clone()))
             }
             _ => {}
@@ -111,14 +118,22 @@ pub fn fix_time_bound(run_seconds: f64) -> Duration {
 }
 
 /// One model's result: its verdict, failing states, and their causes
-/// grouped; their fixes are verified next ([`verify_fixes`]).
+/// grouped; their fixes are verified next ([`verify_fixes`]). `in_full`:
+/// the exploration took every crash point in full (the verdict is exact
+/// when every distinct state was also checked).
 pub fn model_report(
     s: &Analysis<'_>,
     m: &ModelStates,
-    results: &[Outcome],
+    results: &[Option<Outcome>],
+    in_full: bool,
     cache: &mut Cache,
 ) -> Result<ModelReport, RunError> {
     let (failing, errors) = sorted_results(s, m, results);
+    let states_checked = m
+        .reach
+        .iter()
+        .filter(|(i, _)| results[*i].is_some())
+        .count();
     let verdict = if !failing.is_empty() {
         Verdict::Fail
     } else if !errors.is_empty() {
@@ -132,6 +147,8 @@ pub fn model_report(
         verdict,
         states: m.states,
         distinct: m.reach.len(),
+        states_checked,
+        exact: in_full && states_checked == m.reach.len(),
         failing,
         errors,
         coverage: m.coverage.clone(),
@@ -149,19 +166,19 @@ pub fn verify_fixes(
     cache: &mut Cache,
 ) -> Result<(), RunError> {
     let model = report.model;
-    let representatives = report.coverage.classes.is_some();
     // Verify each distinct fix once, in the order of the causes (most
     // serious first, so a small budget goes to them). A cause
     // found at one source line is fixed at every op that line issued; one
-    // found at representative crash points, at every op like its blamed
-    // ones.
+    // found on a sample of the states (not every distinct state checked),
+    // at every op like its blamed ones that no sync covers before the
+    // next promise.
     let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
     for g in report.causes.iter_mut() {
         if g.fixes.is_empty() {
             continue;
         }
-        let like = if representatives && g.source.is_none() {
-            like_ops_fixes(s.pool.trace, &mut g.fixes)
+        let like = if !report.exact && g.source.is_none() {
+            like_ops_fixes(s.pool.trace, s.pool.outputs, &mut g.fixes)
         } else {
             None
         };
@@ -721,10 +738,6 @@ fn bounded<T>(
     })
 }
 
-/// What a fix verification found: its distinct states and their outcomes,
-/// or that the checker could not be run.
-type Verified = Option<(blackout_explore::dedup::Explored, Vec<Outcome>)>;
-
 /// How a fix's syncs were chosen, for its description: after every op a
 /// source line issued (`source`), or after every op like the blamed ones
 /// (`like` names them: `write calls on kv.log`); else each failing state's
@@ -784,21 +797,39 @@ fn describe_fix(trace: &Trace, fixes: &[SyncFix], said: Said<'_>) -> String {
     }
 }
 
-/// Representative exploration found a cause only at the crash points it
-/// explored; the same sync belongs after every op like its blamed ones at
-/// the crash points it stood for: the same call on the same path (a
-/// file's own fsync after each of its writes, its directory's after each
-/// of the entry ops there), and a file's fsync before each rename like the
-/// one that published it unsynced (each renamed file's own, right before
-/// its rename). `fixes` gets them; other syncs that must come before an op
-/// stay as found. Returns the ops' name for people (`write calls on
-/// kv.log`) when syncs were added.
-pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String> {
+/// A cause found on a sample of the states (representatives, and as many
+/// more as the check budget allowed) was seen only where it was checked;
+/// the same sync belongs after every op like its blamed ones that nothing
+/// makes durable in time: the same call on the same path (a file's own
+/// fsync after each of its writes, its directory's after each of the entry
+/// ops there) that no sync covers before the next promise is printed, and
+/// a file's fsync before each rename like the one that published it
+/// unsynced whose file is not synced before it (each renamed file's own,
+/// right before its rename). `fixes` gets them; other syncs that must come
+/// before an op stay as found. Returns the ops' name for people (`write
+/// calls on kv.log`) when syncs were added.
+pub fn like_ops_fixes(
+    trace: &Trace,
+    outputs: &Outputs,
+    fixes: &mut Vec<SyncFix>,
+) -> Option<String> {
+    let synced = blackout_oplog::ops::synced_by(&trace.ops);
+    let promises: Vec<usize> = outputs.each_promise().map(|(op, _)| op).collect();
+    // Whether op `j` is durable before the first promise after it (before
+    // the end of the trace when none follows).
+    let covered = |j: usize| {
+        let next = promises
+            .get(promises.partition_point(|&p| p <= j))
+            .copied()
+            .unwrap_or(usize::MAX);
+        let s = &synced[j];
+        matches!((s.main, s.source), (Some(a), Some(b)) if a.max(b) < next)
+    };
     let found = fixes.clone();
     let mut like: Vec<(String, String)> = Vec::new();
     for f in &found {
         if let Some(b) = f.before {
-            if let Some(name) = like_renames_fixes(trace, f, b, fixes) {
+            if let Some(name) = like_renames_fixes(trace, &synced, f, b, fixes) {
                 if !like.contains(&name) {
                     like.push(name);
                 }
@@ -810,13 +841,15 @@ pub fn like_ops_fixes(trace: &Trace, fixes: &mut Vec<SyncFix>) -> Option<String>
         let own = explain::op_inode(&blamed.kind) == Some(f.ino);
         let mut added = false;
         for (j, op) in trace.ops.iter().enumerate() {
-            let ino = match (alike(op, blamed), own) {
-                (false, _) => continue,
-                (true, true) => match explain::op_inode(&op.kind) {
+            if !alike(op, blamed) || covered(j) {
+                continue;
+            }
+            let ino = match own {
+                true => match explain::op_inode(&op.kind) {
                     Some(ino) => ino,
                     None => continue,
                 },
-                (true, false) => f.ino,
+                false => f.ino,
             };
             if !fixes.iter().any(|g| (g.after, g.ino) == (j, ino)) {
                 fixes.push(SyncFix {
@@ -855,6 +888,7 @@ fn alike(a: &Op, b: &Op) -> bool {
 /// for people when any was added.
 fn like_renames_fixes(
     trace: &Trace,
+    synced: &[blackout_oplog::ops::SyncedBy],
     f: &SyncFix,
     b: usize,
     fixes: &mut Vec<SyncFix>,
@@ -863,12 +897,25 @@ fn like_renames_fixes(
     if !matches!(publisher.kind, OpKind::Rename { ino, .. } if ino == f.ino) {
         return None;
     }
+    // Whether file `ino`'s last data op before op `r` is synced before it.
+    let data_synced_before = |ino: Ino, r: usize| {
+        let last = trace.ops[..r].iter().rposition(|o| match o.kind {
+            OpKind::Write { ino: i, .. }
+            | OpKind::Truncate { ino: i, .. }
+            | OpKind::Fallocate { ino: i, .. } => i == ino,
+            _ => false,
+        });
+        last.is_none_or(|j| synced[j].main.is_some_and(|s| s < r))
+    };
     let mut added = false;
     for (r, op) in trace.ops.iter().enumerate().skip(1) {
         let OpKind::Rename { ino, .. } = op.kind else {
             continue;
         };
-        if alike(op, publisher) && !fixes.iter().any(|g| g.before == Some(r) && g.ino == ino) {
+        if alike(op, publisher)
+            && !data_synced_before(ino, r)
+            && !fixes.iter().any(|g| g.before == Some(r) && g.ino == ino)
+        {
             fixes.push(SyncFix {
                 after: r - 1,
                 before: Some(r),
@@ -884,9 +931,13 @@ fn like_renames_fixes(
 
 /// Re-explores the trace with the added syncs under `model` (with the
 /// run's enumeration settings, [`explore_as_the_run`]) and checks every
-/// state the cache does not know. `None` if the checker could not be run.
-/// At [`Analysis::fix_deadline`] the re-exploration and its checkers are
-/// stopped and the check says it was cut short; after it, none starts.
+/// state the cache does not know; when the run checks past its
+/// representatives ([`Analysis::check_rest`]), then explores the rest of
+/// the trace and checks it most novel first until the deadline (a check
+/// that does not get through it is not exact). `None` if the checker could
+/// not be run. At [`Analysis::fix_deadline`] a re-exploration whose
+/// representatives are not all checked is stopped with its checkers and
+/// the check says it was cut short; after it, none starts.
 pub fn verify_fix(
     s: &Analysis<'_>,
     model: Model,
@@ -901,8 +952,10 @@ pub fn verify_fix(
         syncs: fixes.to_vec(),
         added_at: added.clone(),
         passes: false,
+        exact: false,
         cut_short: true,
         states: 0,
+        states_checked: 0,
         still_failing: 0,
         simplest_failing: None,
     };
@@ -922,7 +975,7 @@ pub fn verify_fix(
             cancel: stop,
             progress: None,
         };
-        let explored = distinct_states_watched(
+        let mut explored = distinct_states_watched(
             &trace,
             &outputs,
             &[model],
@@ -930,11 +983,23 @@ pub fn verify_fix(
             s.pool.cfg.sector,
             watch,
         )?;
-        let verified: Verified = match pool.check_distinct(&explored, cache)? {
-            Ok(results) => Some((explored, results)),
-            Err(_) => None,
-        };
-        Ok::<_, RunError>(verified)
+        if check_all(&pool, &explored, cache)?.is_some() {
+            return Ok::<_, RunError>(None);
+        }
+        if s.check_rest && !explored.in_full {
+            // The representatives are checked: the deadline now ends the
+            // rest, it does not cut the verification short.
+            let watch = Watch {
+                cancel: s.pool.cfg.cancel,
+                progress: None,
+            };
+            add_rest(&s2.pool, &mut explored, &explore, watch)?;
+            if check_rest(&s2.pool, &explored, cache, s.fix_deadline)?.is_some() {
+                return Ok(None);
+            }
+        }
+        let results = outcomes(&explored, cache);
+        Ok(Some((explored, results)))
     });
     let (explored, results) = match run {
         Ok(Some(v)) => v,
@@ -950,13 +1015,20 @@ pub fn verify_fix(
         let cause = explain::explain(&cx, &c.desc(), &mut |d| known.fails(cache, d));
         (c.id.clone(), cause.sentence)
     });
+    let states_checked = m
+        .reach
+        .iter()
+        .filter(|(i, _)| results[*i].is_some())
+        .count();
     Ok(Some(FixCheck {
         description,
         syncs: fixes.to_vec(),
         added_at: added,
         passes: failing.is_empty(),
+        exact: explored.in_full && states_checked == m.reach.len(),
         cut_short: false,
         states: m.reach.len(),
+        states_checked,
         still_failing: failing.len(),
         simplest_failing: still,
     }))
@@ -1050,6 +1122,7 @@ mod tests {
             promise_prefix: None,
             fix_verifications: FIX_VERIFICATIONS_MAX,
             fix_deadline: deadline,
+            check_rest: true,
         };
         let mut cache = Cache::new();
         let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);
@@ -1161,7 +1234,7 @@ mod tests {
         )
         .unwrap();
         let mut fixes = fsync_a();
-        let like = like_ops_fixes(&t, &mut fixes);
+        let like = like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes);
         assert_eq!(like.as_deref(), Some("write calls on a"));
         let after: Vec<usize> = fixes.iter().map(|f| f.after).collect();
         assert_eq!(after, [1, 3, 5]);
@@ -1177,13 +1250,19 @@ mod tests {
             "fsync(a) after each of the 3 write calls on a (ops 1-5)"
         );
         // Nothing like it left: nothing added.
-        assert_eq!(like_ops_fixes(&t, &mut fixes), None);
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes),
+            None
+        );
         // A sync that must precede an op stays as found.
         let mut before = vec![SyncFix {
             before: Some(2),
             ..fsync_a()[0].clone()
         }];
-        assert_eq!(like_ops_fixes(&t, &mut before), None);
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut before),
+            None
+        );
         assert_eq!(before.len(), 1);
     }
 
@@ -1219,7 +1298,7 @@ mod tests {
             dir: false,
             path: "t".into(),
         }];
-        let like = like_ops_fixes(&t, &mut fixes);
+        let like = like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes);
         assert_eq!(like.as_deref(), Some("rename calls on t"));
         fixes.sort_by_key(|f| f.after);
         let got: Vec<(Option<usize>, Ino)> = fixes.iter().map(|f| (f.before, f.ino)).collect();
@@ -1237,7 +1316,10 @@ mod tests {
             )
         );
         // All there: nothing added.
-        assert_eq!(like_ops_fixes(&t, &mut fixes), None);
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes),
+            None
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@
 pub mod explain;
 pub mod group;
 pub mod report;
+pub mod sweep;
 
 use blackout_check::pool::PoolError;
 use blackout_explore::dedup::ExploreError;

@@ -169,8 +169,14 @@ pub struct FixCheck {
     pub added_at: Vec<usize>,
     /// `fsync(.) after op 3 (log line 224)`.
     pub description: String,
-    /// Whether every state passes with it (never when `cut_short`).
+    /// Whether every state checked passes with it (never when
+    /// `cut_short`).
     pub passes: bool,
+    /// Whether the re-exploration was exact: every crash point of the
+    /// trace with the syncs explored in full and every distinct state
+    /// checked. When not, `passes` speaks for the states checked alone
+    /// (the representatives, and as many more as the time bound allowed).
+    pub exact: bool,
     /// Fix verification reached its time bound before this re-exploration
     /// was checked to the end (or before it began): whether the syncs make
     /// every state pass is not known. `passes` is then false and says
@@ -178,6 +184,8 @@ pub struct FixCheck {
     pub cut_short: bool,
     /// Distinct states of the re-exploration.
     pub states: usize,
+    /// How many of them were checked (all of them when `exact`).
+    pub states_checked: usize,
     /// How many of them still fail.
     pub still_failing: usize,
     /// The simplest still failing (its id with the added sync) and its cause.
@@ -193,8 +201,15 @@ pub struct ModelReport {
     pub verdict: Verdict,
     /// States enumerated.
     pub states: usize,
-    /// Distinct by content (the states checked).
+    /// Distinct by content.
     pub distinct: usize,
+    /// Of them, checked: all of them unless a check budget ended the
+    /// rest after the representatives.
+    pub states_checked: usize,
+    /// Whether the model's verdict is exact: every crash point explored in
+    /// full and every distinct state checked (what the enumeration itself
+    /// leaves out, subsets past the exhaustive limit, is in `coverage`).
+    pub exact: bool,
     /// Rejected states, simplest first (each distinct state once, under its
     /// simplest id in this model).
     pub failing: Vec<Checked>,
@@ -253,7 +268,15 @@ pub struct RunReport {
     /// Per model.
     pub models: Vec<ModelReport>,
     /// Distinct states checked over all models.
-    pub checked: usize,
+    pub states_checked: usize,
+    /// Distinct states explored over all models.
+    pub states_distinct: usize,
+    /// Whether every model's verdict is exact ([`ModelReport::exact`]):
+    /// a PASS then says every crash state was accepted, not a sample.
+    pub exact: bool,
+    /// The check budget the run had after its representatives, in
+    /// seconds; `None`: none (every state checked).
+    pub check_budget_seconds: Option<f64>,
     /// Seconds spent enumerating, building and hashing states.
     pub explore_seconds: f64,
     /// Seconds spent writing states out and running the checker.
@@ -298,7 +321,10 @@ impl RunReport {
             precheck,
             all_applied,
             models: Vec::new(),
-            checked: 0,
+            states_checked: 0,
+            states_distinct: 0,
+            exact: true,
+            check_budget_seconds: None,
             explore_seconds: 0.0,
             check_seconds: 0.0,
             fix_seconds: 0.0,

@@ -12,6 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use blackout_explore::dedup::{key_of, state_key, Distinct, Explored, StateKey};
 use blackout_explore::enumerate::StateDesc;
@@ -39,9 +40,12 @@ pub enum PoolError {
 /// Outcomes by content key, shared by a run and its fix verifications.
 pub type Cache = HashMap<StateKey, Outcome>;
 
+/// The state where the checker could not be run, and why.
+pub type CannotRun = (String, String);
+
 /// Results of checking in parallel, and the state (and reason) where the
 /// checker could not be run, if it could not.
-pub type Parallel = (Vec<(usize, Outcome)>, Option<(String, String)>);
+pub type Parallel = (Vec<(usize, Outcome)>, Option<CannotRun>);
 
 /// A run's scratch directory: one slot per worker under it. Removed (with
 /// whatever a checker left, read-only directories included) by
@@ -197,29 +201,32 @@ impl<'a> Pool<'a> {
         Ok(outcome)
     }
 
-    /// Checks every distinct state of an exploration that the cache does not
-    /// know, adding the results to it. Returns each distinct state's outcome,
-    /// or the state where the checker could not be run and why.
+    /// Checks the distinct states of an exploration that the cache does not
+    /// know, in `order` (every one not known, in exploration order, when
+    /// `None`), adding the results to it; no state is started after
+    /// `deadline`. Returns each distinct state's outcome (`None` for one
+    /// the deadline left unchecked), or the state where the checker could
+    /// not be run and why.
     pub fn check_distinct(
         &self,
         explored: &Explored,
         cache: &mut Cache,
-    ) -> Result<Result<Vec<Outcome>, (String, String)>, PoolError> {
-        let todo: Vec<usize> = (0..explored.distinct.len())
-            .filter(|&i| !cache.contains_key(&explored.distinct[i].key))
-            .collect();
-        let (checked, stop) = self.check_parallel(&explored.distinct, &todo)?;
+        order: Option<&[usize]>,
+        deadline: Option<Instant>,
+    ) -> Result<Result<Vec<Option<Outcome>>, CannotRun>, PoolError> {
+        let unknown = |i: &usize| !cache.contains_key(&explored.distinct[*i].key);
+        let todo: Vec<usize> = match order {
+            Some(order) => order.iter().copied().filter(unknown).collect(),
+            None => (0..explored.distinct.len()).filter(unknown).collect(),
+        };
+        let (checked, stop) = self.check_until(&explored.distinct, &todo, deadline)?;
         if let Some(stop) = stop {
             return Ok(Err(stop));
         }
         for (i, o) in checked {
             cache.insert(explored.distinct[i].key, o);
         }
-        Ok(Ok(explored
-            .distinct
-            .iter()
-            .map(|d| cache.get(&d.key).cloned().unwrap_or(Outcome::Pass))
-            .collect()))
+        Ok(Ok(outcomes(explored, cache)))
     }
 
     /// Checks `distinct[i]` for every `i` in `todo`, `jobs` at a time.
@@ -227,6 +234,18 @@ impl<'a> Pool<'a> {
         &self,
         distinct: &[Distinct],
         todo: &[usize],
+    ) -> Result<Parallel, PoolError> {
+        self.check_until(distinct, todo, None)
+    }
+
+    /// Checks `distinct[i]` for `i` in `todo`, in that order, `jobs` at a
+    /// time, starting none after `deadline` (the states started by then
+    /// are checked to the end): those left are not in the results.
+    pub fn check_until(
+        &self,
+        distinct: &[Distinct],
+        todo: &[usize],
+        deadline: Option<Instant>,
     ) -> Result<Parallel, PoolError> {
         let shared = Shared {
             next: AtomicUsize::new(0),
@@ -240,7 +259,7 @@ impl<'a> Pool<'a> {
         std::thread::scope(|scope| {
             for _ in 0..jobs {
                 let shared = &shared;
-                scope.spawn(move || self.worker(shared, distinct, todo));
+                scope.spawn(move || self.worker(shared, distinct, todo, deadline));
             }
         });
         if self.cancelled() {
@@ -252,8 +271,15 @@ impl<'a> Pool<'a> {
         Ok((into_inner(shared.results), into_inner(shared.cannot_run)))
     }
 
-    /// One worker: its slot, then states until none is left or all stop.
-    fn worker(&self, shared: &Shared, distinct: &[Distinct], todo: &[usize]) {
+    /// One worker: its slot, then states until none is left, all stop, or
+    /// the deadline passes.
+    fn worker(
+        &self,
+        shared: &Shared,
+        distinct: &[Distinct],
+        todo: &[usize],
+        deadline: Option<Instant>,
+    ) {
         let mut keys = Keyer::new(self.trace, self.cfg.sector);
         let slot = match self.scratch.worker_slot() {
             Ok(slot) => slot,
@@ -264,7 +290,10 @@ impl<'a> Pool<'a> {
             slot: &slot,
         };
         loop {
-            if shared.stop.load(Ordering::SeqCst) || self.cancelled() {
+            if shared.stop.load(Ordering::SeqCst)
+                || self.cancelled()
+                || deadline.is_some_and(|d| Instant::now() >= d)
+            {
                 return;
             }
             let j = shared.next.fetch_add(1, Ordering::SeqCst);
@@ -300,6 +329,16 @@ impl<'a> Pool<'a> {
             }
         }
     }
+}
+
+/// Each distinct state's outcome as the cache knows it (`None`: not
+/// checked).
+pub fn outcomes(explored: &Explored, cache: &Cache) -> Vec<Option<Outcome>> {
+    explored
+        .distinct
+        .iter()
+        .map(|d| cache.get(&d.key).cloned())
+        .collect()
 }
 
 /// Tells the checker a worker's slot is done with, however the worker ends.

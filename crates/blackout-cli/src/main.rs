@@ -34,7 +34,7 @@ use blackout::export::html::HtmlExporter;
 use blackout::export::json::{JsonExporter, JSON_SCHEMA};
 use blackout::export::junit::JunitExporter;
 use blackout::export::markdown::MarkdownExporter;
-use blackout::export::text::{coverage_text, shell_quote, TextExporter};
+use blackout::export::text::{explored_text, shell_quote, TextExporter};
 use blackout::export::{ExportContext, Exporter};
 use blackout::oplog::ops::escape_controls;
 use blackout::oplog::promises::Outputs;
@@ -247,6 +247,19 @@ struct RunArgs {
     /// and skip the pre-check.
     #[arg(long)]
     consistency_only: bool,
+    /// How long checking may go on past the representatives: their states
+    /// are always checked, then the rest of the trace is explored in full
+    /// and checked, the states most unlike those checked first, until
+    /// every distinct state is checked (the verdict is then exact) or this
+    /// is spent (a PASS then says it is a sample). Seconds, or with a unit
+    /// (90s, 5m, 1h); 0 checks the representatives alone. --exhaustive
+    /// checks every state, without a budget.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_budget, conflicts_with = "exhaustive")]
+    check_budget: std::time::Duration,
+    /// A PASS on a sample (not every distinct state checked) is
+    /// INCONCLUSIVE, exit 2: for gates that must not accept a sample.
+    #[arg(long)]
+    require_exact: bool,
     /// Distinct fixes verified per model (each re-explores the trace with
     /// one added fsync); 0 verifies none. Verification takes at most as long
     /// as the run took to explore and check (at least 5 s): a fix still
@@ -389,6 +402,18 @@ fn models_of(spec: &str) -> Result<Vec<Model>, String> {
     models.sort();
     models.dedup();
     Ok(models)
+}
+
+/// A check budget: seconds (`90`, `0.5`), or a duration with units
+/// (`90s`, `5m`, `1h 30m`).
+fn parse_budget(spec: &str) -> Result<std::time::Duration, String> {
+    let spec = spec.trim();
+    if let Ok(secs) = spec.parse::<f64>() {
+        return std::time::Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("`{spec}` is not a duration of zero seconds or more"));
+    }
+    humantime::parse_duration(spec)
+        .map_err(|e| format!("`{spec}` is not a duration (90, 90s, 5m, 1h): {e}"))
 }
 
 fn parse_models(spec: &str) -> Result<String, String> {
@@ -964,6 +989,8 @@ fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
     cfg.promise_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
     cfg.consistency_only = a.consistency_only;
     cfg.fix_verifications = a.verify_fixes;
+    cfg.check_budget = (!a.explore.exhaustive).then_some(a.check_budget);
+    cfg.require_exact = a.require_exact;
     cfg.cancel = Some(Arc::clone(&INTERRUPTED));
     Ok((cfg, checker_flag))
 }
@@ -1253,7 +1280,7 @@ fn cmd_states(a: StatesArgs) -> Result<u8> {
                 m.model.name(),
                 for_people(m.states as u128),
                 for_people(m.reach.len() as u128),
-                coverage_text(m.model, &m.coverage, &a.explore.config())
+                explored_text(m.model, &m.coverage, &a.explore.config())
             )?;
             for (_, d) in &m.reach {
                 writeln!(out, "{}", d.id())?;

@@ -16,7 +16,7 @@
 use std::time::{Duration, Instant};
 
 use blackout_explore::dedup::distinct_states;
-use blackout_explore::enumerate::{enumerate_points, ExploreConfig, Representatives};
+use blackout_explore::enumerate::{enumerate_points, ExploreConfig, Representatives, Tearing};
 use blackout_explore::keys::Keyer;
 use blackout_explore::model::Model;
 use blackout_explore::state::SECTOR_BYTES_DEFAULT;
@@ -35,13 +35,10 @@ fn main() {
         eprintln!("deciles: no model named {model_name}");
         std::process::exit(2);
     };
-    let trace = match Trace::load(path.as_ref()) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("deciles: {path}: {e}");
-            std::process::exit(2);
-        }
-    };
+    let trace = Trace::load(path.as_ref()).unwrap_or_else(|e| {
+        eprintln!("deciles: {path}: {e}");
+        std::process::exit(2);
+    });
     let outputs = Outputs::new(&trace, None);
     let cfg = ExploreConfig {
         representatives: Representatives::Exhaustive,
@@ -56,10 +53,16 @@ fn main() {
     let mut keys = Keyer::new(&trace, SECTOR_BYTES_DEFAULT);
     let started = Instant::now();
     let mut last = started;
+    let sizes = trace.sizes_before();
+    let tearing = Tearing {
+        sizes_before: Some(&sizes),
+        sector: SECTOR_BYTES_DEFAULT,
+    };
     enumerate_points(
         &trace.ops,
         model.crash_model(),
         &cfg,
+        tearing,
         None,
         &points,
         |desc| {

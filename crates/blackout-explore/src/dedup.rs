@@ -9,8 +9,10 @@ use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 use rustc_hash::FxHashMap;
 
-use crate::classes::classes;
-use crate::enumerate::{enumerate_points, ConfigError, Coverage, ExploreConfig, StateDesc};
+use crate::classes::{classes, Classes, ShapeInput};
+use crate::enumerate::{
+    enumerate_points, ConfigError, Coverage, ExploreConfig, StateDesc, Tearing,
+};
 use crate::keys::Keyer;
 use crate::model::Model;
 use crate::state::FsState;
@@ -59,6 +61,13 @@ pub struct Explored {
     pub distinct: Vec<Distinct>,
     /// Per model.
     pub models: Vec<ModelStates>,
+    /// With representatives: the classes of the trace's crash points, of
+    /// which a few each were explored.
+    pub classes: Option<Classes>,
+    /// Whether every crash point was explored with every pending unit
+    /// taken (no representatives, or the rest explored after them): the
+    /// distinct states are every distinct state the models allow.
+    pub in_full: bool,
 }
 
 /// The content key of a built state at crash point `crash`: the one
@@ -124,7 +133,44 @@ pub fn distinct_states_watched(
     if sector == 0 {
         return Err(ConfigError::Sector.into());
     }
+    let sizes_before = trace.sizes_before();
+    let shapes = ShapeInput {
+        ops: &trace.ops,
+        sizes_before: &sizes_before,
+        sector,
+        exhaustive_limit: cfg.exhaustive_limit,
+    };
+    // Representatives: the same crash points under every model.
+    let classes = cfg
+        .representatives
+        .per_class(&trace.ops)
+        .map(|r| classes(&shapes, r));
+    let points: Vec<usize> = match &classes {
+        Some(c) => c.explore.clone(),
+        None => (0..=trace.ops.len()).collect(),
+    };
+    let mut explored = explore_points(trace, outputs, models, cfg, sector, watch, &points)?;
+    for m in &mut explored.models {
+        m.coverage.classes = classes.as_ref().map(|c| c.counts.clone());
+    }
+    explored.in_full = classes.is_none();
+    explored.classes = classes;
+    Ok(explored)
+}
+
+/// The distinct states of `models` at the crash points `points`
+/// (ascending), with `cfg`'s enumeration settings.
+pub(crate) fn explore_points(
+    trace: &Trace,
+    outputs: &Outputs,
+    models: &[Model],
+    cfg: &ExploreConfig,
+    sector: u64,
+    watch: Watch<'_>,
+    points: &[usize],
+) -> Result<Explored, ExploreError> {
     let cancelled = || watch.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+    let sizes_before = trace.sizes_before();
     let mut built = 0usize;
     let mut index: FxHashMap<StateKey, usize> = FxHashMap::default();
     let mut distinct: Vec<Distinct> = Vec::new();
@@ -134,26 +180,12 @@ pub fn distinct_states_watched(
     // would have.
     let mut first: Vec<(usize, u64)> = Vec::new();
     let mut per_model = Vec::new();
-    let sizes_before = trace.sizes_before();
-    // Representatives: the same crash points under every model.
-    let classes = cfg
-        .representatives
-        .per_class(&trace.ops)
-        .map(|r| classes(&trace.ops, r));
-    let all: Vec<usize>;
-    let points = match &classes {
-        Some(c) => &c.explore,
-        None => {
-            all = (0..=trace.ops.len()).collect();
-            &all
-        }
-    };
     for (m, &model) in models.iter().enumerate() {
         // Per distinct state this model reaches: its simplest description
         // here and where the model first reached it.
         let mut reach: FxHashMap<usize, (StateDesc, u64)> = FxHashMap::default();
         let mut states = 0usize;
-        let mut coverage = keyed(
+        let coverage = keyed(
             trace,
             model,
             cfg,
@@ -199,7 +231,6 @@ pub fn distinct_states_watched(
                 }
             },
         )?;
-        coverage.classes = classes.as_ref().map(|c| c.counts.clone());
         if cancelled() {
             return Err(ExploreError::Interrupted);
         }
@@ -244,7 +275,12 @@ fn in_first_order(
             coverage,
         })
         .collect();
-    Explored { distinct, models }
+    Explored {
+        distinct,
+        models,
+        classes: None,
+        in_full: true,
+    }
 }
 
 /// Crash points a worker enumerates and keys at a time.
@@ -286,6 +322,11 @@ fn keyed(
     let next = AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Keyed>(MESSAGES_WAITING * jobs);
     let mut coverage = Coverage::default();
+    let sizes_before = trace.sizes_before();
+    let tearing = Tearing {
+        sizes_before: Some(&sizes_before),
+        sector,
+    };
     std::thread::scope(|scope| {
         for _ in 0..jobs {
             let tx = tx.clone();
@@ -304,6 +345,7 @@ fn keyed(
                         &trace.ops,
                         model.crash_model(),
                         cfg,
+                        tearing,
                         cancel,
                         batches[b],
                         |desc| {

@@ -121,11 +121,67 @@ impl Tear {
         }
     }
 
-    fn code(self) -> &'static str {
+    /// The tears storage can make of a write of `len` bytes at `off` to a
+    /// file `size_before` long with `sector`-byte sectors (those whose
+    /// [`Tear::cut`] is some), in [`Tear::ALL`]'s order: what a model
+    /// chooses among when it tears the write.
+    ///
+    /// ```
+    /// use blackout_explore::enumerate::Tear;
+    ///
+    /// // A 40-byte record inside one sector: atomic.
+    /// assert_eq!(Tear::offered(0, 40, 4000, 512), []);
+    /// // The same record across the boundary at 512: it can tear there.
+    /// assert_eq!(Tear::offered(480, 40, 4000, 512), [Tear::Half]);
+    /// // An append: also its new size without the data.
+    /// assert_eq!(Tear::offered(4000, 40, 4000, 512), [Tear::Zeros]);
+    /// ```
+    pub fn offered(off: u64, len: u64, size_before: u64, sector: u64) -> Vec<Tear> {
+        Tear::ALL
+            .into_iter()
+            .filter(|t| t.cut(off, len, size_before, sector).is_some())
+            .collect()
+    }
+
+    /// The letter of a state id (`h`, `s`, `z`).
+    pub fn code(self) -> &'static str {
         match self {
             Tear::Half => "h",
             Tear::ShortSector => "s",
             Tear::Zeros => "z",
+        }
+    }
+}
+
+/// What a model needs to know of a trace to tell which tears storage can
+/// make of each write: each op's file size before it
+/// (`Trace::sizes_before`) and the sector size. Without them
+/// ([`Tearing::UNKNOWN`]) every write is taken to offer every tear (the
+/// caller drops those storage cannot make).
+#[derive(Debug, Clone, Copy)]
+pub struct Tearing<'a> {
+    /// For each op, its file's size just before it; `None`: not known.
+    pub sizes_before: Option<&'a [u64]>,
+    /// The sector size, in bytes.
+    pub sector: u64,
+}
+
+impl Tearing<'_> {
+    /// Sizes not known: every write offers every tear.
+    pub const UNKNOWN: Tearing<'static> = Tearing {
+        sizes_before: None,
+        sector: 1,
+    };
+
+    /// The tears storage can make of op `i` (none for an op that is not a
+    /// write; every tear when the sizes are not known).
+    pub fn offered(&self, ops: &[Op], i: usize) -> Vec<Tear> {
+        let OpKind::Write { off, data, .. } = &ops[i].kind else {
+            return Vec::new();
+        };
+        match self.sizes_before.and_then(|s| s.get(i)) {
+            Some(&size) => Tear::offered(*off, data.len, size, self.sector),
+            None => Tear::ALL.to_vec(),
         }
     }
 }
@@ -453,6 +509,12 @@ pub struct Coverage {
     /// ones explored and how many it stood for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassCount>>,
+    /// With representatives and the rest explored after them: how many
+    /// crash points the rest explored with every pending unit taken (all
+    /// of them, unless the trace would make more than the rest's bound of
+    /// states).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_crash_points: Option<usize>,
 }
 
 /// One class of crash points whose pending work has the same shape.
@@ -611,15 +673,18 @@ pub fn enumerate_until(
     emit: impl FnMut(StateDesc),
 ) -> Result<Coverage, ConfigError> {
     let all: Vec<usize> = (0..=ops.len()).collect();
-    enumerate_points(ops, model, cfg, cancel, &all, emit)
+    enumerate_points(ops, model, cfg, Tearing::UNKNOWN, cancel, &all, emit)
 }
 
 /// [`enumerate_until`] at the crash points `points` only (ascending, each
-/// at most `ops.len()`): what representative exploration visits.
+/// at most `ops.len()`): what representative exploration visits. With
+/// `tearing` known, representatives tell writes apart by the tears
+/// storage can make of them.
 pub fn enumerate_points(
     ops: &[Op],
     model: &dyn CrashModel,
     cfg: &ExploreConfig,
+    tearing: Tearing<'_>,
     cancel: Option<&AtomicBool>,
     points: &[usize],
     mut emit: impl FnMut(StateDesc),
@@ -639,6 +704,7 @@ pub fn enumerate_points(
             cancel,
             representatives,
             pending: along.at(k),
+            tearing,
         };
         if point.stopped() {
             break;
@@ -668,6 +734,12 @@ pub trait CrashModel: Sync {
 
     /// The coverage statement every run prints for this model.
     fn coverage_text(&self, cov: &Coverage, cfg: &ExploreConfig) -> String;
+
+    /// At most how many states the model emits at a crash point with
+    /// `pending` units pending, `writes` of them writes, when every unit
+    /// is taken (no representatives): what bounds an exploration before it
+    /// runs.
+    fn states_bound(&self, pending: usize, writes: usize, cfg: &ExploreConfig) -> u64;
 }
 
 /// One crash point, as a [`CrashModel`] sees it.
@@ -688,6 +760,8 @@ pub struct CrashPoint<'a> {
     pub representatives: Option<usize>,
     /// The units still pending here, as [`pending_at`] gives them.
     pub pending: &'a [Unit],
+    /// Which tears storage can make of each write.
+    pub tearing: Tearing<'a>,
 }
 
 impl CrashPoint<'_> {
@@ -811,7 +885,10 @@ mod tests {
             };
             let mut states = Vec::new();
             let posix = Model::Posix.crash_model();
-            enumerate_points(&ops, posix, &cfg, None, &[101], |s| states.push(s)).unwrap();
+            enumerate_points(&ops, posix, &cfg, Tearing::UNKNOWN, None, &[101], |s| {
+                states.push(s)
+            })
+            .unwrap();
             states
         };
         let all = at_end(Representatives::Exhaustive);

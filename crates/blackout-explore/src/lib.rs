@@ -33,4 +33,5 @@ pub mod dedup;
 pub mod enumerate;
 pub mod keys;
 pub mod model;
+pub mod rest;
 pub mod state;

@@ -352,11 +352,12 @@ fn render_summary(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>)
     for m in &report.models {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} distinct of {}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{} of {} distinct{}</td><td class=\"n\">{}</td></tr>",
             m.model.name(),
             verdict_badge(m.verdict),
+            for_people(m.states_checked as u128),
             for_people(m.distinct as u128),
-            for_people(m.states as u128),
+            if m.exact { ", exact" } else { ", a sample" },
             m.causes.len()
         );
     }
@@ -781,7 +782,7 @@ fn render_coverage(out: &mut String, report: &RunReport) {
             out,
             "<li><strong>{}</strong>: {}</li>",
             model.name(),
-            html_escape(&coverage_text(model, &m.coverage, &report.explore))
+            html_escape(&coverage_text(m, &report.explore))
         );
     }
     out.push_str("</ul>\n");

@@ -25,7 +25,7 @@ use blackout_oplog::ops::escape_controls;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::Writer;
 
-use crate::text::{cause_text, coverage_text, fix_set_text, workload_name};
+use crate::text::{cause_text, coverage_text, distinct_text, fix_set_text, workload_name};
 use crate::{ExportContext, Exporter};
 
 /// The JUnit XML report ([`render`]).
@@ -101,10 +101,10 @@ fn model_case(m: &ModelReport, ctx: &ExportContext<'_>, report: &RunReport) -> C
         });
     }
     let mut out = format!(
-        "{} states, {} distinct by content; {}\n",
+        "{} states, {}; {}\n",
         for_people(m.states as u128),
-        for_people(m.distinct as u128),
-        coverage_text(m.model, &m.coverage, &report.explore)
+        distinct_text(m),
+        coverage_text(m, &report.explore)
     );
     if let Some(set) = &m.fix_set {
         let _ = writeln!(out, "{}", fix_set_text(set, m.model));

@@ -86,11 +86,12 @@ fn model_table(out: &mut String, report: &RunReport) {
     for m in &report.models {
         let _ = writeln!(
             out,
-            "| {} | {} | {} distinct of {} | {} |",
+            "| {} | {} | {} of {} distinct{} | {} |",
             m.model.name(),
             verdict_cell(m.verdict),
+            for_people(m.states_checked as u128),
             for_people(m.distinct as u128),
-            for_people(m.states as u128),
+            if m.exact { ", exact" } else { ", a sample" },
             m.causes.len()
         );
     }
@@ -228,7 +229,7 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
                 out,
                 "- **{}**: {}",
                 m.model.name(),
-                md_escape(&coverage_text(m.model, &m.coverage, &report.explore))
+                md_escape(&coverage_text(m, &report.explore))
             );
         }
     }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use anstyle::{AnsiColor, Style};
 use blackout_analysis::group::FIX_SECONDS_MIN;
 use blackout_analysis::report::{
-    CauseGroup, Checked, FixSet, ModelReport, RunReport, Verdict, Window,
+    CauseGroup, Checked, FixCheck, FixSet, ModelReport, RunReport, Verdict, Window,
 };
 use blackout_check::outcome::Outcome;
 use blackout_check::shell::ACKED_ENV_BYTES_MAX;
@@ -150,14 +150,71 @@ pub fn all_applied_text(all: &Checked) -> String {
     format!("({}): the checker {}", all.id, all.outcome.describe())
 }
 
-/// The coverage statement every run prints (with representatives, what
-/// each class of crash points stood for).
-pub fn coverage_text(model: Model, cov: &Coverage, cfg: &ExploreConfig) -> String {
+/// The coverage statement every run prints for a model: what its
+/// enumeration covered, and with representatives what each class of crash
+/// points stood for and how much of the rest was explored and checked.
+pub fn coverage_text(m: &ModelReport, cfg: &ExploreConfig) -> String {
+    let mut text = explored_text(m.model, &m.coverage, cfg);
+    if m.coverage.classes.is_some() {
+        text.push_str(&rest_text(m));
+    }
+    text
+}
+
+/// What an exploration covered, before any state is checked (`blackout
+/// states`): the model's enumeration, and with representatives what each
+/// class of crash points stood for.
+pub fn explored_text(model: Model, cov: &Coverage, cfg: &ExploreConfig) -> String {
     let mut text = model.crash_model().coverage_text(cov, cfg);
     if let Some(classes) = &cov.classes {
         text.push_str(&classes_text(classes));
     }
     text
+}
+
+/// What was checked of a model's distinct states: `2445 distinct by
+/// content`, or with a sample `2445 distinct by content, 1200 checked`.
+pub fn distinct_text(m: &ModelReport) -> String {
+    if m.states_checked == m.distinct {
+        format!("{} distinct by content", for_people(m.distinct as u128))
+    } else {
+        format!(
+            "{} distinct by content, {} checked",
+            for_people(m.distinct as u128),
+            for_people(m.states_checked as u128)
+        )
+    }
+}
+
+/// After the representatives: how far the rest went.
+fn rest_text(m: &ModelReport) -> String {
+    let total: usize = m
+        .coverage
+        .classes
+        .as_ref()
+        .map_or(0, |c| c.iter().map(|k| k.crash_points).sum());
+    let checked = if m.states_checked == m.distinct {
+        format!(
+            "all {} distinct states checked",
+            for_people(m.distinct as u128)
+        )
+    } else {
+        format!(
+            "{} of its {} distinct states checked, the most unlike those checked first, until the check budget ended",
+            for_people(m.states_checked as u128),
+            for_people(m.distinct as u128)
+        )
+    };
+    match m.coverage.full_crash_points {
+        None => format!(
+            "; the rest not explored ({} distinct states checked: --check-budget 0)",
+            for_people(m.states_checked as u128)
+        ),
+        Some(n) if n >= total => format!("; then every crash point explored in full and {checked}"),
+        Some(n) => format!(
+            "; then {n} of {total} crash points explored in full (every one would make more states than the rest's bound) and {checked}"
+        ),
+    }
 }
 
 /// Classes shown by name in the coverage statement (the largest first);
@@ -182,7 +239,7 @@ pub fn classes_text(classes: &[blackout_explore::enumerate::ClassCount]) -> Stri
         .collect();
     let more = classes.len().saturating_sub(CLASSES_SHOWN);
     format!(
-        ". By representatives: {explored} of {total} crash points explored, a few of each of {} classes whose pending work has the same shape, and at each, under posix, a few of each set of alike pending ops (the same call, file and length) lost, kept, cut at or torn one at a time (--exhaustive explores every one); the largest: {}{}",
+        ". By representatives first: {explored} of {total} crash points explored, a few of each of {} classes at which the model makes the same choices and the pending work has the same shape, and at each, under posix, a few of each set of alike pending ops (the same call, file, length and tears) lost, kept, cut at or torn one at a time; the largest: {}{}",
         classes.len(),
         shown.join("; "),
         if more > 0 { format!("; and {more} smaller classes") } else { String::new() }
@@ -256,11 +313,11 @@ fn render_model(
     let pad = " ".repeat(5usize.saturating_sub(m.verdict.name().len()));
     let _ = writeln!(
         out,
-        "{:<8} {}{pad} {} states, {} distinct by content; {}",
+        "{:<8} {}{pad} {} states, {}; {}",
         m.model.name(),
         paint.verdict(m.verdict),
         for_people(m.states as u128),
-        for_people(m.distinct as u128),
+        distinct_text(m),
         match (m.failing.len(), m.errors.len()) {
             (0, 0) => "all accepted".to_string(),
             (f, 0) => format!("{f} rejected"),
@@ -296,7 +353,7 @@ fn render_model(
     if m.errors.len() > 5 {
         let _ = writeln!(out, "  and {} more error states", m.errors.len() - 5);
     }
-    let _ = writeln!(out, "  {}", coverage_text(m.model, &m.coverage, explore));
+    let _ = writeln!(out, "  {}", coverage_text(m, explore));
 }
 
 /// Distinct causes the text report shows per model.
@@ -497,6 +554,25 @@ fn cut_short() -> String {
     )
 }
 
+/// The states a passing fix check speaks for: `all 6026 states` when it
+/// was exact, else how many it checked and that it speaks for them alone.
+pub fn fix_states_text(f: &FixCheck) -> String {
+    if f.exact {
+        format!("all {} states", for_people(f.states as u128))
+    } else if f.states_checked == f.states {
+        format!(
+            "all {} states explored (verified on representative crash points only, not every one)",
+            for_people(f.states as u128)
+        )
+    } else {
+        format!(
+            "all {} checked of {} states (verified on those alone: the fix time bound ended the rest)",
+            for_people(f.states_checked as u128),
+            for_people(f.states as u128)
+        )
+    }
+}
+
 /// The `fix:` line of a cause: the verified fix, or why there is none.
 pub fn fix_text(g: &CauseGroup, model: Model) -> String {
     match (&g.fix, g.fixes.first()) {
@@ -507,9 +583,9 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
             model.name()
         ),
         (Some(f), _) if f.passes => format!(
-            "adding {} makes all {} states pass under {}",
+            "adding {} makes {} pass under {}",
             f.description,
-            for_people(f.states as u128),
+            fix_states_text(f),
             model.name()
         ),
         (Some(f), _) => format!(
@@ -543,9 +619,9 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
 pub fn fix_set_text(set: &FixSet, model: Model) -> String {
     match set {
         FixSet::Found { check, minimal } => format!(
-            "fix for every cause: adding {} makes all {} states pass under {}{}",
+            "fix for every cause: adding {} makes {} pass under {}{}",
             check.description,
-            for_people(check.states as u128),
+            fix_states_text(check),
             model.name(),
             if *minimal && check.syncs.len() > 1 {
                 " (each of them is needed)"

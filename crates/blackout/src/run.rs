@@ -21,22 +21,27 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blackout_analysis::group::{
     fix_time_bound, model_report, verify_fixes, Analysis, FIX_VERIFICATIONS_MAX,
 };
 use blackout_analysis::report::{Checked, ModelReport, RunReport, Verdict};
+use blackout_analysis::sweep::{add_rest, check_all, check_rest};
 pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{Cache, Pool, PoolConfig, Release, Scratch};
+use blackout_check::pool::{outcomes, Cache, Parallel, Pool, PoolConfig, Release, Scratch};
 use blackout_check::server::ServerChecker;
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
 use blackout_check::Checker;
-use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
+use blackout_explore::dedup::{
+    distinct_states_watched, state_key, Distinct, Explored, StateKey, Watch,
+};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, Representatives, StateDesc};
+use blackout_explore::model::with_commas;
 use blackout_explore::model::Model;
+use blackout_explore::rest::{check_order, REST_STATES_MAX};
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::ops::Name;
 use blackout_oplog::promises::{join_lines, Outputs};
@@ -77,7 +82,21 @@ pub struct RunConfig {
     pub explore_progress: Option<Box<dyn Fn(usize) + Send + Sync>>,
     /// Distinct fixes verified per model.
     pub fix_verifications: usize,
+    /// How long checking may go on past the representatives (their states
+    /// are always checked; the rest of the trace is then explored in full
+    /// and checked most novel first until this is spent): `None` for no
+    /// bound (every distinct state checked), zero for the representatives
+    /// alone. A trace explored in full from the start (short, or
+    /// `--exhaustive`) is checked whole whatever this says.
+    pub check_budget: Option<Duration>,
+    /// A PASS that did not check every distinct state is INCONCLUSIVE
+    /// (for gates that must not accept a sample).
+    pub require_exact: bool,
 }
+
+/// The check budget by default: a minute of checking past the
+/// representatives.
+pub const CHECK_BUDGET_DEFAULT: Duration = Duration::from_secs(60);
 
 impl RunConfig {
     /// A config with defaults for a shell checker: posix, one job per CPU,
@@ -101,7 +120,14 @@ impl RunConfig {
             progress: None,
             explore_progress: None,
             fix_verifications: FIX_VERIFICATIONS_MAX,
+            check_budget: Some(CHECK_BUDGET_DEFAULT),
+            require_exact: false,
         }
+    }
+
+    /// Whether checking goes on past the representatives.
+    fn checks_rest(&self) -> bool {
+        self.check_budget != Some(Duration::ZERO)
     }
 
     /// Checks every setting a library caller can get wrong: the enumeration
@@ -136,6 +162,7 @@ impl RunConfig {
             checker: self.checker.command().to_string(),
             checker_kind: self.checker.kind().to_string(),
             timeout_seconds: self.checker.timeout().as_secs_f64(),
+            check_budget_seconds: self.check_budget.map(|b| b.as_secs_f64()),
         }
     }
 
@@ -165,6 +192,10 @@ impl RunConfig {
         cfg.promise_prefix = settings.ack_prefix.as_ref().map(|p| p.0.clone());
         cfg.consistency_only = settings.consistency_only;
         cfg.fix_verifications = settings.verify_fixes;
+        cfg.check_budget = match settings.check_budget_seconds {
+            Some(b) => Some(Duration::try_from_secs_f64(b).map_err(|_| ConfigError::Timeout)?),
+            None => None,
+        };
         Ok(cfg)
     }
 }
@@ -177,11 +208,22 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
             Begun::Going(start) => start,
         };
         let t1 = Instant::now();
-        let results = match s.pool.check_distinct(&start.explored, &mut start.cache)? {
-            Ok(r) => r,
-            Err((id, reason)) => return Ok(start.stop(cannot_run(&id, &reason))),
-        };
-        finish(s, start, results, t1.elapsed().as_secs_f64())
+        if let Some((id, reason)) = check_all(&s.pool, &start.explored, &mut start.cache)? {
+            return Ok(start.stop(cannot_run(&id, &reason)));
+        }
+        let explored_before = start.explore_seconds;
+        if cfg.checks_rest() {
+            let deadline = cfg.check_budget.map(|b| Instant::now() + b);
+            start.add_rest(s, cfg)?;
+            if let Some((id, reason)) =
+                check_rest(&s.pool, &start.explored, &mut start.cache, deadline)?
+            {
+                return Ok(start.stop(cannot_run(&id, &reason)));
+            }
+        }
+        let check_seconds = t1.elapsed().as_secs_f64() - (start.explore_seconds - explored_before);
+        let results = outcomes(&start.explored, &start.cache);
+        finish(s, cfg, start, results, check_seconds)
     })
     .map(Pooled::report)
 }
@@ -196,19 +238,14 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part,
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let settings = cfg.settings();
     let pooled = with_pool::<_, RunError>(trace, cfg, |s, promises| {
-        let start = match begin(s, cfg, promises, None)? {
+        let mut start = match begin(s, cfg, promises, None)? {
             Begun::Stopped(report) => return Ok(ShardRun::stopped(&report)),
             Begun::Going(start) => start,
         };
-        let distinct = &start.explored.distinct;
-        let todo: Vec<usize> = (0..distinct.len())
-            .filter(|&i| {
-                shard.holds(&distinct[i].key) && !start.cache.contains_key(&distinct[i].key)
-            })
-            .collect();
         let t1 = Instant::now();
-        let (mut checked, cannot) = s.pool.check_parallel(distinct, &todo)?;
-        checked.sort_by_key(|(i, _)| *i);
+        let explored_before = start.explore_seconds;
+        let ((checked, cannot), unchecked) = check_share(s, cfg, &mut start, shard)?;
+        let distinct = &start.explored.distinct;
         Ok(ShardRun {
             precheck: start.precheck.map(|c| c.outcome),
             all_applied: start.all_applied.map(|c| c.outcome),
@@ -218,9 +255,10 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part,
                 .iter()
                 .map(|(i, o)| PartState::new(distinct[*i].desc.id(), &distinct[*i].key, o))
                 .collect(),
+            unchecked,
             distinct: distinct.len(),
+            check_seconds: t1.elapsed().as_secs_f64() - (start.explore_seconds - explored_before),
             explore_seconds: start.explore_seconds,
-            check_seconds: t1.elapsed().as_secs_f64(),
         })
     })?;
     let run = pooled.value;
@@ -239,11 +277,51 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part,
         stop: run.stop,
         cannot_run: run.cannot_run,
         states: run.states,
+        unchecked: run.unchecked,
         explore_seconds: run.explore_seconds,
         check_seconds: run.check_seconds,
         orphans_killed: pooled.orphans_killed,
         origin: None,
     })
+}
+
+/// A shard's share of a run's states checked: its representatives' states,
+/// then (with a check budget above zero) its share of the rest, most novel
+/// first, until the budget ends. Returns each state checked (by index in
+/// the exploration, which grows by the rest), where the checker could not
+/// be run if it could not, and how many states of the share the budget
+/// left unchecked.
+fn check_share(
+    s: &Analysis<'_>,
+    cfg: &RunConfig,
+    start: &mut Start,
+    shard: Shard,
+) -> Result<(Parallel, usize), RunError> {
+    let ours = |cache: &Cache, d: &Distinct| shard.holds(&d.key) && !cache.contains_key(&d.key);
+    let distinct = &start.explored.distinct;
+    let todo: Vec<usize> = (0..distinct.len())
+        .filter(|&i| ours(&start.cache, &distinct[i]))
+        .collect();
+    let (mut checked, cannot) = s.pool.check_parallel(distinct, &todo)?;
+    if cannot.is_some() || !cfg.checks_rest() {
+        return Ok(((checked, cannot), 0));
+    }
+    let deadline = cfg.check_budget.map(|b| Instant::now() + b);
+    for (i, o) in &checked {
+        start
+            .cache
+            .insert(start.explored.distinct[*i].key, o.clone());
+    }
+    start.add_rest(s, cfg)?;
+    let order = check_order(&start.explored, |k| {
+        start.cache.contains_key(k) || !shard.holds(k)
+    });
+    let (more, cannot) = s
+        .pool
+        .check_until(&start.explored.distinct, &order, deadline)?;
+    let unchecked = order.len() - more.len();
+    checked.extend(more);
+    Ok(((checked, cannot), unchecked))
 }
 
 /// Why parts could not be merged.
@@ -279,6 +357,9 @@ pub fn merge_parts(
         if let Some(c) = &known.cannot_run {
             return Ok(start.stop(cannot_run(&c.state, &c.reason)));
         }
+        if cfg.checks_rest() {
+            start.add_rest(s, cfg)?;
+        }
         if known.distinct != start.explored.distinct.len() {
             return Err(PartError::Mismatch(format!(
                 "the parts explored {} distinct states, this merge {}: were they made by another blackout version?",
@@ -290,17 +371,23 @@ pub fn merge_parts(
         for (key, outcome) in &known.outcomes {
             start.cache.entry(*key).or_insert_with(|| outcome.clone());
         }
-        let mut results = Vec::with_capacity(start.explored.distinct.len());
-        for d in &start.explored.distinct {
-            let outcome = start.cache.get(&d.key).cloned().ok_or_else(|| {
-                PartError::Mismatch(format!(
-                    "state {} is in no part: the parts do not hold every state of this exploration",
-                    d.desc.id()
-                ))
-            })?;
-            results.push(outcome);
+        let results = outcomes(&start.explored, &start.cache);
+        let mut missing = start
+            .explored
+            .distinct
+            .iter()
+            .zip(&results)
+            .filter(|(_, o)| o.is_none());
+        let count = missing.clone().count();
+        if count != known.unchecked {
+            let first = missing.next().map(|(d, _)| d.desc.id()).unwrap_or_default();
+            return Err(PartError::Mismatch(format!(
+                "state {first} is in no part: the parts do not hold every state of this exploration ({count} held by none, {} left unchecked by the check budget)",
+                known.unchecked
+            ))
+            .into());
         }
-        Ok(finish(s, start, results, known.check_seconds)?)
+        Ok(finish(s, cfg, start, results, known.check_seconds)?)
     })?;
     let mut report = pooled.report();
     report.orphans_killed += known.orphans_killed;
@@ -314,6 +401,7 @@ struct ShardRun {
     stop: Option<String>,
     cannot_run: Option<CannotRun>,
     states: Vec<PartState>,
+    unchecked: usize,
     distinct: usize,
     explore_seconds: f64,
     check_seconds: f64,
@@ -329,6 +417,7 @@ impl ShardRun {
             stop: Some(format!("{}: {}", report.verdict.name(), report.reason)),
             cannot_run: None,
             states: Vec::new(),
+            unchecked: 0,
             distinct: 0,
             explore_seconds: 0.0,
             check_seconds: 0.0,
@@ -396,6 +485,7 @@ fn with_pool<T, E: From<RunError>>(
         promise_prefix: cfg.promise_prefix.as_deref(),
         fix_verifications: cfg.fix_verifications,
         fix_deadline: None,
+        check_rest: cfg.checks_rest(),
     };
     let result = body(&analysis, promises);
     // What checkers detached from their groups dies before their
@@ -427,6 +517,19 @@ struct Start {
 }
 
 impl Start {
+    /// The rest of the trace explored after its representatives and added
+    /// to the exploration (the time it took counted as exploring).
+    fn add_rest(&mut self, s: &Analysis<'_>, cfg: &RunConfig) -> Result<(), RunError> {
+        let t0 = Instant::now();
+        let watch = Watch {
+            cancel: cfg.cancel.as_deref(),
+            progress: cfg.explore_progress.as_deref(),
+        };
+        add_rest(&s.pool, &mut self.explored, &cfg.explore, watch)?;
+        self.explore_seconds += t0.elapsed().as_secs_f64();
+        Ok(())
+    }
+
     /// The report of a run that stops here.
     fn stop(self, stop: (Verdict, String)) -> RunReport {
         RunReport::early(stop, self.promises, self.precheck, self.all_applied)
@@ -527,19 +630,21 @@ fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
 /// The steps after checking, the same for a run and a merge: the start
 /// state must pass, then each model's report (causes, fixes verified, for
 /// at most as long as exploring and checking took: [`fix_time_bound`]),
-/// then the verdict.
+/// then the verdict, which says how much was checked.
 fn finish(
     s: &Analysis<'_>,
+    cfg: &RunConfig,
     mut start: Start,
-    results: Vec<Outcome>,
+    results: Vec<Option<Outcome>>,
     check_seconds: f64,
 ) -> Result<RunReport, RunError> {
     if let Some(stop) = rejects_the_start(s, &start.cache) {
         return Ok(start.stop(stop));
     }
+    let in_full = start.explored.in_full;
     let mut models = Vec::new();
     for m in &start.explored.models {
-        models.push(model_report(s, m, &results, &mut start.cache)?);
+        models.push(model_report(s, m, &results, in_full, &mut start.cache)?);
     }
     // The bound is for verifying fixes alone: explaining the failing
     // states, before it, is not cut short.
@@ -553,7 +658,19 @@ fn finish(
         verify_fixes(s, m, &mut start.cache)?;
     }
     let fix_seconds = t0.elapsed().as_secs_f64();
-    let (verdict, reason) = verdict_of(&models);
+    let covered = Covered {
+        checked: results.iter().filter(|o| o.is_some()).count(),
+        distinct: results.len(),
+        exact: models.iter().all(|m| m.exact),
+        in_full,
+        classes: models
+            .iter()
+            .find_map(|m| m.coverage.classes.as_ref().map(Vec::len)),
+        budget: cfg.check_budget,
+        subsets_left_out: models.iter().any(|m| m.coverage.subsets_not_covered > 0),
+        limit: cfg.explore.exhaustive_limit,
+    };
+    let (verdict, reason) = verdict_of(&models, &covered, cfg.require_exact);
     Ok(RunReport {
         verdict,
         reason,
@@ -561,7 +678,10 @@ fn finish(
         precheck: start.precheck,
         all_applied: start.all_applied,
         models,
-        checked: start.explored.distinct.len(),
+        states_checked: covered.checked,
+        states_distinct: covered.distinct,
+        exact: covered.exact,
+        check_budget_seconds: cfg.check_budget.map(|b| b.as_secs_f64()),
         explore_seconds: start.explore_seconds,
         check_seconds,
         fix_seconds,
@@ -570,6 +690,138 @@ fn finish(
         orphans_killed: 0,
         promises_in_file_only: false,
     })
+}
+
+/// How much of a run's exploration was checked: what its verdict may
+/// claim.
+struct Covered {
+    /// Distinct states checked.
+    checked: usize,
+    /// Distinct states explored.
+    distinct: usize,
+    /// Every crash point explored in full and every distinct state checked.
+    exact: bool,
+    /// Every crash point explored in full.
+    in_full: bool,
+    /// With representatives: how many classes.
+    classes: Option<usize>,
+    /// The check budget past the representatives.
+    budget: Option<Duration>,
+    /// The enumeration sampled subsets past the exhaustive limit.
+    subsets_left_out: bool,
+    /// The exhaustive limit.
+    limit: usize,
+}
+
+impl Covered {
+    /// What was checked, for people: `2,449 of 2,449 distinct states
+    /// checked`.
+    fn counts(&self) -> String {
+        format!(
+            "{} of {} distinct states checked",
+            with_commas(self.checked),
+            with_commas(self.distinct)
+        )
+    }
+
+    /// Why a run checked a sample: `representatives of all 43 classes; the
+    /// check budget of 60 s ended the rest`.
+    fn why(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(n) = self.classes {
+            parts.push(format!("representatives of all {} classes", with_commas(n)));
+        }
+        if self.budget == Some(Duration::ZERO) {
+            parts.push("--check-budget 0 checked no more".to_string());
+        } else {
+            if !self.in_full {
+                parts.push(format!(
+                    "the rest explored only at the crash points that fit in {} states",
+                    with_commas(usize::try_from(REST_STATES_MAX).unwrap_or(usize::MAX))
+                ));
+            }
+            if let (Some(b), true) = (self.budget, self.checked < self.distinct) {
+                parts.push(format!(
+                    "the check budget of {} s ended the rest",
+                    b.as_secs_f64()
+                ));
+            }
+        }
+        parts.join("; ")
+    }
+}
+
+/// The run's verdict from its models' and why, in one sentence that says
+/// how much was checked: "every crash state was accepted" only when every
+/// distinct state of every crash point was. With `require_exact`, a PASS
+/// on a sample is INCONCLUSIVE.
+fn verdict_of(models: &[ModelReport], covered: &Covered, require_exact: bool) -> (Verdict, String) {
+    let verdict = if models.iter().any(|m| m.verdict == Verdict::Fail) {
+        Verdict::Fail
+    } else if models.iter().any(|m| m.verdict == Verdict::Error) {
+        Verdict::Error
+    } else {
+        Verdict::Pass
+    };
+    let names = |v: Verdict| {
+        models
+            .iter()
+            .filter(|m| m.verdict == v)
+            .map(|m| m.model.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sample = |text: String| {
+        if covered.exact {
+            text
+        } else {
+            format!("{text} ({}, {})", covered.counts(), covered.why())
+        }
+    };
+    match verdict {
+        Verdict::Fail => (
+            verdict,
+            sample(format!(
+                "a crash state violates the checker under {}",
+                names(Verdict::Fail)
+            )),
+        ),
+        Verdict::Error => (
+            verdict,
+            sample(format!(
+                "some states could not be checked (the checker timed out) under {}",
+                names(Verdict::Error)
+            )),
+        ),
+        _ if covered.exact && covered.subsets_left_out => (
+            verdict,
+            format!(
+                "every crash state explored was accepted ({}; past {} pending ops the subsets were sampled: see not covered)",
+                covered.counts(),
+                covered.limit
+            ),
+        ),
+        _ if covered.exact => (
+            verdict,
+            format!("every crash state was accepted ({})", covered.counts()),
+        ),
+        _ if require_exact => (
+            Verdict::Inconclusive,
+            format!(
+                "a PASS on a sample, and --require-exact accepts none: {} ({}), all accepted",
+                covered.counts(),
+                covered.why()
+            ),
+        ),
+        _ => (
+            verdict,
+            format!(
+                "{}, all accepted ({}): a sample, not every crash state",
+                covered.counts(),
+                covered.why()
+            ),
+        ),
+    }
 }
 
 /// An outcome a merge needs that the parts do not hold.
@@ -691,37 +943,6 @@ fn rejects_the_start(s: &Analysis<'_>, cache: &Cache) -> Stop {
         )),
         _ => None,
     }
-}
-
-/// The run's verdict from its models' and why, in one sentence.
-fn verdict_of(models: &[ModelReport]) -> (Verdict, String) {
-    let verdict = if models.iter().any(|m| m.verdict == Verdict::Fail) {
-        Verdict::Fail
-    } else if models.iter().any(|m| m.verdict == Verdict::Error) {
-        Verdict::Error
-    } else {
-        Verdict::Pass
-    };
-    let names = |v: Verdict| {
-        models
-            .iter()
-            .filter(|m| m.verdict == v)
-            .map(|m| m.model.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let reason = match verdict {
-        Verdict::Fail => format!(
-            "a crash state violates the checker under {}",
-            names(Verdict::Fail)
-        ),
-        Verdict::Error => format!(
-            "some states could not be checked (the checker timed out) under {}",
-            names(Verdict::Error)
-        ),
-        _ => "every crash state was accepted".into(),
-    };
-    (verdict, reason)
 }
 
 /// Judges a check the run depends on: `None` when the checker accepted
@@ -951,7 +1172,7 @@ mod tests {
         // Each distinct state but the one where nothing was lost is
         // checked by exactly one shard.
         let checked: usize = parts.iter().map(|p| p.states.len()).sum();
-        assert_eq!(checked + 1, single.checked);
+        assert_eq!(checked + 1, single.states_checked);
         let merged = merge_parts(&t, &cfg, &parts).unwrap();
         assert_eq!(without_timings(&single), without_timings(&merged));
         let refused = |parts: &[Part], cfg: &RunConfig| match merge_parts(&t, cfg, parts) {

@@ -30,7 +30,7 @@ use blackout_oplog::ops::Name;
 
 /// The layout version of a part file; it changes whenever a field is
 /// removed or renamed, or changes type or meaning.
-pub const PART_SCHEMA: u32 = 1;
+pub const PART_SCHEMA: u32 = 2;
 
 /// What a part file says it is (`"format"`).
 pub const PART_FORMAT: &str = "blackout-part";
@@ -132,6 +132,10 @@ pub struct Settings {
     pub checker_kind: String,
     /// Seconds one checker run may take.
     pub timeout_seconds: f64,
+    /// Seconds of checking past the representatives (`--check-budget`);
+    /// `None`: no bound, every state checked.
+    #[serde(default)]
+    pub check_budget_seconds: Option<f64>,
 }
 
 fn representatives_auto() -> String {
@@ -257,6 +261,10 @@ pub struct Part {
     pub cannot_run: Option<CannotRun>,
     /// Every distinct state of this shard that was checked.
     pub states: Vec<PartState>,
+    /// Distinct states of this shard's share that the check budget left
+    /// unchecked (a merge holds no outcome for them, and says so).
+    #[serde(default)]
+    pub unchecked: usize,
     /// Seconds this shard spent exploring.
     pub explore_seconds: f64,
     /// Seconds this shard spent checking.
@@ -422,6 +430,8 @@ pub struct Known {
     /// Distinct states of the exploration, as every part that explored
     /// says.
     pub distinct: usize,
+    /// States the check budget left unchecked, summed over the shards.
+    pub unchecked: usize,
     /// Seconds checking, summed over the shards.
     pub check_seconds: f64,
     /// Processes the checkers left running, summed over the shards.
@@ -523,6 +533,7 @@ impl Known {
                 .filter_map(|s| Some((s.key()?, s.outcome.clone())))
                 .collect(),
             distinct: parts.iter().map(|p| p.distinct).max().unwrap_or(0),
+            unchecked: parts.iter().map(|p| p.unchecked).sum(),
             check_seconds: parts.iter().map(|p| p.check_seconds).sum(),
             orphans_killed: parts.iter().map(|p| p.orphans_killed).sum(),
         }
@@ -561,7 +572,7 @@ mod tests {
             b"{",
             b"[]",
             b"{\"format\": \"blackout-part\", \"schema\": 99}",
-            b"{\"format\": \"blackout-part\", \"schema\": 1, \"trace\": 3}",
+            b"{\"format\": \"blackout-part\", \"schema\": 2, \"trace\": 3}",
             b"\xff\xfe",
         ] {
             let e = Part::read(bad).unwrap_err();

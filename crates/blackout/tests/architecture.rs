@@ -92,13 +92,24 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-explore",
-        &["enumerate", "model", "state", "keys", "classes", "dedup"],
+        &[
+            "enumerate",
+            "model",
+            "state",
+            "keys",
+            "classes",
+            "dedup",
+            "rest",
+        ],
     ),
     (
         "blackout-check",
         &["outcome", "slot", "shell", "closure", "server", "pool"],
     ),
-    ("blackout-analysis", &["explain", "report", "group"]),
+    (
+        "blackout-analysis",
+        &["explain", "report", "sweep", "group"],
+    ),
     (
         "blackout-export",
         &["text", "json", "junit", "markdown", "html"],

@@ -67,8 +67,8 @@ fn main() {
     let run = report.run_report().expect("a run");
     println!(
         "{} states checked in {:.2} s: {:.0} states/s (trace: {trace})",
-        run.checked,
+        run.states_checked,
         run.check_seconds,
-        run.checked as f64 / run.check_seconds
+        run.states_checked as f64 / run.check_seconds
     );
 }

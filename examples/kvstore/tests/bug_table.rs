@@ -109,7 +109,7 @@ fn planted_bugs_are_caught_by_the_right_models() {
     let mut checked = 0;
     for (bug, what) in &all {
         let report = run(bug);
-        checked += report.checked;
+        checked += report.states_checked;
         let verdicts: Vec<Verdict> = MODELS
             .iter()
             .map(|m| {

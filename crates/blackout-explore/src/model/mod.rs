@@ -85,6 +85,26 @@ pub fn for_people(n: u128) -> String {
     format!("{f:.1e}")
 }
 
+/// A count with a comma between each group of three digits (`269,786`).
+///
+/// ```
+/// use blackout_explore::model::with_commas;
+/// assert_eq!(with_commas(2449), "2,449");
+/// assert_eq!(with_commas(999), "999");
+/// assert_eq!(with_commas(1_000_000), "1,000,000");
+/// ```
+pub fn with_commas(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,4 +38,8 @@ impl CrashModel for Ordered {
     fn coverage_text(&self, cov: &Coverage, _cfg: &ExploreConfig) -> String {
         crate::model::every_state_text(cov)
     }
+
+    fn states_bound(&self, _pending: usize, _writes: usize, _cfg: &ExploreConfig) -> u64 {
+        1 + Tear::ALL.len() as u64
+    }
 }

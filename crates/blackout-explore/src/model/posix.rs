@@ -4,7 +4,7 @@
 //! covered), and each pending write may be torn as storage tears it
 //! ([`Tear`]) with everything else kept.
 
-use blackout_oplog::ops::{Ino, Op, OpKind, Part, Unit};
+use blackout_oplog::ops::{Ino, OpKind, Part, Unit};
 use blackout_oplog::store;
 use rustc_hash::FxHashSet;
 
@@ -31,6 +31,19 @@ impl CrashModel for Posix {
 
     fn coverage_text(&self, cov: &Coverage, cfg: &ExploreConfig) -> String {
         coverage_text(cov, cfg)
+    }
+
+    fn states_bound(&self, pending: usize, writes: usize, cfg: &ExploreConfig) -> u64 {
+        let (n, w) = (pending as u64, writes as u64);
+        let tears = w.saturating_mul(Tear::ALL.len() as u64);
+        let subsets = if pending <= cfg.exhaustive_limit {
+            1u64 << n
+        } else {
+            // All kept, none kept, each lost alone, each kept alone, each
+            // per-file prefix, the sample.
+            (3 * n).saturating_add(2).saturating_add(cfg.budget as u64)
+        };
+        subsets.saturating_add(tears)
     }
 }
 
@@ -82,7 +95,7 @@ fn posix_at(
         };
         push(Vec::new(), emit);
         push(pending.to_vec(), emit);
-        for i in chosen(ops, pending, point.representatives) {
+        for i in chosen(point, pending) {
             if point.stopped() {
                 return;
             }
@@ -103,7 +116,7 @@ fn posix_at(
         }
         for units in by_ino.values() {
             let cuts = units.get(1..).unwrap_or_default();
-            for j in chosen(ops, cuts, point.representatives) {
+            for j in chosen(point, cuts) {
                 if point.stopped() {
                     return;
                 }
@@ -134,7 +147,7 @@ fn posix_at(
         .filter(|u| matches!(ops[u.op].kind, OpKind::Write { .. }))
         .copied()
         .collect();
-    for i in chosen(ops, &writes, point.representatives) {
+    for i in chosen(point, &writes) {
         for tear in Tear::ALL {
             emit(StateDesc {
                 crash: k,
@@ -146,10 +159,19 @@ fn posix_at(
 }
 
 /// What makes two pending units alike for the families of states at one
-/// crash point: the call, the inode it changes, the part, and a write's
-/// length.
-fn alike(ops: &[Op], u: &Unit) -> (std::mem::Discriminant<OpKind>, Option<Ino>, Part, u64) {
-    let kind = &ops[u.op].kind;
+/// crash point: the call, the inode it changes, the part, a write's length
+/// and the tears storage can make of it (a record that straddles a sector
+/// boundary is never stood for by one inside a sector).
+type Alike = (
+    std::mem::Discriminant<OpKind>,
+    Option<Ino>,
+    Part,
+    u64,
+    Vec<Tear>,
+);
+
+fn alike(point: &CrashPoint<'_>, u: &Unit) -> Alike {
+    let kind = &point.ops[u.op].kind;
     let len = match kind {
         OpKind::Write { data, .. } => data.len,
         _ => 0,
@@ -159,6 +181,7 @@ fn alike(ops: &[Op], u: &Unit) -> (std::mem::Discriminant<OpKind>, Option<Ino>, 
         store::changes(kind)[0],
         u.part,
         len,
+        point.tearing.offered(point.ops, u.op),
     )
 }
 
@@ -167,14 +190,13 @@ fn alike(ops: &[Op], u: &Unit) -> (std::mem::Discriminant<OpKind>, Option<Ino>, 
 /// spread from its first to its last (a thousand appends of a megabyte to
 /// one file stand for each other, and so do the creations of a temporary
 /// file between them), in order.
-fn chosen(ops: &[Op], units: &[Unit], representatives: Option<usize>) -> Vec<usize> {
-    let Some(r) = representatives else {
+fn chosen(point: &CrashPoint<'_>, units: &[Unit]) -> Vec<usize> {
+    let Some(r) = point.representatives else {
         return (0..units.len()).collect();
     };
-    type Alike = (std::mem::Discriminant<OpKind>, Option<Ino>, Part, u64);
     let mut sets: std::collections::HashMap<Alike, Vec<usize>> = Default::default();
     for (i, u) in units.iter().enumerate() {
-        sets.entry(alike(ops, u)).or_default().push(i);
+        sets.entry(alike(point, u)).or_default().push(i);
     }
     let mut out: Vec<usize> = sets.values().flat_map(|set| spread(set, r)).collect();
     out.sort_unstable();
@@ -226,6 +248,7 @@ mod tests {
             partial_crash_points: vec![30, 31],
             subsets_not_covered: n,
             classes: None,
+            full_crash_points: None,
         };
         let text = coverage_text(&cov(9_223_372_036_854_775_807), &cfg);
         assert!(

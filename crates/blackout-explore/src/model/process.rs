@@ -25,4 +25,8 @@ impl CrashModel for Process {
     fn coverage_text(&self, cov: &Coverage, _cfg: &ExploreConfig) -> String {
         crate::model::every_state_text(cov)
     }
+
+    fn states_bound(&self, _pending: usize, _writes: usize, _cfg: &ExploreConfig) -> u64 {
+        1
+    }
 }
