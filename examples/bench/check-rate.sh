@@ -37,7 +37,7 @@ r = json.load(open(sys.argv[1]))["result"]
 one, allc, cpus = float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 wall = float(sys.argv[6]) - float(sys.argv[5])
 m = r["models"][0]
-rate = r["checked"] / r["check_seconds"]
+rate = r["states_checked"] / r["check_seconds"]
 print(f"posix states enumerated: {m['states']}, distinct (checked): {r['checked']}")
 print(f"engine (enumerate, build, hash): {r['explore_seconds']:.3f} s = {m['states'] / r['explore_seconds']:.0f} states/s")
 print(f"checking: {r['check_seconds']:.2f} s = {rate:.0f} states/s with -j{cpus}; whole run {wall:.2f} s")

@@ -37,7 +37,7 @@ m = r["models"][0]
 classes = m["coverage"].get("classes")
 print("| {} | {} | {:,} | {:,} | {} | {:,} | {:.1f} s | {:.1f} s | {:.1f} s | {} MB | {} |".format(
     sys.argv[3], sys.argv[4], report["ops"], m["states"],
-    len(classes) if classes else "—", r["checked"],
+    len(classes) if classes else "—", r["states_checked"],
     r["explore_seconds"], r["check_seconds"], float(wall), int(rss) // 1024,
     report["verdict"]))
 EOF

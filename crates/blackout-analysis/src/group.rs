@@ -38,9 +38,10 @@ pub struct Analysis<'a> {
     /// When fix verification stops: a re-exploration still running then is
     /// cut short, and none starts after it. `None`: no time bound.
     pub fix_deadline: Option<Instant>,
-    /// Whether checking goes on past the representatives (a check budget
-    /// above zero, or none at all): a fix verification then explores the
-    /// rest of its trace too and checks it until its deadline.
+    /// Whether a fix verification goes on past the representatives of
+    /// its trace: it then explores the rest too and checks it until its
+    /// deadline (a run sets it when it checked every one of its own
+    /// states).
     pub check_rest: bool,
 }
 

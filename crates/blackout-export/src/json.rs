@@ -9,7 +9,7 @@ use crate::{ExportContext, Exporter};
 /// The version of the JSON report's layout (its top-level `schema`). It
 /// changes when a field is removed, renamed or changes meaning or type; new
 /// fields may appear without a change.
-pub const JSON_SCHEMA: u32 = 1;
+pub const JSON_SCHEMA: u32 = 2;
 
 /// The JSON report, pretty-printed, with a final newline.
 #[derive(Debug, Clone, Copy, Default)]

@@ -650,8 +650,12 @@ fn finish(
     // states, before it, is not cut short.
     let bound = fix_time_bound(start.explore_seconds + check_seconds);
     let t0 = Instant::now();
+    // A fix is verified as far as the run checked: past the
+    // representatives of the trace with the syncs only when the run
+    // itself checked every state (its outcomes then cover most of them).
     let s = &Analysis {
         fix_deadline: Some(t0 + bound),
+        check_rest: s.check_rest && models.iter().all(|m| m.exact),
         ..*s
     };
     for m in &mut models {

@@ -425,7 +425,7 @@ fn a_report_file_that_cannot_be_written_fails_first_with_one_line() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(text(&out.stderr).lines().count(), 1);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["schema"], 1);
+    assert_eq!(v["schema"], 2);
     assert_eq!(v["exit_code"], 2);
 }
 
@@ -514,7 +514,7 @@ fn json_report_has_a_schema_version_and_every_field_is_documented() {
     for mode in ["full", "no-dir-fsync", "no-fsync", "in-place"] {
         let out = run_on_trace(&s, mode, &["--json".as_ref()]);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(v["schema"], 1);
+        assert_eq!(v["schema"], 2);
         // Counts are exact numbers; the one count that can exceed what a
         // JSON number holds exactly is a decimal string.
         for m in v["result"]["models"].as_array().unwrap() {

@@ -246,7 +246,7 @@ fn run(s: &Scratch, mode: &'static str, level: &'static str, count: &str) -> Row
         corrupts,
         header_before_pages,
         cause,
-        states: v["result"]["checked"].as_u64().unwrap_or(0),
+        states: v["result"]["states_checked"].as_u64().unwrap_or(0),
         causes,
         first_loses,
     }
