@@ -4,6 +4,7 @@
     records.py setup [--aligned] [--size S] [--slots N]
     records.py update [--aligned] [--size S] [--slots N] [--seed K] UPDATES
     records.py check [--aligned] [--size S] [--slots N]
+    records.py serve [--aligned] [--size S] [--slots N]
 
 The table holds N records of S bytes (default 100 of 40): slot, version,
 payload, crc32 of the rest. `setup` writes every record at version 0 and
@@ -16,8 +17,10 @@ holds as many whole records as fit, the rest is padding).
 
 Recovery (`check`) reads every record and rejects the table if one has a
 bad checksum (a torn record) or is older than the last version acknowledged
-for its slot.
+for its slot. `serve` is the same check as a checker server (one JSON
+request line per state in, `ok` or `fail REASON` out).
 """
+import json
 import os
 import random
 import struct
@@ -79,13 +82,14 @@ def update(opts, n):
     os.close(fd)
 
 
-def check(opts):
+def reject(opts, directory, promises):
+    """Why the table in `directory` breaks the promises, or None."""
     try:
-        raw = open("table", "rb").read()
+        raw = open(os.path.join(directory, "table"), "rb").read()
     except FileNotFoundError:
-        sys.exit("the table is missing")
+        return "the table is missing"
     acked = {}
-    for line in os.environ.get("BLACKOUT_ACKED", "").split("\n"):
+    for line in promises:
         parts = line.split()
         if len(parts) == 3 and parts[0] == "ack":
             acked[int(parts[1])] = int(parts[2])
@@ -94,13 +98,28 @@ def check(opts):
         at = offset(opts, slot)
         rec = raw[at:at + size]
         if len(rec) != size or zlib.crc32(rec[:-4]) != struct.unpack("<I", rec[-4:])[0]:
-            sys.exit(f"record {slot} at offset {at} has a bad checksum")
+            return f"record {slot} at offset {at} has a bad checksum"
         s, version = struct.unpack("<II", rec[:8])
         if s != slot:
-            sys.exit(f"record {slot} at offset {at} names slot {s}")
+            return f"record {slot} at offset {at} names slot {s}"
         if version < acked.get(slot, 0):
-            sys.exit(f"record {slot} is at version {version}, {acked[slot]} was acknowledged")
+            return f"record {slot} is at version {version}, {acked[slot]} was acknowledged"
+    return None
+
+
+def check(opts):
+    promises = os.environ.get("BLACKOUT_ACKED", "").split("\n")
+    reason = reject(opts, ".", promises)
+    if reason:
+        sys.exit(reason)
     return 0
+
+
+def serve(opts):
+    for line in sys.stdin:
+        request = json.loads(line)
+        reason = reject(opts, request["dir"], request["acked"])
+        print("ok" if reason is None else "fail " + reason, flush=True)
 
 
 if __name__ == "__main__":
@@ -109,5 +128,7 @@ if __name__ == "__main__":
         setup(opts)
     elif rest[0] == "update":
         update(opts, int(rest[1]))
+    elif rest[0] == "serve":
+        serve(opts)
     else:
         sys.exit(check(opts))

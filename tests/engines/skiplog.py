@@ -3,6 +3,7 @@
 
     skiplog.py write N SKIP
     skiplog.py check
+    skiplog.py serve
 
 `write` creates `log` (its directory is never synced), then appends N
 checksummed records, each followed by `fdatasync` and `ack I`, except
@@ -11,7 +12,9 @@ sync covers it). Recovery (`check`) reads records in order and drops a
 bad record at the end (a torn tail, never acknowledged); every record
 acknowledged must be there. The two syncs that fix it: the log's after
 record SKIP is written, and the directory's after the log is created.
+`serve` is the same check as a checker server.
 """
+import json
 import os
 import struct
 import sys
@@ -33,9 +36,10 @@ def write(n, skip):
     os.close(fd)
 
 
-def check():
+def reject(directory, promises):
+    """Why the log in `directory` breaks the promises, or None."""
     try:
-        raw = open("log", "rb").read()
+        raw = open(os.path.join(directory, "log"), "rb").read()
     except FileNotFoundError:
         raw = None
     good, pos = set(), 0
@@ -46,18 +50,34 @@ def check():
             break
         good.add(i)
         pos += 12 + length
-    for line in os.environ.get("BLACKOUT_ACKED", "").split("\n"):
+    for line in promises:
         if line.startswith("ack "):
             i = int(line[4:])
             if raw is None:
-                sys.exit(f"the log is missing, record {i} was acknowledged")
+                return f"the log is missing, record {i} was acknowledged"
             if i not in good:
-                sys.exit(f"record {i} was acknowledged and is not in the log")
+                return f"record {i} was acknowledged and is not in the log"
+    return None
+
+
+def check():
+    reason = reject(".", os.environ.get("BLACKOUT_ACKED", "").split("\n"))
+    if reason:
+        sys.exit(reason)
     return 0
+
+
+def serve():
+    for line in sys.stdin:
+        request = json.loads(line)
+        reason = reject(request["dir"], request["acked"])
+        print("ok" if reason is None else "fail " + reason, flush=True)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "write":
         write(int(sys.argv[2]), int(sys.argv[3]))
+    elif sys.argv[1] == "serve":
+        serve()
     else:
         sys.exit(check())

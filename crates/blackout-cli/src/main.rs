@@ -1109,6 +1109,7 @@ fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -> Result<Bl
             scratch_parent: blackout::sys::scratch::default_scratch_parent(),
             cancel: Some(&INTERRUPTED),
             posix: Some(&posix),
+            budget: cfg.check_budget,
         };
         match check_block(&rec, &how) {
             Ok(r) => Some(r),

@@ -220,6 +220,9 @@ fn write_properties(
         ("command", ctx.trace.command.join(" ")),
         ("ops", ctx.trace.ops.len().to_string()),
         ("trace_id", ctx.trace_id.to_string()),
+        ("states_checked", report.states_checked.to_string()),
+        ("states_distinct", report.states_distinct.to_string()),
+        ("exact", report.exact.to_string()),
     ];
     if let Some(t) = ctx.trace_path {
         props.push(("trace", t.to_string()));

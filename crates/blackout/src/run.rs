@@ -719,13 +719,19 @@ struct Covered {
 
 impl Covered {
     /// What was checked, for people: `2,449 of 2,449 distinct states
+    /// checked`; when the rest of the trace was not explored, how many
+    /// distinct states there are is not known: `1,369 distinct states
     /// checked`.
     fn counts(&self) -> String {
-        format!(
-            "{} of {} distinct states checked",
-            with_commas(self.checked),
-            with_commas(self.distinct)
-        )
+        if self.in_full {
+            format!(
+                "{} of {} distinct states checked",
+                with_commas(self.checked),
+                with_commas(self.distinct)
+            )
+        } else {
+            format!("{} distinct states checked", with_commas(self.checked))
+        }
     }
 
     /// Why a run checked a sample: `representatives of all 43 classes; the

@@ -145,6 +145,7 @@ pub struct Scenario {
     test_name: Option<String>,
     timeout: Option<Duration>,
     jobs: Option<usize>,
+    check_budget: Option<Option<Duration>>,
     stacks: bool,
     strace: Option<std::path::PathBuf>,
     keep_trace: Option<std::path::PathBuf>,
@@ -169,6 +170,7 @@ impl Scenario {
             test_name: None,
             timeout: None,
             jobs: None,
+            check_budget: None,
             stacks: true,
             strace: None,
             keep_trace: None,
@@ -297,6 +299,20 @@ impl Scenario {
         self
     }
 
+    /// How long checking may go on past the representatives of a long
+    /// trace (default 60 s, as `blackout run --check-budget`; `None` checks
+    /// every state, zero the representatives alone). A report on a sample
+    /// says so, and [`Report::assert_pass`] accepts only an exact PASS.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let s = blackout::Scenario::new("save").check_budget(Some(Duration::from_secs(300)));
+    /// ```
+    pub fn check_budget(mut self, budget: Option<Duration>) -> Scenario {
+        self.check_budget = Some(budget);
+        self
+    }
+
     /// Records each call's stack to name the source line of every op
     /// (default on).
     ///
@@ -385,6 +401,9 @@ impl Scenario {
         cfg.models = self.models.clone();
         if let Some(j) = self.jobs {
             cfg.jobs = j;
+        }
+        if let Some(b) = self.check_budget {
+            cfg.check_budget = b;
         }
         cfg.validate().map_err(|e| e.to_string())?;
         let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
@@ -653,7 +672,9 @@ impl Report {
         &self.json
     }
 
-    /// Panics with the whole report unless the verdict is PASS.
+    /// Panics with the whole report unless the verdict is an exact PASS:
+    /// every distinct crash state checked and accepted (a PASS on a sample,
+    /// when the check budget ended the rest of a long trace, is not one).
     ///
     /// ```no_run
     /// # let report: blackout::Report = unimplemented!();
@@ -665,6 +686,13 @@ impl Report {
             "scenario `{}`: {}\n{}",
             self.label,
             self.verdict.name(),
+            self.text
+        );
+        let exact = self.report.as_ref().is_none_or(|r| r.exact);
+        assert!(
+            exact,
+            "scenario `{}`: PASS on a sample, not on every crash state (raise .check_budget(...), or None for no bound)\n{}",
+            self.label,
             self.text
         );
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::common::{run_json, Scratch};
+use crate::common::{ops_json, run_json, Scratch};
 
 fn engines() -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -338,4 +338,185 @@ fn slower_an_in_place_save_at_full_size_under_posix_is_one_cause() {
         "{w:#}"
     );
     assert_eq!(cs[0]["states"], m["failing"].as_array().unwrap().len());
+}
+
+/// Records `python3 tests/engines/NAME ARGS` (with `setup` run first,
+/// unrecorded) into `s`'s `run.trace`.
+fn record_py(s: &Scratch, setup: Option<&str>, name: &str, args: &str) -> std::path::PathBuf {
+    let trace = s.path("run.trace");
+    let dir = s.path("w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = s.blackout();
+    cmd.current_dir(&dir).args(["record", "-o"]).arg(&trace);
+    if let Some(setup) = setup {
+        cmd.args(["--setup", setup]);
+    }
+    let out = cmd
+        .args(["--", "sh", "-c", &py(name, args)])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    trace
+}
+
+/// `blackout run --trace TRACE --model posix --json` with `extra` flags:
+/// the exit code and the JSON report.
+fn run_trace(s: &Scratch, trace: &std::path::Path, extra: &[&str]) -> (i32, Value) {
+    let trace = trace.to_str().unwrap();
+    let mut args = vec!["--trace", trace, "--model", "posix"];
+    args.extend_from_slice(extra);
+    let (code, v, _) = run_json(s, &args);
+    (code, v)
+}
+
+/// The tear letters of a model's failing states (`h`, `s`, `z`), and
+/// whether any lost an op.
+fn failing_kinds(v: &Value) -> (Vec<String>, bool) {
+    let failing = v["result"]["models"][0]["failing"].as_array().unwrap();
+    let mut tears: Vec<String> = failing
+        .iter()
+        .filter_map(|c| c["id"].as_str()?.split(".torn").nth(1))
+        .map(|t| t[t.len() - 1..].to_string())
+        .collect();
+    tears.sort();
+    tears.dedup();
+    let lost = failing
+        .iter()
+        .any(|c| c["id"].as_str().unwrap().contains(".lost"));
+    (tears, lost)
+}
+
+#[test]
+fn records_straddling_a_sector_fail_by_default_as_exhaustively_and_aligned_ones_pass() {
+    // 800 in-place updates of 40-byte checksummed records, each
+    // fdatasynced before its promise: 3,201 crash points, explored by
+    // representatives first. Some records cross a 512-byte boundary and
+    // tear there.
+    for (layout, want) in [("", "FAIL"), ("--aligned", "PASS")] {
+        let s = Scratch::new();
+        let setup = py("records.py", &format!("setup {layout}"));
+        let trace = record_py(
+            &s,
+            Some(&setup),
+            "records.py",
+            &format!("update {layout} 800"),
+        );
+        let server = py("records.py", &format!("serve {layout}"));
+        let runs: Vec<(i32, Value)> = [
+            vec!["--checker-server", &server],
+            vec!["--checker-server", &server, "--check-budget", "0"],
+            vec!["--checker-server", &server, "--exhaustive"],
+        ]
+        .iter()
+        .map(|extra| run_trace(&s, &trace, extra))
+        .collect();
+        let (default, reps, all) = (&runs[0], &runs[1], &runs[2]);
+        for (name, (code, v)) in [("default", default), ("exhaustive", all)] {
+            assert_eq!(v["verdict"], want, "{layout} {name}: {v:#}");
+            assert_eq!(*code, if want == "PASS" { 0 } else { 1 });
+            assert_eq!(
+                v["result"]["exact"], true,
+                "{layout} {name}: {}",
+                v["result"]["reason"]
+            );
+        }
+        assert!(default.1["result"]["models"][0]["coverage"]["classes"].is_array());
+        assert_eq!(
+            default.1["result"]["states_distinct"], all.1["result"]["states_distinct"],
+            "{layout}"
+        );
+        assert_eq!(failing_kinds(&default.1), failing_kinds(&all.1), "{layout}");
+        if want == "FAIL" {
+            // A torn straddling record, found by the representatives alone
+            // too: the class of a straddling update is its own.
+            assert_eq!(failing_kinds(&all.1), (vec!["h".to_string()], false));
+            assert_eq!(
+                reps.1["verdict"], "FAIL",
+                "{:#}",
+                reps.1["result"]["reason"]
+            );
+            assert_eq!(failing_kinds(&reps.1), failing_kinds(&all.1));
+            let fails = |v: &Value| {
+                v["result"]["models"][0]["failing"]
+                    .as_array()
+                    .unwrap()
+                    .len()
+            };
+            assert_eq!(fails(&default.1), fails(&all.1));
+        } else {
+            // Representatives alone pass, and say they checked a sample.
+            assert_eq!(reps.1["verdict"], "PASS");
+            assert_eq!(reps.1["result"]["exact"], false);
+            let reason = reps.1["result"]["reason"].as_str().unwrap();
+            assert!(
+                reason.contains("a sample, not every crash state"),
+                "{reason}"
+            );
+            assert!(
+                reason.contains("--check-budget 0 checked no more"),
+                "{reason}"
+            );
+        }
+    }
+}
+
+/// The fix set of a run's posix model: its description and whether each
+/// sync was found needed.
+fn fix_set(v: &Value) -> (String, bool) {
+    let set = &v["result"]["models"][0]["fix_set"];
+    assert_eq!(set["result"], "found", "{set:#}");
+    (
+        set["check"]["description"].as_str().unwrap().to_string(),
+        set["minimal"].as_bool().unwrap(),
+    )
+}
+
+#[test]
+fn one_skipped_sync_among_1500_is_fixed_by_that_sync_and_the_directory_s() {
+    // An append log: each of 1,500 records fdatasynced before its "ack",
+    // but record 1234's; the log's directory never synced.
+    let s = Scratch::new();
+    let trace = record_py(&s, None, "skiplog.py", "write 1500 1234");
+    let server = py("skiplog.py", "serve");
+    let (code, all) = run_trace(&s, &trace, &["--checker-server", &server, "--exhaustive"]);
+    assert_eq!(code, 1, "{all:#}");
+    let want = fix_set(&all);
+    assert!(want.1, "each sync needed: {want:?}");
+    let ops = &ops_json(&s, &trace)["ops"];
+    let write = ops
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "write" && o["path"] == "log")
+        .nth(1234)
+        .unwrap()["index"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        want.0
+            .starts_with(&format!("fsync(.) after op 0 (log line "))
+            && want
+                .0
+                .contains(&format!(" and fsync(log) after op {write} (log line ")),
+        "{want:?}"
+    );
+    // The default, and representatives alone (where the fix found at a
+    // few crash points goes after every like write no sync covers before
+    // its promise: that one).
+    for extra in [vec![], vec!["--check-budget", "0"]] {
+        let mut args = vec!["--checker-server", server.as_str()];
+        args.extend(extra.iter().copied());
+        let (code, v) = run_trace(&s, &trace, &args);
+        assert_eq!(code, 1, "{extra:?}");
+        assert_eq!(
+            fix_set(&v),
+            want,
+            "{extra:?}: {:#}",
+            v["result"]["models"][0]["fix_set"]
+        );
+    }
 }

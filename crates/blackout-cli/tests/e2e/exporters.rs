@@ -642,3 +642,85 @@ fn long_help_gives_two_examples_per_command() {
         assert!(!text(&short.stdout).contains("Examples:"));
     }
 }
+
+#[test]
+fn every_report_format_says_whether_the_verdict_is_exact_with_the_counts() {
+    let s = Scratch::new();
+    // The correct save, checked whole (short: explored in full), then by
+    // one representative per class alone: a sample.
+    for (extra, exact) in [
+        (vec![], true),
+        (vec!["--representatives", "1", "--check-budget", "0"], false),
+    ] {
+        let files = [s.path("r.xml"), s.path("r.md"), s.path("r.html")];
+        let mut args: Vec<&std::ffi::OsStr> = extra.iter().map(|a| a.as_ref()).collect();
+        for (flag, f) in ["--junit", "--markdown", "--html"].iter().zip(&files) {
+            args.push(flag.as_ref());
+            args.push(f.as_ref());
+        }
+        let out = run_on_trace(&s, "full", &args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        args.push("--json".as_ref());
+        let v: Value = serde_json::from_slice(&run_on_trace(&s, "full", &args).stdout).unwrap();
+        let r = &v["result"];
+        let (checked, distinct) = (&r["states_checked"], &r["states_distinct"]);
+        assert_eq!(r["exact"], exact, "{r:#}");
+        assert_eq!(r["models"][0]["exact"], exact);
+        assert!(
+            checked.as_u64().unwrap() > 0 && checked == distinct,
+            "{r:#}"
+        );
+        let reason = r["reason"].as_str().unwrap();
+        let counts = if exact {
+            format!(
+                "every crash state was accepted ({checked} of {distinct} distinct states checked)"
+            )
+        } else {
+            format!("{checked} distinct states checked, all accepted (representatives of all")
+        };
+        assert!(reason.starts_with(&counts), "{reason}");
+        assert_eq!(
+            reason.contains("a sample, not every crash state"),
+            !exact,
+            "{reason}"
+        );
+        // Text: the verdict line.
+        let stdout = text(&out.stdout);
+        assert!(
+            stdout.contains(&format!("verdict: PASS — {reason}")),
+            "{stdout}"
+        );
+        // JUnit: the counts and exactness as properties of the suite.
+        assert_valid_junit(&files[0]);
+        for (name, value) in [
+            ("exact", exact.to_string()),
+            ("states_checked", checked.to_string()),
+            ("states_distinct", distinct.to_string()),
+        ] {
+            let expr =
+                format!("//testsuite/properties/property[@name='{name}' and @value='{value}']");
+            assert_eq!(xpath_count(&files[0], &expr), 1, "{name}={value}");
+        }
+        // Markdown and HTML: the reason, and each model's row.
+        let row = |m: &Value| {
+            format!(
+                "{} of {} distinct, {}",
+                m["states_checked"],
+                m["distinct"],
+                if exact { "exact" } else { "a sample" }
+            )
+        };
+        let md = fs::read_to_string(&files[1]).unwrap();
+        assert!(md.contains(reason), "{md}");
+        let html = fs::read_to_string(&files[2]).unwrap();
+        for m in r["models"].as_array().unwrap() {
+            assert!(md.contains(&row(m)), "{md}");
+            assert!(html.contains(&row(m)), "{html}");
+        }
+        if have_tool("chromium") {
+            let (dom, _) = chromium(&s, &files[2], &["--dump-dom"]);
+            assert!(dom.contains(&row(&r["models"][0])), "{dom}");
+            assert!(dom.contains(reason.split(" (").next().unwrap()), "{dom}");
+        }
+    }
+}

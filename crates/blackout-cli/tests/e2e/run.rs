@@ -755,3 +755,62 @@ fn a_full_tmpdir_while_writing_states_is_named() {
     assert!(last.contains("TMPDIR"), "{err}");
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn require_exact_turns_a_pass_on_a_sample_into_inconclusive() {
+    let s = Scratch::new();
+    let (code, _, trace) = run_save(&s, "full");
+    assert_eq!(code, 0);
+    let trace = trace.to_str().unwrap();
+    let checker = save_checker();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--trace", trace, "--checker", &checker, "--require-exact"];
+        args.extend_from_slice(extra);
+        run_json(&s, &args)
+    };
+    // Every state checked: an exact PASS passes the gate.
+    let (code, v, _) = run(&[]);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("PASS")), "{v:#}");
+    // One representative per class, nothing more: a sample.
+    let (code, v, _) = run(&["--representatives", "1", "--check-budget", "0"]);
+    assert_eq!(code, 2, "{v:#}");
+    assert_eq!(v["verdict"], "INCONCLUSIVE");
+    let reason = v["result"]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("a PASS on a sample, and --require-exact accepts none: ")
+            && reason.contains("distinct states checked")
+            && reason.contains("--check-budget 0 checked no more"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_check_budget_that_is_not_a_duration_is_refused_in_one_line() {
+    let s = Scratch::new();
+    for (args, says) in [
+        (vec!["--check-budget", "soon"], "--check-budget"),
+        (vec!["--check-budget=-5"], "--check-budget"),
+        (vec!["--check-budget", "5m", "--exhaustive"], "--exhaustive"),
+    ] {
+        let out = s
+            .blackout()
+            .arg("run")
+            .args(&args)
+            .args(["--checker", "true", "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+    for ok in ["0", "90", "1.5", "90s", "2m", "1h 30m", "500ms"] {
+        let out = s
+            .blackout()
+            .args(["run", "--check-budget", ok, "--help"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{ok}: {}", text(&out.stderr));
+    }
+    s.assert_clean();
+}
