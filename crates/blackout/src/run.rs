@@ -1157,6 +1157,87 @@ mod tests {
         assert_eq!(fix["passes"], false);
     }
 
+    /// Seven unsynced appends to `a`, each promised: representatives of
+    /// few classes, and a rest of a hundred and more distinct states.
+    fn appends() -> Trace {
+        let mut log =
+            String::from("1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n");
+        for i in 0..7 {
+            log.push_str(&format!(
+                "1 write(3, \"\\x3{i}\\x3{i}\", 2) = 2\n1 write(1, \"\\x3{i}\\x0a\", 2) = 2\n"
+            ));
+        }
+        trace(&log)
+    }
+
+    /// A checker that sleeps `secs` per state and accepts any state that
+    /// holds `a` once something was promised.
+    fn slow_checker(secs: &str) -> Box<dyn Checker> {
+        Box::new(ShellChecker::new(format!(
+            r#"sleep {secs}; ! grep -q . "$BLACKOUT_ACKS_FILE" || [ -e a ]"#
+        )))
+    }
+
+    #[test]
+    fn the_check_budget_ends_the_rest_and_the_verdict_says_it_is_a_sample() {
+        let t = appends();
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = RunConfig::with_checker(slow_checker("0"));
+        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        cfg.explore.representatives = Representatives::PerClass(1);
+        cfg.jobs = 2;
+        cfg.fix_verifications = 0;
+        // Budget enough: every distinct state, as exhaustively.
+        let whole = check_trace(&t, &cfg).unwrap();
+        assert!(whole.exact, "{}", whole.reason);
+        assert_eq!(whole.states_checked, whole.states_distinct);
+        let mut all = RunConfig::with_checker(slow_checker("0"));
+        all.scratch_parent = cfg.scratch_parent.clone();
+        all.explore.representatives = Representatives::Exhaustive;
+        all.check_budget = None;
+        all.fix_verifications = 0;
+        let exhaustive = check_trace(&t, &all).unwrap();
+        assert_eq!(whole.verdict, exhaustive.verdict);
+        assert_eq!(whole.states_distinct, exhaustive.states_distinct);
+        // A budget that ends the rest: a sample, said so; its shards
+        // merge into a sample too, with what they left unchecked counted.
+        cfg.checker = slow_checker("0.03");
+        cfg.check_budget = Some(Duration::from_millis(150));
+        let sample = check_trace(&t, &cfg).unwrap();
+        assert!(!sample.exact);
+        assert!(
+            sample.states_checked < sample.states_distinct,
+            "{}",
+            sample.reason
+        );
+        assert!(
+            sample
+                .reason
+                .contains("the check budget of 0.15 s ended the rest"),
+            "{}",
+            sample.reason
+        );
+        let parts: Vec<Part> = (1..=2)
+            .map(|index| check_shard(&t, &cfg, Shard { index, count: 2 }).unwrap())
+            .map(|p| Part::read(p.to_json().as_bytes()).unwrap())
+            .collect();
+        assert!(parts.iter().any(|p| p.unchecked > 0));
+        let merged = merge_parts(&t, &cfg, &parts).unwrap();
+        assert!(!merged.exact);
+        assert_eq!(merged.states_distinct, whole.states_distinct);
+        let unchecked: usize = parts.iter().map(|p| p.unchecked).sum();
+        assert_eq!(merged.states_checked + unchecked, merged.states_distinct);
+        // A part that drops a state it checked is refused, budget or not.
+        let mut short = parts.clone();
+        let k = short.iter().position(|p| !p.states.is_empty()).unwrap();
+        short[k].states.pop();
+        assert!(matches!(
+            merge_parts(&t, &cfg, &short),
+            Err(MergeError::Part(_))
+        ));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
     #[test]
     fn three_shards_merged_make_the_single_runs_report() {
         // A new file written without any fsync, then "saved".
