@@ -463,11 +463,19 @@ fn render_crash_points(out: &mut String, report: &RunReport, t: &Timeline) {
         let y = t.y_row(r);
         let _ = writeln!(
             out,
-            "<text class=\"lane-label\" x=\"{}\" y=\"{}\">{} crash points</text>",
+            "<text class=\"lane-label\" x=\"{}\" y=\"{}\">{} crash points{}</text>",
             LABEL_W - 14,
             y + 4,
-            m.model.name()
+            m.model.name(),
+            if m.exact { "" } else { " (a sample)" }
         );
+        // On a sample, a crash point with no rejected state may hold
+        // states nobody checked.
+        let none_found = if m.exact {
+            "no rejected state found here"
+        } else {
+            "no rejected state among the states checked (a sample: not every state was)"
+        };
         let mut at: HashMap<usize, (Vec<&str>, Vec<&str>)> = HashMap::new();
         for c in &m.failing {
             at.entry(c.crash).or_default().0.push(&c.id);
@@ -481,7 +489,7 @@ fn render_crash_points(out: &mut String, report: &RunReport, t: &Timeline) {
                     ("fail", format!("rejected: {}", fail.join(", ")))
                 }
                 Some((_, err)) => ("error", format!("not checked: {}", err.join(", "))),
-                None => ("pass", "no rejected state found here".to_string()),
+                None => ("pass", none_found.to_string()),
             };
             let when = if k == 0 {
                 "crash before the first op".to_string()
