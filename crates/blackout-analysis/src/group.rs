@@ -1268,6 +1268,54 @@ mod tests {
     }
 
     #[test]
+    fn like_ops_a_sync_covers_before_their_promise_get_no_fix() {
+        // Three appends to `a`, the first and last fdatasynced before
+        // their promise, the second not: the fix found for the second
+        // goes after it alone.
+        let t = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n\
+              1 write(3, \"\\x31\", 1) = 1\n\
+              1 fdatasync(3) = 0\n\
+              1 write(1, \"\\x31\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x32\", 1) = 1\n\
+              1 write(1, \"\\x32\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x33\", 1) = 1\n\
+              1 fdatasync(3) = 0\n\
+              1 write(1, \"\\x33\\x0a\", 2) = 2\n",
+            b"/d",
+        )
+        .unwrap();
+        let mut fixes = vec![SyncFix {
+            after: 4,
+            ..fsync_a()[0].clone()
+        }];
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes),
+            None
+        );
+        assert_eq!(fixes.len(), 1);
+        // Without the syncs every like write gets one.
+        let bare = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n\
+              1 write(3, \"\\x31\", 1) = 1\n\
+              1 write(1, \"\\x31\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x32\", 1) = 1\n\
+              1 write(1, \"\\x32\\x0a\", 2) = 2\n",
+            b"/d",
+        )
+        .unwrap();
+        let mut fixes = vec![SyncFix {
+            after: 3,
+            ..fsync_a()[0].clone()
+        }];
+        let like = like_ops_fixes(&bare, &Outputs::new(&bare, None), &mut fixes);
+        assert_eq!(like.as_deref(), Some("write calls on a"));
+        let mut after: Vec<usize> = fixes.iter().map(|f| f.after).collect();
+        after.sort_unstable();
+        assert_eq!(after, [1, 3]);
+    }
+
+    #[test]
     fn a_fsync_before_a_publishing_rename_goes_before_every_like_rename() {
         // Three snapshots, each written to `t` and renamed over `s`
         // without an fsync; the cause was found at the second.
