@@ -175,7 +175,7 @@ fn markdown_summary_matches_the_checked_in_example() {
     );
     // The table and the parts of a cause are there.
     assert!(summary.contains("| model | verdict | states checked | causes |"));
-    assert!(summary.contains("| posix | **FAIL** | 8 distinct of 18 | 1 |"));
+    assert!(summary.contains("| posix | **FAIL** | 8 of 8 distinct, exact | 1 |"));
     assert!(
         summary.contains("```sh\nblackout state tests/reports/save-no-dir-fsync.trace c5.lost3 ")
     );
