@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""An append log in fixed blocks, as log-structured engines write theirs.
+
+    blocklog.py write N [--block B] [--size S]
+    blocklog.py check [--block B]
+    blocklog.py serve [--block B]
+
+`write` appends N records of S bytes (default 300) to `data.log`, which is
+cut into blocks of B bytes (default 4096). A record that does not fit in
+what is left of a block is split: its first fragment fills the block, the
+rest starts the next one, and each fragment is its own `write` (a fragment
+header: crc32, length, type FULL, FIRST, MIDDLE or LAST). Before each
+record the program notes it in `INFO`, a human-readable log that recovery
+never reads (never synced). After each record it `fdatasync`s the log and
+prints `ack I`.
+
+Recovery (`check`) reads the blocks in order, as an early reader of this
+format does: a FIRST fragment that the log ends after, with no LAST, is
+corruption ("partial record without end"), though the record was never
+acknowledged; a bad fragment at the very end (cut short, or zeros to the
+end) is a torn tail and is dropped. Every record acknowledged must be there. The writer's fix is one
+write per record; the reader's, to drop a partial record at the end.
+`serve` is the same check as a checker server.
+"""
+import json
+import os
+import struct
+import sys
+import zlib
+
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+HEADER = 7  # crc32 (4), length (2), type (1)
+
+
+def options(argv):
+    opts = {"block": 4096, "size": 300}
+    rest = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in ("--block", "--size"):
+            opts[argv[i][2:]] = int(argv[i + 1])
+            i += 2
+        else:
+            rest.append(argv[i])
+            i += 1
+    return opts, rest
+
+
+def fragment(kind, payload):
+    body = bytes([kind]) + payload
+    return struct.pack("<IH", zlib.crc32(body), len(payload)) + bytes([kind]) + payload
+
+
+def fragments(opts, offset, payload):
+    """The fragments of a record written at `offset`, each a separate write."""
+    out = []
+    block = opts["block"]
+    first = True
+    while True:
+        left = block - offset % block
+        if left < HEADER:
+            out.append(b"\0" * left)  # trailer: too small for a header
+            offset += left
+            continue
+        room = left - HEADER
+        piece, payload = payload[:room], payload[room:]
+        last = not payload
+        kind = FULL if first and last else FIRST if first else LAST if last else MIDDLE
+        frag = fragment(kind, piece)
+        out.append(frag)
+        offset += len(frag)
+        first = False
+        if last:
+            return out
+
+
+def write(opts, n):
+    fd = os.open("data.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    info = os.open("INFO", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    dirfd = os.open(".", os.O_RDONLY)
+    os.fsync(dirfd)
+    os.close(dirfd)
+    offset = 0
+    for i in range(n):
+        os.write(info, f"put record {i}\n".encode())
+        payload = (f"record {i} ".encode() * opts["size"])[: opts["size"]]
+        for frag in fragments(opts, offset, payload):
+            os.write(fd, frag)
+            offset += len(frag)
+        os.fdatasync(fd)
+        print(f"ack {i}", flush=True)
+    os.close(fd)
+    os.close(info)
+
+
+def reject(opts, directory, promises):
+    """Why the log in `directory` breaks the promises, or None."""
+    try:
+        raw = open(os.path.join(directory, "data.log"), "rb").read()
+    except FileNotFoundError:
+        raw = b""
+    block = opts["block"]
+    records, pending, pos = [], None, 0
+    while pos < len(raw):
+        left = block - pos % block
+        if left < HEADER:
+            pos += left
+            continue
+        head = raw[pos:pos + HEADER]
+        if len(head) < HEADER:
+            break  # a torn tail
+        crc, length, kind = struct.unpack("<IHB", head)
+        payload = raw[pos + HEADER:pos + HEADER + length]
+        if len(payload) < length or zlib.crc32(bytes([kind]) + payload) != crc:
+            if pos + HEADER + length >= len(raw) or not raw[pos:].strip(b"\0"):
+                break  # a torn tail: cut short, or its size without its data
+            return f"bad fragment at offset {pos}"
+        pos += HEADER + length
+        if kind == FULL:
+            records.append(payload)
+        elif kind == FIRST:
+            pending = payload
+        elif kind in (MIDDLE, LAST) and pending is not None:
+            pending += payload
+            if kind == LAST:
+                records.append(pending)
+                pending = None
+        else:
+            return f"fragment without a first at offset {pos}"
+    if pending is not None:
+        return "partial record without end"
+    have = {r.split(b" ")[1].decode() for r in records}
+    for line in promises:
+        if line.startswith("ack ") and line[4:] not in have:
+            return f"record {line[4:]} was acknowledged and is not in the log"
+    return None
+
+
+def main():
+    opts, rest = options(sys.argv[1:])
+    if rest[0] == "write":
+        write(opts, int(rest[1]))
+    elif rest[0] == "serve":
+        for line in sys.stdin:
+            request = json.loads(line)
+            reason = reject(opts, request["dir"], request["acked"])
+            print("ok" if reason is None else "fail " + reason, flush=True)
+    else:
+        reason = reject(opts, ".", os.environ.get("BLACKOUT_ACKED", "").split("\n"))
+        if reason:
+            sys.exit(reason)
+
+
+if __name__ == "__main__":
+    main()
