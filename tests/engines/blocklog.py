@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """An append log in fixed blocks, as log-structured engines write theirs.
 
-    blocklog.py write N [--block B] [--size S]
+    blocklog.py write N [--block B] [--size S] [--rotate R]
     blocklog.py check [--block B]
     blocklog.py serve [--block B]
 
-`write` appends N records of S bytes (default 300) to `data.log`, which is
-cut into blocks of B bytes (default 4096). A record that does not fit in
+`write` appends N records of S bytes (default 300) to a log, `data-1.log`,
+then every R records (default 100) to a new one, `data-2.log` and on (each
+created, its directory fsynced), as an engine starts a new log when it
+flushes its memory table. A log is cut into blocks of B bytes (default
+4096). A record that does not fit in
 what is left of a block is split: its first fragment fills the block, the
 rest starts the next one, and each fragment is its own `write` (a fragment
 header: crc32, length, type FULL, FIRST, MIDDLE or LAST). Before each
@@ -33,11 +36,11 @@ HEADER = 7  # crc32 (4), length (2), type (1)
 
 
 def options(argv):
-    opts = {"block": 4096, "size": 300}
+    opts = {"block": 4096, "size": 300, "rotate": 100}
     rest = []
     i = 0
     while i < len(argv):
-        if argv[i] in ("--block", "--size"):
+        if argv[i] in ("--block", "--size", "--rotate"):
             opts[argv[i][2:]] = int(argv[i + 1])
             i += 2
         else:
@@ -74,14 +77,24 @@ def fragments(opts, offset, payload):
             return out
 
 
-def write(opts, n):
-    fd = os.open("data.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    info = os.open("INFO", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+def new_log(number):
+    """A new log file, its directory entry made durable."""
+    fd = os.open(f"data-{number}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     dirfd = os.open(".", os.O_RDONLY)
     os.fsync(dirfd)
     os.close(dirfd)
+    return fd
+
+
+def write(opts, n):
+    info = os.open("INFO", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    fd = new_log(1)
     offset = 0
     for i in range(n):
+        if i > 0 and opts["rotate"] and i % opts["rotate"] == 0:
+            os.close(fd)
+            fd = new_log(i // opts["rotate"] + 1)
+            offset = 0
         os.write(info, f"put record {i}\n".encode())
         payload = (f"record {i} ".encode() * opts["size"])[: opts["size"]]
         for frag in fragments(opts, offset, payload):
@@ -93,14 +106,31 @@ def write(opts, n):
     os.close(info)
 
 
+def logs(directory):
+    """The logs in `directory`, oldest first."""
+    names = [n for n in os.listdir(directory) if n.startswith("data-") and n.endswith(".log")]
+    return sorted(names, key=lambda n: int(n[5:-4]))
+
+
 def reject(opts, directory, promises):
-    """Why the log in `directory` breaks the promises, or None."""
-    try:
-        raw = open(os.path.join(directory, "data.log"), "rb").read()
-    except FileNotFoundError:
-        raw = b""
+    """Why the logs in `directory` break the promises, or None."""
+    records = []
+    for name in logs(directory):
+        with open(os.path.join(directory, name), "rb") as f:
+            reason = read_log(opts, f.read(), records)
+        if reason:
+            return f"{name}: {reason}"
+    have = {r.split(b" ")[1].decode() for r in records}
+    for line in promises:
+        if line.startswith("ack ") and line[4:] not in have:
+            return f"record {line[4:]} was acknowledged and is not in the logs"
+    return None
+
+
+def read_log(opts, raw, records):
+    """Adds the records of one log to `records`; why it is corrupt, or None."""
     block = opts["block"]
-    records, pending, pos = [], None, 0
+    pending, pos = None, 0
     while pos < len(raw):
         left = block - pos % block
         if left < HEADER:
@@ -129,10 +159,6 @@ def reject(opts, directory, promises):
             return f"fragment without a first at offset {pos}"
     if pending is not None:
         return "partial record without end"
-    have = {r.split(b" ")[1].decode() for r in records}
-    for line in promises:
-        if line.startswith("ack ") and line[4:] not in have:
-            return f"record {line[4:]} was acknowledged and is not in the log"
     return None
 
 

@@ -147,6 +147,9 @@ pub struct Context<'a> {
     /// Indices of added syncs ([`with_syncs`]), ascending: ops are shown
     /// under their numbers in the trace as recorded.
     added: Vec<usize>,
+    /// The files only ever appended to (every write at the end, nothing
+    /// truncated): logs.
+    appended: std::collections::HashSet<Ino>,
 }
 
 impl<'a> Context<'a> {
@@ -157,7 +160,13 @@ impl<'a> Context<'a> {
             outputs,
             synced: synced_by(&trace.ops),
             added: Vec::new(),
+            appended: appended_files(trace),
         }
+    }
+
+    /// Whether file `ino` is only ever appended to.
+    pub fn only_appended(&self, ino: Ino) -> bool {
+        self.appended.contains(&ino)
     }
 
     /// The same, for a trace made by [`with_syncs`], given the indices of
@@ -213,6 +222,47 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The files a trace only ever appends to: every write at the file's end,
+/// no truncate or fallocate.
+fn appended_files(trace: &Trace) -> std::collections::HashSet<Ino> {
+    let sizes = trace.sizes_before();
+    let mut appended = std::collections::HashSet::new();
+    let mut not = std::collections::HashSet::new();
+    for (op, size) in trace.ops.iter().zip(sizes) {
+        match op.kind {
+            OpKind::Write { ino, off, .. } if off == size => {
+                appended.insert(ino);
+            }
+            OpKind::Write { ino, .. }
+            | OpKind::Truncate { ino, .. }
+            | OpKind::Fallocate { ino, .. } => {
+                not.insert(ino);
+            }
+            _ => {}
+        }
+    }
+    appended.retain(|i| !not.contains(i));
+    appended
+}
+
+/// What to do about an update that is not atomic, as the file it leaves
+/// half-made calls for: a file only ever appended to (a log) is made
+/// whole by its reader (drop a partial record at the end) or its writer
+/// (one write per record); a file rewritten in place, by writing a new
+/// file and renaming it over the old one.
+fn atomic_advice(cx: &Context<'_>, last: usize) -> String {
+    let op = cx.ops().get(last);
+    match op.and_then(|o| op_inode(&o.kind)) {
+        Some(ino) if matches!(op.map(|o| &o.kind), Some(OpKind::Write { .. })) && cx.only_appended(ino) => {
+            let path = cx.trace.show_path(&op.map(|o| o.path.clone()).unwrap_or_default());
+            format!(
+                "the update is not atomic: {path} is only ever appended to, so its recovery should drop a partial record at its end, as log readers do, or the program should write each record with one write"
+            )
+        }
+        _ => "the update is not atomic; write a new file, fsync it and rename it over the old one instead".into(),
+    }
+}
+
 /// The inode an op acts on (a data op's file, an entry op's inode).
 pub(crate) fn op_inode(kind: &OpKind) -> Option<Ino> {
     match kind {
@@ -230,13 +280,23 @@ pub(crate) fn op_inode(kind: &OpKind) -> Option<Ino> {
     }
 }
 
-/// Explains a failing state. `fails` tells whether another state of the same
-/// trace fails (it is asked about the state that loses only one of the lost
-/// units, to find the one to blame).
+/// Explains a failing state, which the checker rejected for `reason`.
+/// `rejected` tells whether another state of the same trace is rejected,
+/// and why (it is asked about the state with nothing lost at the same
+/// crash point, and the states that lose only one of the lost units, to
+/// find the one to blame).
+///
+/// **A crash point owns its own failures.** When the state with nothing
+/// lost at the crash point is rejected for the same reason, the program
+/// passes through a state its recovery rejects there: a state that also
+/// lost or tore ops is explained by the crash point (not atomic), never by
+/// what it lost. Only a state that fails differently (another reason, or
+/// where its crash point's own state passes) blames a lost or torn op.
 pub fn explain(
     cx: &Context<'_>,
     desc: &StateDesc,
-    fails: &mut dyn FnMut(&StateDesc) -> bool,
+    reason: Option<&str>,
+    rejected: &mut dyn FnMut(&StateDesc) -> Option<String>,
 ) -> Cause {
     let k = desc.crash;
     let plain = |c: usize| StateDesc {
@@ -244,13 +304,28 @@ pub fn explain(
         lost: Vec::new(),
         torn: None,
     };
+    // Reasons are compared with their digits blurred: a checker that
+    // names a size or an offset gives one reason in other words.
+    let here = rejected(&plain(k)).map(|r| blur_digits(&r));
+    if desc.damage() > 0 && here.is_some() && here == reason.map(blur_digits) {
+        let mut cause = not_atomic(cx, k, None);
+        cause.sentence.push_str(
+            "; states there that also lost or tore ops are rejected for the same reason: what they lost is not what breaks them",
+        );
+        return cause;
+    }
     let cause = if let (Some((op, tear)), true) = (desc.torn, desc.lost.is_empty()) {
         torn(cx, desc, op, tear)
     } else if desc.lost.is_empty() {
         return not_atomic(cx, k, None);
     } else {
-        blame_lost(cx, desc, fails)
+        blame_lost(cx, desc, &mut |d: &StateDesc| rejected(d).is_some())
     };
+    // Rejected for another reason than its own crash point's state: what
+    // it lost or tore is what breaks it.
+    if here.is_some() {
+        return cause;
+    }
     // The program itself passes through a rejected state between the
     // blamed op and the crash, and nothing was promised after the op:
     // losing or tearing it is one more state of an update that is not
@@ -264,10 +339,33 @@ pub fn explain(
     {
         return cause;
     }
-    match (i..=k).find(|&c| fails(&plain(c))) {
+    match (i..k).find(|&c| rejected(&plain(c)).is_some()) {
         Some(c) => not_atomic(cx, c, Some(cause.blamed)),
         None => cause,
     }
+}
+
+/// A checker's reason with each run of digits as one `#`.
+///
+/// ```
+/// use blackout_analysis::explain::blur_digits;
+/// assert_eq!(blur_digits("record 12 at offset 480"), "record # at offset #");
+/// ```
+pub fn blur_digits(reason: &str) -> String {
+    let mut out = String::with_capacity(reason.len());
+    let mut in_digits = false;
+    for c in reason.chars() {
+        if c.is_ascii_digit() {
+            if !in_digits {
+                out.push('#');
+            }
+            in_digits = true;
+        } else {
+            out.push(c);
+            in_digits = false;
+        }
+    }
+    out
 }
 
 /// The cause of a state that lost some units: a unit whose loss alone
@@ -468,7 +566,8 @@ fn not_atomic(cx: &Context<'_>, k: usize, blamed: Option<Unit>) -> Cause {
         kind: CauseKind::NotAtomic,
         blamed: unit,
         sentence: format!(
-            "{crash} fails with every op kept: the program itself passes through a state its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead){also}"
+            "{crash} fails with every op kept: the program itself passes through a state its recovery rejects ({}){also}",
+            atomic_advice(cx, last)
         ),
         op,
         fix: None,
@@ -488,9 +587,35 @@ pub fn not_atomic_window(cx: &Context<'_>, a: usize, b: usize) -> String {
         )
     };
     format!(
-        "a crash anywhere from right after {} to right after {} fails with every op kept: the program itself passes through states its recovery rejects (the update is not atomic; write a new file, fsync it and rename it over the old one instead)",
+        "a crash anywhere from right after {} to right after {} fails with every op kept: the program itself passes through states its recovery rejects ({})",
         name(a),
-        name(b)
+        name(b),
+        atomic_advice(cx, b)
+    )
+}
+
+/// The sentence of a cause whose crash points fail with every op kept at
+/// several places apart (`plain`: the crash points, ascending, at least
+/// two): each right after an op like the first's.
+pub fn not_atomic_places(cx: &Context<'_>, plain: &[usize]) -> String {
+    let first = plain[0].saturating_sub(1);
+    let op = &cx.ops()[first];
+    let what = format!(
+        "{} of {}",
+        op.kind.label(|x| cx.trace.kind(x)),
+        cx.trace.show_path(&op.path)
+    );
+    let shown: Vec<String> = plain.iter().take(5).map(|k| format!("c{k}")).collect();
+    let more = match plain.len().saturating_sub(5) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!(
+        "a crash right after op {} ({what}) fails with every op kept, and so does a crash at {} places in all ({}{more}): the program itself passes through a state its recovery rejects each time ({})",
+        cx.n(first),
+        plain.len(),
+        shown.join(", "),
+        atomic_advice(cx, first)
     )
 }
 
@@ -837,13 +962,22 @@ mod tests {
         blackout_record::replay::trace_of_log(log.as_bytes(), b"/d").unwrap()
     }
 
+    /// `Some("rejected")` when `yes`: what a checker that gives one reason
+    /// says.
+    fn rejected(yes: bool) -> Option<String> {
+        yes.then(|| "rejected".to_string())
+    }
+
     fn cause(t: &Trace, id: &str) -> Cause {
         let outputs = Outputs::new(t, None);
         let cx = Context::new(t, &outputs);
         // Every loss alone fails; every crash point passes with nothing lost.
-        explain(&cx, &StateDesc::parse(id).unwrap(), &mut |d| {
-            !d.lost.is_empty() || d.torn.is_some()
-        })
+        explain(
+            &cx,
+            &StateDesc::parse(id).unwrap(),
+            Some("rejected"),
+            &mut |d| rejected(!d.lost.is_empty() || d.torn.is_some()),
+        )
     }
 
     const NEW: &str = "1 openat(AT_FDCWD, \"\\x6e\", O_WRONLY|O_CREAT, 0644) = 3\n\
@@ -900,9 +1034,12 @@ mod tests {
         let t = trace(&two);
         let outputs = Outputs::new(&t, None);
         let cx = Context::new(&t, &outputs);
-        let c = explain(&cx, &StateDesc::parse("c3.lost1").unwrap(), &mut |d| {
-            rejects_c2(d)
-        });
+        let c = explain(
+            &cx,
+            &StateDesc::parse("c3.lost1").unwrap(),
+            Some("rejected"),
+            &mut |d| rejected(rejects_c2(d)),
+        );
         assert_eq!(c.kind, CauseKind::NotAtomic, "{}", c.sentence);
         assert_eq!(c.blamed.op, 1);
         assert!(
@@ -917,10 +1054,49 @@ mod tests {
         let t = trace(&format!("{two}1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"));
         let outputs = Outputs::new(&t, None);
         let cx = Context::new(&t, &outputs);
-        let c = explain(&cx, &StateDesc::parse("c4.lost1").unwrap(), &mut |d| {
-            rejects_c2(d)
-        });
+        let c = explain(
+            &cx,
+            &StateDesc::parse("c4.lost1").unwrap(),
+            Some("rejected"),
+            &mut |d| rejected(rejects_c2(d)),
+        );
         assert_eq!(c.kind, CauseKind::UnorderedWrites, "{}", c.sentence);
+    }
+
+    #[test]
+    fn a_crash_point_that_fails_with_nothing_lost_owns_the_failures_of_its_states() {
+        // An info file written, then the first half of an update whose
+        // crash point fails with every op kept ("partial"): the state that
+        // also lost the info write, rejected for the same reason, is the
+        // crash point's, not the info write's. Rejected for another
+        // reason, it blames what it lost.
+        let t = trace(
+            "1 openat(AT_FDCWD, \"\\x69\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 write(3, \"\\x69\", 1) = 1\n\
+             1 openat(AT_FDCWD, \"\\x64\", O_WRONLY|O_CREAT, 0644) = 4\n\
+             1 write(4, \"\\x61\", 1) = 1\n\
+             1 write(4, \"\\x62\", 1) = 1\n",
+        );
+        let outputs = Outputs::new(&t, None);
+        let cx = Context::new(&t, &outputs);
+        let state = StateDesc::parse("c4.lost1").unwrap();
+        let partial = |d: &StateDesc| (d.crash == 4).then(|| "partial".to_string());
+        let c = explain(&cx, &state, Some("partial"), &mut |d| partial(d));
+        assert_eq!(c.kind, CauseKind::NotAtomic, "{}", c.sentence);
+        assert_eq!(
+            c.blamed.op, 3,
+            "the crash point's last op, not the lost write"
+        );
+        assert!(
+            c.sentence.contains("rejected for the same reason"),
+            "{}",
+            c.sentence
+        );
+        assert_eq!(c.fix, None);
+        // Another reason: the lost info write is blamed.
+        let c = explain(&cx, &state, Some("info missing"), &mut |d| partial(d));
+        assert_eq!(c.blamed.op, 1, "{}", c.sentence);
+        assert_ne!(c.kind, CauseKind::NotAtomic);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use blackout_oplog::promises::Outputs;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use blackout_oplog::ops::{Ino, Op, OpKind};
@@ -318,6 +319,11 @@ fn breaks(s: &Analysis<'_>, crash: usize, blamed: usize) -> u8 {
 /// that failed with nothing lost.
 struct Building {
     group: CauseGroup,
+    /// Each state's crash point, blamed op and file or directory, for its
+    /// windows.
+    at: Vec<(usize, usize, Arc<str>)>,
+    /// The crash points of its states that failed with nothing lost.
+    plain: Vec<usize>,
     place: Place,
     kinds: Vec<(CauseKind, usize)>,
     breaks: u8,
@@ -333,6 +339,8 @@ impl Building {
             Some((_, n)) => *n += 1,
             None => self.kinds.push((cause.kind, 1)),
         }
+        let path = self.at[0].2.clone();
+        self.at.push((c.crash, cause.blamed.op, path));
         let g = &mut self.group;
         g.states += 1;
         g.ids.push(c.id.clone());
@@ -345,6 +353,7 @@ impl Building {
         self.breaks = self.breaks.min(rank);
         if let Some(o) = plain_op {
             self.plain_ops = Some(self.plain_ops.map_or((o, o), |(a, z)| (a.min(o), z.max(o))));
+            self.plain.push(c.crash);
         }
     }
 }
@@ -403,8 +412,20 @@ impl<'t> Known<'t> {
         self.plain[d.crash]
     }
 
-    fn fails(&mut self, cache: &Cache, d: &StateDesc) -> bool {
-        cache.get(&self.key(d)).is_some_and(Outcome::is_fail)
+    /// Why the checker rejected `d`, if it was checked and rejected.
+    fn rejected(&mut self, cache: &Cache, d: &StateDesc) -> Option<String> {
+        match cache.get(&self.key(d)) {
+            Some(Outcome::Fail { reason, .. }) => Some(reason.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// Why the checker rejected a state (`None` for any other outcome).
+fn fail_reason(outcome: &Outcome) -> Option<&str> {
+    match outcome {
+        Outcome::Fail { reason, .. } => Some(reason),
+        _ => None,
     }
 }
 
@@ -433,8 +454,12 @@ fn group_causes(
         if s.pool.cancelled() {
             return Err(RunError::Interrupted);
         }
-        let fails = &mut |d: &StateDesc| known.fails(cache, d);
-        causes.push((i, explain::explain(&cx, &failing[i].desc(), fails)));
+        let rejected = &mut |d: &StateDesc| known.rejected(cache, d);
+        let reason = fail_reason(&failing[i].outcome);
+        causes.push((
+            i,
+            explain::explain(&cx, &failing[i].desc(), reason, rejected),
+        ));
     }
     causes.sort_unstable_by_key(|(i, _)| *i);
     for (c, (_, cause)) in failing.iter().zip(causes) {
@@ -476,7 +501,8 @@ fn group_causes(
                     .latest_promise_before(c.crash)
                     .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
                 fixes: cause.fix.iter().cloned().collect(),
-                window: Window::at(c.crash, op, path),
+                window: Window::at(c.crash, op, path.clone()),
+                windows: Vec::new(),
                 cause,
                 source,
                 states: 1,
@@ -485,6 +511,8 @@ fn group_causes(
                 process_passes,
                 fix: None,
             },
+            at: vec![(c.crash, op, Arc::from(path.as_str()))],
+            plain: plain_op.map(|_| c.crash).into_iter().collect(),
             place,
             kinds: vec![(kind, 1)],
             breaks: rank,
@@ -492,9 +520,25 @@ fn group_causes(
             plain_ops: plain_op.map(|o| (o, o)),
         });
     }
+    Ok(finish_groups(&cx, groups))
+}
+
+/// The causes from their groups in the making: alike places merged, each
+/// cause's windows and its sentence for all of them, torn writes merged
+/// into the losses whose syncs fix them, most serious first (what its
+/// worst state breaks, then what its simplest state breaks; the sort is
+/// stable, so simplest first within).
+fn finish_groups(cx: &explain::Context<'_>, mut groups: Vec<Building>) -> Vec<CauseGroup> {
+    merge_alike_places(&mut groups);
     for b in &mut groups {
-        if let Some((a, z)) = b.plain_ops.filter(|(a, z)| a < z) {
-            b.group.cause.sentence = explain::not_atomic_window(&cx, a, z);
+        b.group.windows = windows(&mut b.at);
+        let mut plain: Vec<usize> = b.plain.clone();
+        plain.sort_unstable();
+        plain.dedup();
+        if plain.len() > 1 && b.group.windows.len() > 1 {
+            b.group.cause.sentence = explain::not_atomic_places(cx, &plain);
+        } else if let Some((a, z)) = b.plain_ops.filter(|(a, z)| a < z) {
+            b.group.cause.sentence = explain::not_atomic_window(cx, a, z);
         }
         if let (Place::NeverSynced(path), true) = (&b.place, b.kinds.len() > 1) {
             let c = &mut b.group.cause;
@@ -503,10 +547,97 @@ fn group_causes(
         }
     }
     merge_torn_into_lost(&mut groups);
-    // Most serious first (what its worst state breaks, then what its
-    // simplest state breaks); the sort is stable, so simplest first within.
+    for b in &mut groups {
+        b.group.windows = windows(&mut b.at);
+    }
     groups.sort_by_key(|b| (b.breaks, b.simplest_breaks));
-    Ok(groups.into_iter().map(|b| b.group).collect())
+    groups.into_iter().map(|b| b.group).collect()
+}
+
+/// A cause's windows: its states' crash points (with the ops blamed
+/// there) in runs of consecutive crash points on one file or directory.
+fn windows(at: &mut [(usize, usize, Arc<str>)]) -> Vec<Window> {
+    at.sort_unstable();
+    let mut out: Vec<Window> = Vec::new();
+    for (crash, op, path) in at.iter() {
+        match out.last_mut() {
+            Some(w) if *crash <= w.crash_last + 1 && *w.path == **path => w.extend(*crash, *op),
+            _ => out.push(Window::at(*crash, *op, path.to_string())),
+        }
+    }
+    out
+}
+
+/// A path's role: its last component with each run of digits as `#`
+/// (`000003.log` and `000005.log` play one).
+fn role(path: &str) -> String {
+    explain::blur_digits(path.rsplit('/').next().unwrap_or(path))
+}
+
+/// One mechanism, one cause: causes of the same kind, issued by the same
+/// call, on files of the same role, whose simplest states the checker
+/// rejects for the same reason (digits aside) are one cause over all their
+/// windows (a record split at a block boundary of each of several log
+/// files of one kind). Each keeps the place of the simplest.
+fn merge_alike_places(groups: &mut Vec<Building>) {
+    let key = |b: &Building| match &b.place {
+        Place::At { path, syscall } => Some((
+            b.group.cause.kind,
+            *syscall,
+            role(path),
+            match &b.group.simplest.outcome {
+                Outcome::Fail { reason, .. } => explain::blur_digits(reason),
+                _ => String::new(),
+            },
+        )),
+        _ => None,
+    };
+    let mut i = 0;
+    while i < groups.len() {
+        let Some(k) = key(&groups[i]) else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        while j < groups.len() {
+            if key(&groups[j]).as_ref() != Some(&k) {
+                j += 1;
+                continue;
+            }
+            let b = groups.remove(j);
+            let h = &mut groups[i];
+            h.group.states += b.group.states;
+            h.group.ids.extend(b.group.ids);
+            let w = &b.group.window;
+            h.group.window.extend(w.crash_first, w.op_first);
+            h.group.window.extend(w.crash_last, w.op_last);
+            for f in b.group.fixes {
+                if !h.group.fixes.contains(&f) {
+                    h.group.fixes.push(f);
+                }
+            }
+            for (kind, n) in b.kinds {
+                match h.kinds.iter_mut().find(|(k, _)| *k == kind) {
+                    Some((_, m)) => *m += n,
+                    None => h.kinds.push((kind, n)),
+                }
+            }
+            h.at.extend(b.at);
+            h.plain.extend(b.plain);
+            h.breaks = h.breaks.min(b.breaks);
+            if let Some((a, z)) = b.plain_ops {
+                h.plain_ops = Some(h.plain_ops.map_or((a, z), |(x, y)| (x.min(a), y.max(z))));
+            }
+        }
+        let mut paths: Vec<&str> = groups[i].at.iter().map(|(_, _, p)| &**p).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        if paths.len() > 1 {
+            let first = groups[i].group.window.path.clone();
+            groups[i].group.window.path = format!("{first} and {} more like it", paths.len() - 1);
+        }
+        i += 1;
+    }
 }
 
 /// Verifications one fix-set search may make.
@@ -637,6 +768,7 @@ fn merge_torn_into_lost(groups: &mut Vec<Building>) {
                 let w = &g.window;
                 h.group.window.extend(w.crash_first, w.op_first);
                 h.group.window.extend(w.crash_last, w.op_last);
+                h.at.extend(b.at);
                 h.breaks = h.breaks.min(b.breaks);
             }
             None => i += 1,
@@ -1013,7 +1145,8 @@ pub fn verify_fix(
     let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
     let still = failing.first().map(|c| {
         let mut known = Known::new(&trace, &outputs, s.pool.cfg.sector);
-        let cause = explain::explain(&cx, &c.desc(), &mut |d| known.fails(cache, d));
+        let reason = fail_reason(&c.outcome);
+        let cause = explain::explain(&cx, &c.desc(), reason, &mut |d| known.rejected(cache, d));
         (c.id.clone(), cause.sentence)
     });
     let states_checked = m

@@ -135,8 +135,13 @@ pub struct CauseGroup {
     /// The cause, as explained for the simplest state (for a window of
     /// non-atomic crash points, said for the whole window).
     pub cause: Cause,
-    /// Where it bites.
+    /// Where it bites, over all its states.
     pub window: Window,
+    /// Where it bites, place by place: its states' crash points in runs of
+    /// consecutive ones, each with the ops blamed there (one window for a
+    /// cause that bites at one place; a mechanism that bites at several,
+    /// a record split at each of several block boundaries, lists each).
+    pub windows: Vec<Window>,
     /// How many failing states have it.
     pub states: usize,
     /// Their ids, simplest first.

@@ -423,6 +423,36 @@ pub fn window_text(w: &Window) -> String {
     format!("{crashes}, {ops} on {}", escape_controls(&w.path))
 }
 
+/// Windows shown by name in a cause's `window:` line.
+pub const WINDOWS_SHOWN: usize = 6;
+
+/// A cause that bites at several places: `3 windows: c2456, c5692, c8783
+/// (crash points c2456-c8783, ops 2455-8782 on 000003.log)`.
+pub fn windows_text(g: &CauseGroup) -> String {
+    let shown: Vec<String> = g
+        .windows
+        .iter()
+        .take(WINDOWS_SHOWN)
+        .map(|w| {
+            if w.crash_first == w.crash_last {
+                format!("c{}", w.crash_first)
+            } else {
+                format!("c{}-c{}", w.crash_first, w.crash_last)
+            }
+        })
+        .collect();
+    let more = match g.windows.len().saturating_sub(WINDOWS_SHOWN) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!(
+        "{} windows: {}{more} ({})",
+        g.windows.len(),
+        shown.join(", "),
+        window_text(&g.window)
+    )
+}
+
 /// `2 failing states; simplest c5.lost3 (crash after op 4, 1 op lost)`.
 pub fn simplest_text(g: &CauseGroup) -> String {
     format!(
@@ -444,7 +474,9 @@ pub fn cause_details(
 ) -> Vec<(Detail, String)> {
     let c = &g.simplest;
     let mut out = Vec::new();
-    if g.window.is_wide() {
+    if g.windows.len() > 1 {
+        out.push((Detail::Window, windows_text(g)));
+    } else if g.window.is_wide() {
         out.push((Detail::Window, window_text(&g.window)));
     }
     if let Some(src) = &g.source {
