@@ -20,8 +20,12 @@
 //! [`html_escape`], and the page's Content-Security-Policy allows no
 //! network at all and no script but its own (by hash), so an escaping
 //! mistake still could not load or run anything. The timeline draws at
-//! most [`TIMELINE_OPS_MAX`] ops on at most [`TIMELINE_LANES_MAX`] lanes
-//! and says so when a trace has more.
+//! most [`TIMELINE_OPS_MAX`] ops on at most [`TIMELINE_LANES_MAX`] lanes:
+//! on a longer trace its first [`HEAD_OPS`] ops and each cause's windows
+//! with [`WINDOW_CONTEXT_OPS`] ops around them, each run between folded
+//! into one mark that says how many ops of which kinds it holds, and it
+//! says so. Each cause's windows are bands on the timeline that its
+//! section links to.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -39,7 +43,8 @@ use crate::text::{
 };
 use crate::{ExportContext, Exporter};
 
-/// Ops the timeline draws; a longer trace shows its first ones.
+/// Ops the timeline draws; a longer trace shows its first ones and each
+/// cause's windows in context, the runs between folded.
 pub const TIMELINE_OPS_MAX: usize = 4000;
 /// File lanes the timeline draws; ops on further files share one lane.
 pub const TIMELINE_LANES_MAX: usize = 40;
@@ -139,6 +144,9 @@ svg .output circle { fill: #8c959f; }
 svg .promise path { fill: #bf8700; }
 svg .promise text { font-weight: 700; }
 svg .crash { stroke: #fff; stroke-width: 1; }
+svg .fold rect { fill: #f6f8fa; stroke: #d0d7de; } svg .fold text { fill: #57606a; text-anchor: middle; font-size: 14px; }
+svg .window { fill: #cf222e; fill-opacity: 0.08; stroke: #cf222e; stroke-opacity: 0.5; stroke-dasharray: 3 2; }
+svg .window:target { fill-opacity: 0.25; stroke-opacity: 1; }
 svg .crash.pass { fill: #2da44e; } svg .crash.fail { fill: #cf222e; } svg .crash.error { fill: #bf8700; }
 svg .hl rect, svg .hl circle, svg circle.hl { stroke: #ff8c00; stroke-width: 4; }
 .legend > span { display: inline-block; margin-right: 14px; }
@@ -165,10 +173,77 @@ enum Lane {
 
 /// The timeline's layout: lanes, where each op goes, the promises.
 struct Timeline {
-    shown: usize,
+    /// What each column draws, left to right.
+    cols: Vec<Col>,
+    /// The column of each op drawn.
+    col_of: HashMap<usize, usize>,
+    /// Ops in the trace.
+    ops: usize,
     lanes: Vec<(Lane, String)>,
     promises: HashMap<usize, Vec<String>>,
     col: usize,
+}
+
+/// A column of the timeline: one op, or a run of ops folded into one
+/// mark (`from..to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Op(usize),
+    Fold(usize, usize),
+}
+
+/// Ops drawn around each window of a cause, on either side, on a long
+/// trace.
+pub const WINDOW_CONTEXT_OPS: usize = 30;
+/// Ops drawn from the start of a long trace.
+pub const HEAD_OPS: usize = 200;
+
+/// The ops a timeline draws: every op of a trace of at most
+/// [`TIMELINE_OPS_MAX`]; of a longer one, its first [`HEAD_OPS`], then
+/// each shown cause's windows with [`WINDOW_CONTEXT_OPS`] ops of context
+/// on either side (causes in order, as many as fit), the rest folded.
+fn drawn_ops(trace: &Trace, report: &RunReport, all_causes: bool) -> Vec<usize> {
+    let n = trace.ops.len();
+    if n <= TIMELINE_OPS_MAX {
+        return (0..n).collect();
+    }
+    let mut want: std::collections::BTreeSet<usize> = (0..HEAD_OPS.min(n)).collect();
+    'causes: for m in &report.models {
+        let shown = if all_causes {
+            m.causes.len()
+        } else {
+            m.causes.len().min(CAUSES_SHOWN)
+        };
+        for g in m.causes.iter().take(shown) {
+            let windows = if g.windows.is_empty() {
+                std::slice::from_ref(&g.window)
+            } else {
+                &g.windows[..]
+            };
+            for w in windows {
+                // Around its crash points, and around the ops it blames
+                // (which may lie far before them).
+                let around = |a: usize, b: usize| {
+                    a.saturating_sub(WINDOW_CONTEXT_OPS)..(b + WINDOW_CONTEXT_OPS).min(n)
+                };
+                let spans = [
+                    around(w.crash_first.saturating_sub(1), w.crash_last),
+                    around(w.op_first, w.op_first + 1),
+                    around(w.op_last, w.op_last + 1),
+                ];
+                let more: std::collections::BTreeSet<usize> = spans
+                    .into_iter()
+                    .flatten()
+                    .filter(|i| !want.contains(i))
+                    .collect();
+                if want.len() + more.len() > TIMELINE_OPS_MAX {
+                    break 'causes;
+                }
+                want.extend(more);
+            }
+        }
+    }
+    want.into_iter().collect()
 }
 
 const LABEL_W: usize = 190;
@@ -196,12 +271,26 @@ fn op_inodes(kind: &OpKind) -> Vec<Ino> {
 }
 
 impl Timeline {
-    fn new(trace: &Trace, outputs: &Outputs) -> Timeline {
-        let shown = trace.ops.len().min(TIMELINE_OPS_MAX);
+    fn new(trace: &Trace, outputs: &Outputs, drawn: &[usize]) -> Timeline {
+        let mut cols = Vec::with_capacity(drawn.len() + 8);
+        let mut col_of = HashMap::with_capacity(drawn.len());
+        let mut next = 0;
+        for &i in drawn {
+            if i > next {
+                cols.push(Col::Fold(next, i));
+            }
+            col_of.insert(i, cols.len());
+            cols.push(Col::Op(i));
+            next = i + 1;
+        }
+        if next < trace.ops.len() {
+            cols.push(Col::Fold(next, trace.ops.len()));
+        }
         let dirs = DirPaths::at(trace, trace.ops.len());
         let mut lanes: Vec<(Lane, String)> = Vec::new();
         let mut other = false;
-        for op in &trace.ops[..shown] {
+        for &i in drawn {
+            let op = &trace.ops[i];
             for ino in op_inodes(&op.kind) {
                 if lanes.iter().any(|(l, _)| *l == Lane::File(ino)) {
                     continue;
@@ -221,10 +310,10 @@ impl Timeline {
         if other {
             lanes.push((Lane::Other, "other files".into()));
         }
-        let printing = trace.ops[..shown]
+        let printing = drawn
             .iter()
-            .any(|op| matches!(op.kind, OpKind::Output { .. }));
-        if printing {
+            .any(|&i| matches!(trace.ops[i].kind, OpKind::Output { .. }));
+        if printing || lanes.is_empty() {
             lanes.push((Lane::Stdout, "standard output".into()));
         }
         let mut promises: HashMap<usize, Vec<String>> = HashMap::new();
@@ -234,9 +323,11 @@ impl Timeline {
                 .or_default()
                 .push(String::from_utf8_lossy(line).into_owned());
         }
-        let col = (1400 / shown.max(1)).clamp(10, 64);
+        let col = (1400 / cols.len().max(1)).clamp(10, 64);
         Timeline {
-            shown,
+            cols,
+            col_of,
+            ops: trace.ops.len(),
             lanes,
             promises,
             col,
@@ -261,12 +352,27 @@ impl Timeline {
         }
     }
 
-    fn x_op(&self, i: usize) -> usize {
-        LABEL_W + i * self.col + self.col / 2
+    fn x_col(&self, c: usize) -> usize {
+        LABEL_W + c * self.col + self.col / 2
     }
 
-    fn x_crash(&self, k: usize) -> usize {
-        LABEL_W + k * self.col
+    fn x_op(&self, i: usize) -> usize {
+        self.x_col(self.col_of.get(&i).copied().unwrap_or(0))
+    }
+
+    /// Where crash point `k` is drawn: just before op `k`, or just after
+    /// op `k - 1`; `None` inside a fold.
+    fn x_crash(&self, k: usize) -> Option<usize> {
+        if let Some(&c) = self.col_of.get(&k) {
+            return Some(LABEL_W + c * self.col);
+        }
+        let c = *self.col_of.get(&k.checked_sub(1)?)?;
+        Some(LABEL_W + (c + 1) * self.col)
+    }
+
+    /// The right end of the drawing.
+    fn right(&self) -> usize {
+        LABEL_W + self.cols.len() * self.col
     }
 
     fn y_lane(&self, j: usize) -> usize {
@@ -365,14 +471,24 @@ fn render_summary(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>)
 }
 
 fn render_lanes(out: &mut String, t: &Timeline) {
-    let right = t.x_crash(t.shown) + 10;
+    let right = t.right() + 10;
     let step = if t.col >= 24 { 1 } else { 10 };
-    for i in (0..t.shown).step_by(step) {
-        let _ = writeln!(
-            out,
-            "<text class=\"axis\" x=\"{}\" y=\"14\">{i}</text>",
-            t.x_op(i)
-        );
+    for (c, col) in t.cols.iter().enumerate() {
+        match *col {
+            Col::Op(i)
+                if c % step == 0
+                    || t.cols
+                        .get(c.wrapping_sub(1))
+                        .is_some_and(|p| matches!(p, Col::Fold(..))) =>
+            {
+                let _ = writeln!(
+                    out,
+                    "<text class=\"axis\" x=\"{}\" y=\"14\">{i}</text>",
+                    t.x_col(c)
+                );
+            }
+            _ => {}
+        }
     }
     for (j, (_, label)) in t.lanes.iter().enumerate() {
         let y = t.y_lane(j);
@@ -458,16 +574,115 @@ fn render_op(out: &mut String, trace: &Trace, t: &Timeline, i: usize, unsynced: 
     }
 }
 
+/// A run of ops folded into one column: `⋯`, with how many ops and of
+/// what kinds (the three most common, with their files).
+fn render_fold(
+    out: &mut String,
+    trace: &Trace,
+    t: &Timeline,
+    c: usize,
+    (from, to): (usize, usize),
+) {
+    let mut kinds: HashMap<String, usize> = HashMap::new();
+    for op in &trace.ops[from..to] {
+        let what = format!(
+            "{} {}",
+            op.kind.label(|x| trace.kind(x)),
+            trace.show_path(&op.path)
+        );
+        *kinds.entry(what).or_insert(0) += 1;
+    }
+    let mut kinds: Vec<(String, usize)> = kinds.into_iter().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut like: Vec<String> = kinds
+        .iter()
+        .take(3)
+        .map(|(k, n)| format!("{k} ×{n}"))
+        .collect();
+    if kinds.len() > 3 {
+        like.push(format!("{} more kinds", kinds.len() - 3));
+    }
+    let x = t.x_col(c);
+    let top = t.y_lane(0) - LANE_H / 2;
+    let bottom = t.y_lane(t.lanes.len() - 1) + LANE_H / 2;
+    let _ = writeln!(
+        out,
+        "<g class=\"fold\" data-from=\"{from}\" data-to=\"{to}\"><title>ops {from}-{} folded ({} ops): {}</title>\
+         <rect x=\"{}\" y=\"{top}\" width=\"{}\" height=\"{}\"/><text x=\"{x}\" y=\"{}\">⋯</text></g>",
+        to - 1,
+        to - from,
+        html_escape(&like.join(", ")),
+        x.saturating_sub(t.col / 2),
+        t.col,
+        bottom - top,
+        (top + bottom) / 2
+    );
+}
+
+/// Each shown cause's windows as a band on the timeline, with an id a
+/// cause's section links to (`w-MODEL-N-J`).
+fn render_windows(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>, t: &Timeline) {
+    let top = t.y_lane(0) - LANE_H / 2;
+    let bottom = t.y_lane(t.lanes.len() - 1) + LANE_H / 2;
+    for m in &report.models {
+        let shown = if ctx.all_causes {
+            m.causes.len()
+        } else {
+            m.causes.len().min(CAUSES_SHOWN)
+        };
+        for (n, g) in m.causes.iter().take(shown).enumerate() {
+            for (j, w) in cause_windows(g).iter().enumerate() {
+                // Its crash points, from just before the first one's
+                // last op.
+                let (Some(a), Some(b)) = (
+                    t.x_crash(w.crash_first.saturating_sub(1))
+                        .or_else(|| t.x_crash(w.crash_first)),
+                    t.x_crash(w.crash_last),
+                ) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    out,
+                    "<rect class=\"window\" id=\"w-{}-{}-{j}\" x=\"{}\" y=\"{top}\" width=\"{}\" height=\"{}\"><title>{} cause {}: window c{}-c{}, ops {}-{}</title></rect>",
+                    m.model.name(),
+                    n + 1,
+                    a.saturating_sub(3),
+                    (b + 3).saturating_sub(a.saturating_sub(3)).max(6),
+                    bottom - top,
+                    m.model.name(),
+                    n + 1,
+                    w.crash_first,
+                    w.crash_last,
+                    w.op_first,
+                    w.op_last
+                );
+            }
+        }
+    }
+}
+
+/// A cause's windows (its one window when it names none).
+fn cause_windows(g: &CauseGroup) -> &[blackout_analysis::report::Window] {
+    if g.windows.is_empty() {
+        std::slice::from_ref(&g.window)
+    } else {
+        &g.windows
+    }
+}
+
 fn render_crash_points(out: &mut String, report: &RunReport, t: &Timeline) {
     for (r, m) in report.models.iter().enumerate() {
         let y = t.y_row(r);
         let _ = writeln!(
             out,
-            "<text class=\"lane-label\" x=\"{}\" y=\"{}\">{} crash points{}</text>",
+            "<text class=\"lane-label\" x=\"{}\" y=\"{}\">{}</text>",
             LABEL_W - 14,
             y + 4,
-            m.model.name(),
-            if m.exact { "" } else { " (a sample)" }
+            if m.exact {
+                format!("{} crash points", m.model.name())
+            } else {
+                format!("{} (sampled)", m.model.name())
+            }
         );
         // On a sample, a crash point with no rejected state may hold
         // states nobody checked.
@@ -483,7 +698,8 @@ fn render_crash_points(out: &mut String, report: &RunReport, t: &Timeline) {
         for c in &m.errors {
             at.entry(c.crash).or_default().1.push(&c.id);
         }
-        for k in 0..=t.shown {
+        for k in 0..=t.ops {
+            let Some(x) = t.x_crash(k) else { continue };
             let (class, what) = match at.get(&k) {
                 Some((fail, _)) if !fail.is_empty() => {
                     ("fail", format!("rejected: {}", fail.join(", ")))
@@ -498,9 +714,8 @@ fn render_crash_points(out: &mut String, report: &RunReport, t: &Timeline) {
             };
             let _ = writeln!(
                 out,
-                "<circle class=\"crash {class}\" data-model=\"{}\" data-crash=\"{k}\" cx=\"{}\" cy=\"{y}\" r=\"6\"><title>{} under {}: {}</title></circle>",
+                "<circle class=\"crash {class}\" data-model=\"{}\" data-crash=\"{k}\" cx=\"{x}\" cy=\"{y}\" r=\"6\"><title>{} under {}: {}</title></circle>",
                 m.model.name(),
-                t.x_crash(k),
                 when,
                 m.model.name(),
                 html_escape(&what)
@@ -512,7 +727,7 @@ fn render_crash_points(out: &mut String, report: &RunReport, t: &Timeline) {
 fn render_timeline(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>) {
     let trace = ctx.trace;
     let outputs = Outputs::new(trace, ctx.promise_prefix);
-    let t = Timeline::new(trace, &outputs);
+    let t = Timeline::new(trace, &outputs, &drawn_ops(trace, report, ctx.all_causes));
     out.push_str("<section id=\"timeline\">\n<h2>Op timeline</h2>\n");
     out.push_str(
         "<p class=\"legend\"><span>■ data op</span><span style=\"color:#8250df\">● entry op (on its directory's lane)</span>\
@@ -520,25 +735,31 @@ fn render_timeline(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>
          <span style=\"color:#cf222e\">┆ not a barrier (failed fsync, sync_file_range)</span><span style=\"color:#bf8700\">⚑ promise</span>\
          <span>crash points: <b style=\"color:#2da44e\">●</b> no rejected state <b style=\"color:#cf222e\">●</b> a rejected state <b style=\"color:#bf8700\">●</b> not checked</span></p>\n",
     );
-    if trace.ops.len() > t.shown {
+    if t.col_of.len() < trace.ops.len() {
         let _ = writeln!(
             out,
-            "<p class=\"note\">The timeline shows the first {} of {} ops.</p>",
-            t.shown,
+            "<p class=\"note\">The timeline draws {} of {} ops: the first ones, and each cause's windows with the ops around them; the runs between are folded (⋯, each with what it holds).</p>",
+            t.col_of.len(),
             trace.ops.len()
         );
     }
-    let width = t.x_crash(t.shown) + 20;
+    let width = t.right() + 20;
     let height = t.y_row(report.models.len()) - ROW_H / 2 + 6;
     let _ = writeln!(
         out,
         "<div class=\"scroll\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" role=\"img\" aria-label=\"op timeline\">"
     );
     render_lanes(out, &t);
+    render_windows(out, report, ctx, &t);
     let synced = synced_by(&trace.ops);
-    for (i, (op, by)) in trace.ops.iter().zip(&synced).enumerate().take(t.shown) {
-        let unsynced = op.kind.is_durable_change() && !by.synced();
-        render_op(out, trace, &t, i, unsynced);
+    for (c, col) in t.cols.iter().enumerate() {
+        match *col {
+            Col::Op(i) => {
+                let unsynced = trace.ops[i].kind.is_durable_change() && !synced[i].synced();
+                render_op(out, trace, &t, i, unsynced);
+            }
+            Col::Fold(from, to) => render_fold(out, trace, &t, c, (from, to)),
+        }
     }
     render_crash_points(out, report, &t);
     out.push_str("</svg></div>\n</section>\n");
@@ -712,6 +933,26 @@ fn render_cause(
         }
     }
     let _ = writeln!(out, "<p>{}</p>", html_escape(&simplest_text(g)));
+    let links: Vec<String> = cause_windows(g)
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| t.x_crash(w.crash_last).is_some())
+        .map(|(j, w)| {
+            let at = if w.crash_first == w.crash_last {
+                format!("c{}", w.crash_first)
+            } else {
+                format!("c{}-c{}", w.crash_first, w.crash_last)
+            };
+            format!("<a href=\"#w-{}-{}-{j}\">{at}</a>", m.model.name(), n + 1)
+        })
+        .collect();
+    if !links.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p class=\"windows\">On the timeline: {}</p>",
+            links.join(", ")
+        );
+    }
     render_state_table(out, ctx.trace, g, t);
     out.push_str("<dl>\n");
     for (detail, text) in &details {
@@ -737,7 +978,8 @@ fn render_cause(
 
 fn render_causes(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>) {
     let outputs = Outputs::new(ctx.trace, ctx.promise_prefix);
-    let t = Timeline::new(ctx.trace, &outputs);
+    let drawn = drawn_ops(ctx.trace, report, ctx.all_causes);
+    let t = Timeline::new(ctx.trace, &outputs, &drawn);
     let any = report.models.iter().any(|m| !m.causes.is_empty());
     if any {
         out.push_str("<h2>Causes</h2>\n");

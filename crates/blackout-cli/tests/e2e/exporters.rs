@@ -227,11 +227,13 @@ fn html_report_renders_in_chromium_with_the_rename_lost_after_the_promise() {
     let out = run_on_trace(&s, "no-dir-fsync", &["--html".as_ref(), html.as_ref()]);
     assert_eq!(out.status.code(), Some(1));
     let page = fs::read_to_string(&html).unwrap();
-    // Self-contained: nothing that would load from anywhere.
+    // Self-contained: nothing that would load from anywhere (links within
+    // the page, `href="#..."`, go nowhere else).
     for needle in ["http://", "https://", "src=", "href=", "@import", "url("] {
         let hits: Vec<&str> = page
             .lines()
             .filter(|l| l.contains(needle) && !l.contains("xmlns=\"http://www.w3.org/2000/svg\""))
+            .filter(|l| needle != "href=" || l.replace("href=\"#", "").find("href=").is_some())
             .collect();
         assert!(hits.is_empty(), "{needle} in the page: {hits:?}");
     }
@@ -722,5 +724,83 @@ fn every_report_format_says_whether_the_verdict_is_exact_with_the_counts() {
             assert!(dom.contains(&row(&r["models"][0])), "{dom}");
             assert!(dom.contains(reason.split(" (").next().unwrap()), "{dom}");
         }
+    }
+}
+
+#[test]
+fn a_long_runs_html_timeline_shows_the_failing_window_past_its_first_ops() {
+    // An append log of 1,500 records (6,000 ops) whose one unsynced write
+    // comes after op 4,900: past the ops a timeline draws from the start.
+    let s = Scratch::new();
+    let prog = repo().join("tests/engines/skiplog.py");
+    let prog = prog.to_str().unwrap();
+    let trace = s.path("skip.trace");
+    let dir = s.path("w");
+    fs::create_dir(&dir).unwrap();
+    let rec = s
+        .blackout()
+        .current_dir(&dir)
+        .args(["record", "-o"])
+        .arg(&trace)
+        .args(["--", "python3", prog, "write", "1500", "1234"])
+        .output()
+        .unwrap();
+    assert!(rec.status.success(), "{}", text(&rec.stderr));
+    let page = s.path("skip.html");
+    let server = format!("python3 {prog} serve");
+    let out = s
+        .blackout()
+        .arg("run")
+        .arg("--trace")
+        .arg(&trace)
+        .args([
+            "--model",
+            "posix",
+            "--check-budget",
+            "0",
+            "--checker-server",
+            &server,
+        ])
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let html = fs::read_to_string(&page).unwrap();
+    // The skipped record's write: the op the promise-before-sync cause
+    // blames, and its window's band, which the cause links to.
+    let ops = crate::common::ops_json(&s, &trace);
+    let write = ops["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "write" && o["path"] == "log")
+        .nth(1234)
+        .unwrap()["index"]
+        .as_u64()
+        .unwrap();
+    assert!(write > 4000, "{write}");
+    let glyph = format!("data-op=\"{write}\"");
+    assert!(html.contains(&glyph), "op {write} is not drawn");
+    assert!(html.contains("class=\"fold\""), "no folded run");
+    assert!(html.contains("class=\"window\" id=\"w-posix-"));
+    assert!(html.contains("<a href=\"#w-posix-"));
+    if have_tool("chromium") {
+        let (dom, log) = chromium(&s, &page, &["--dump-dom"]);
+        assert!(page_errors(&log).is_empty(), "{log}");
+        assert!(
+            dom.contains("data-rendered=\"yes\""),
+            "the page did not render"
+        );
+        assert!(
+            dom.contains(&glyph),
+            "op {write} is not in the rendered page"
+        );
+        let band = dom
+            .split("class=\"window\" id=\"")
+            .skip(1)
+            .map(|r| r.split('"').next().unwrap())
+            .find(|id| dom.contains(&format!("href=\"#{id}\"")));
+        assert!(band.is_some(), "no window band a cause links to");
     }
 }
