@@ -20,7 +20,9 @@ use blackout_oplog::ops::{Ino, Op, OpKind};
 use blackout_oplog::trace::Trace;
 
 use crate::explain::{self, CauseKind, SyncFix};
-use crate::report::{CauseGroup, Checked, FixCheck, FixSet, ModelReport, Verdict, Window};
+use crate::report::{
+    CauseGroup, Checked, FixCheck, FixSet, ModelReport, Promised, Verdict, Window,
+};
 use crate::sweep::{add_rest, check_all, check_rest};
 use crate::RunError;
 
@@ -44,6 +46,8 @@ pub struct Analysis<'a> {
     /// deadline (a run sets it when it checked every one of its own
     /// states).
     pub check_rest: bool,
+    /// Every promise of the run, as text: checked states share it.
+    pub promised: &'a Arc<[String]>,
 }
 
 impl<'a> Analysis<'a> {
@@ -59,13 +63,8 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    fn promises(&self, crash: usize) -> Vec<String> {
-        self.pool
-            .outputs
-            .promises_at(crash)
-            .iter()
-            .map(|l| String::from_utf8_lossy(l).into_owned())
-            .collect()
+    fn promises(&self, crash: usize) -> Promised {
+        Promised::first(self.promised, self.pool.outputs.promise_count(crash))
     }
 }
 
@@ -1257,6 +1256,7 @@ mod tests {
             fix_verifications: FIX_VERIFICATIONS_MAX,
             fix_deadline: deadline,
             check_rest: true,
+            promised: &Arc::from(Vec::new()),
         };
         let mut cache = Cache::new();
         let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);

@@ -2,6 +2,8 @@
 //! their verified fixes, per model. Exporters render it; nothing in it needs
 //! the trace to be read again except op names.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use blackout_check::outcome::Outcome;
@@ -53,6 +55,53 @@ impl Serialize for Verdict {
     }
 }
 
+/// The promises made before a crash point: the first ones of a run's
+/// promises, shared by every state of the run (a run of thousands of
+/// promises holds them once, not once per state). Serialized as the list.
+#[derive(Debug, Clone, Default)]
+pub struct Promised {
+    all: Arc<[String]>,
+    n: usize,
+}
+
+impl Promised {
+    /// The first `n` of `all`.
+    pub fn first(all: &Arc<[String]>, n: usize) -> Promised {
+        Promised {
+            all: Arc::clone(all),
+            n: n.min(all.len()),
+        }
+    }
+
+    /// These promises as a list of their own.
+    pub fn of(list: Vec<String>) -> Promised {
+        let n = list.len();
+        Promised {
+            all: list.into(),
+            n,
+        }
+    }
+}
+
+impl std::ops::Deref for Promised {
+    type Target = [String];
+
+    fn deref(&self) -> &[String] {
+        &self.all[..self.n]
+    }
+}
+
+/// A list of promises as how many it holds.
+fn count<S: serde::Serializer>(p: &Promised, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(p.len() as u64)
+}
+
+impl Serialize for Promised {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
 /// One checked state, as reported.
 #[derive(Debug, Clone, Serialize)]
 pub struct Checked {
@@ -64,9 +113,10 @@ pub struct Checked {
     pub lost: Vec<Unit>,
     /// The write torn, and how.
     pub torn: Option<(usize, Tear)>,
-    /// The promises made before the crash.
-    #[serde(rename = "acked")]
-    pub promises: Vec<String>,
+    /// The promises made before the crash (in JSON, how many: the first
+    /// ones of the run's).
+    #[serde(rename = "promises_made", serialize_with = "count")]
+    pub promises: Promised,
     /// What the checker said.
     #[serde(flatten)]
     pub outcome: Outcome,

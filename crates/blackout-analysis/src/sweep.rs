@@ -10,7 +10,7 @@ use std::time::Instant;
 use blackout_check::pool::{Cache, CannotRun, Pool};
 use blackout_explore::dedup::{Explored, Watch};
 use blackout_explore::enumerate::ExploreConfig;
-use blackout_explore::rest::{check_order, explore_rest, REST_STATES_MAX};
+use blackout_explore::rest::{check_order, explore_rest, REST_BOUND};
 
 use crate::RunError;
 
@@ -43,7 +43,7 @@ pub fn add_rest(
         pool.cfg.sector,
         watch,
         explored,
-        REST_STATES_MAX,
+        REST_BOUND,
     )?;
     explored.absorb(rest);
     Ok(())

@@ -737,9 +737,29 @@ pub trait CrashModel: Sync {
 
     /// At most how many states the model emits at a crash point with
     /// `pending` units pending, `writes` of them writes, when every unit
-    /// is taken (no representatives): what bounds an exploration before it
-    /// runs.
-    fn states_bound(&self, pending: usize, writes: usize, cfg: &ExploreConfig) -> u64;
+    /// is taken (no representatives), and how many units they lose or tear
+    /// in all (what holding their descriptions costs): what bounds an
+    /// exploration before it runs.
+    fn states_bound(&self, pending: usize, writes: usize, cfg: &ExploreConfig) -> Bound;
+}
+
+/// What a crash point's states cost at most ([`CrashModel::states_bound`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Bound {
+    /// States.
+    pub states: u64,
+    /// Units lost or torn, summed over them.
+    pub units: u64,
+}
+
+impl Bound {
+    /// Both bounds added, saturating.
+    pub fn plus(self, other: Bound) -> Bound {
+        Bound {
+            states: self.states.saturating_add(other.states),
+            units: self.units.saturating_add(other.units),
+        }
+    }
 }
 
 /// One crash point, as a [`CrashModel`] sees it.

@@ -1,7 +1,7 @@
 //! The rest of an exploration. Representatives (a few crash points of each
 //! class, [`crate::classes`]) find failures fast, but a verdict drawn on
 //! them alone is a sample. The rest is every crash point explored in full
-//! ([`explore_rest`], within [`REST_STATES_MAX`] states), its distinct
+//! ([`explore_rest`], within [`REST_BOUND`]), its distinct
 //! states added to the representatives' ([`Explored::absorb`]) and put in
 //! the order that covers the most new ground first ([`check_order`]): the
 //! states that lose or tear a kind of unit no state before them did, then
@@ -21,16 +21,21 @@ use crate::classes::Classes;
 use crate::dedup::{
     explore_points, simplicity, Distinct, ExploreError, Explored, ModelStates, StateKey, Watch,
 };
-use crate::enumerate::{unit_spans, ExploreConfig, Representatives, StateDesc};
+use crate::enumerate::{unit_spans, Bound, ExploreConfig, Representatives, StateDesc};
 use crate::model::Model;
 use blackout_oplog::ops::synced_by;
 
 /// The most states the rest of an exploration may enumerate (over every
-/// model): a trace whose crash points would make more is explored in full
-/// at as many crash points as fit, spread over its classes, and its
-/// verdict can then not be exact. A million states key in a few seconds
-/// and their distinct ones are held in a few hundred megabytes.
-pub const REST_STATES_MAX: u64 = 1_000_000;
+/// model), and the most units they may lose or tear in all (each costs its
+/// place in a state's description): a trace whose crash points would make
+/// more is explored in full at as many crash points as fit, spread over
+/// its classes, and its verdict can then not be exact. A million states
+/// key in a few seconds; their descriptions, with at most eight million
+/// units lost or torn, are held in about 300 MB.
+pub const REST_BOUND: Bound = Bound {
+    states: 1_000_000,
+    units: 8_000_000,
+};
 
 /// The positions `0..m` in the order that spreads them most: the first, the
 /// last, then the middle of each gap, wider gaps first.
@@ -92,14 +97,14 @@ fn spread_order(classes: &Classes) -> Vec<usize> {
 /// The crash points the rest explores (ascending), and whether they are
 /// every crash point: all of them when the models' bound on their states
 /// ([`crate::enumerate::CrashModel::states_bound`]) adds up to at most
-/// `max_states`; else as many as fit, taken class by class, spread within
-/// each ([`check_order`]'s order).
+/// `max`; else as many as fit, taken class by class, spread within each
+/// ([`check_order`]'s order).
 pub fn rest_points(
     trace: &Trace,
     models: &[Model],
     cfg: &ExploreConfig,
     classes: &Classes,
-    max_states: u64,
+    max: Bound,
 ) -> (Vec<usize>, bool) {
     let ops = &trace.ops;
     let points = ops.len() + 1;
@@ -118,7 +123,7 @@ pub fn rest_points(
         }
     }
     let (mut n, mut w) = (0i64, 0i64);
-    let bounds: Vec<u64> = (0..points)
+    let bounds: Vec<Bound> = (0..points)
         .map(|k| {
             n += units[k];
             w += writes[k];
@@ -126,20 +131,22 @@ pub fn rest_points(
             models
                 .iter()
                 .map(|m| m.crash_model().states_bound(n, w, cfg))
-                .fold(0u64, u64::saturating_add)
+                .fold(Bound::default(), Bound::plus)
         })
         .collect();
-    let total = bounds.iter().copied().fold(0u64, u64::saturating_add);
-    if total <= max_states {
+    let total = bounds.iter().copied().fold(Bound::default(), Bound::plus);
+    if total.states <= max.states && total.units <= max.units {
         return ((0..points).collect(), true);
     }
-    let mut left = max_states;
+    let mut left = max;
     let mut taken: Vec<usize> = spread_order(classes)
         .into_iter()
         .filter(|&k| {
-            let fits = bounds[k] <= left;
+            let b = bounds[k];
+            let fits = b.states <= left.states && b.units <= left.units;
             if fits {
-                left -= bounds[k];
+                left.states -= b.states;
+                left.units -= b.units;
             }
             fits
         })
@@ -161,7 +168,7 @@ pub fn explore_rest(
     sector: u64,
     watch: Watch<'_>,
     reps: &Explored,
-    max_states: u64,
+    max: Bound,
 ) -> Result<Explored, ExploreError> {
     let models: Vec<Model> = reps.models.iter().map(|m| m.model).collect();
     let models = &models[..];
@@ -178,7 +185,7 @@ pub fn explore_rest(
         ..cfg.clone()
     };
     cfg.validate()?;
-    let (points, all) = rest_points(trace, models, &cfg, classes, max_states);
+    let (points, all) = rest_points(trace, models, &cfg, classes, max);
     let mut rest = explore_points(trace, outputs, models, &cfg, sector, watch, &points)?;
     rest.in_full = all;
     Ok(rest)
@@ -337,6 +344,11 @@ mod tests {
     use super::*;
     use crate::dedup::distinct_states;
 
+    const UNBOUNDED: Bound = Bound {
+        states: u64::MAX,
+        units: u64::MAX,
+    };
+
     #[test]
     fn bisection_takes_every_position_once() {
         for m in 0..200 {
@@ -385,7 +397,7 @@ mod tests {
         let first = reps.distinct.len();
         let cfg = ExploreConfig::default();
         let watch = Watch::default();
-        let rest = explore_rest(&t, &outputs, &cfg, 512, watch, &reps, u64::MAX).unwrap();
+        let rest = explore_rest(&t, &outputs, &cfg, 512, watch, &reps, UNBOUNDED).unwrap();
         assert!(rest.in_full);
         let before: Vec<StateKey> = reps.distinct.iter().map(|d| d.key).collect();
         reps.absorb(rest);
@@ -415,7 +427,7 @@ mod tests {
         let mut e = explore(&t, Representatives::PerClass(1));
         let checked: HashSet<StateKey> = e.distinct.iter().map(|d| d.key).collect();
         let cfg = ExploreConfig::default();
-        let rest = explore_rest(&t, &outputs, &cfg, 512, Watch::default(), &e, u64::MAX).unwrap();
+        let rest = explore_rest(&t, &outputs, &cfg, 512, Watch::default(), &e, UNBOUNDED).unwrap();
         e.absorb(rest);
         let order = check_order(&e, |k| checked.contains(k));
         assert_eq!(order.len(), e.distinct.len() - checked.len());
@@ -440,10 +452,14 @@ mod tests {
         let e = explore(&t, Representatives::PerClass(1));
         let classes = e.classes.unwrap();
         let cfg = ExploreConfig::default();
-        let (all, whole) = rest_points(&t, &[Model::Posix], &cfg, &classes, u64::MAX);
+        let (all, whole) = rest_points(&t, &[Model::Posix], &cfg, &classes, UNBOUNDED);
         assert!(whole);
         assert_eq!(all.len(), t.ops.len() + 1);
-        let (some, whole) = rest_points(&t, &[Model::Posix], &cfg, &classes, 100);
+        let few = Bound {
+            states: 100,
+            units: u64::MAX,
+        };
+        let (some, whole) = rest_points(&t, &[Model::Posix], &cfg, &classes, few);
         assert!(!whole);
         assert!(!some.is_empty() && some.len() < all.len());
         assert!(some.windows(2).all(|w| w[0] < w[1]));

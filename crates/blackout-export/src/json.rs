@@ -15,19 +15,33 @@ pub const JSON_SCHEMA: u32 = 2;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct JsonExporter;
 
+/// The document, serialized straight from the report (no copy of it as a
+/// JSON value tree: a report of a long run is large).
+#[derive(serde::Serialize)]
+struct Document<'a> {
+    schema: u32,
+    verdict: &'static str,
+    exit_code: u8,
+    trace: Option<&'a str>,
+    command: &'a [String],
+    ops: usize,
+    checker: &'a str,
+    result: &'a RunReport,
+}
+
 impl Exporter for JsonExporter {
     fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
-        let v = serde_json::json!({
-            "schema": JSON_SCHEMA,
-            "verdict": report.verdict.name(),
-            "exit_code": report.verdict.exit_code(),
-            "trace": cx.trace_path,
-            "command": cx.trace.command,
-            "ops": cx.trace.ops.len(),
-            "checker": cx.checker,
-            "result": serde_json::to_value(report).unwrap_or(serde_json::Value::Null),
-        });
-        let mut out = serde_json::to_vec_pretty(&v).unwrap_or_default();
+        let doc = Document {
+            schema: JSON_SCHEMA,
+            verdict: report.verdict.name(),
+            exit_code: report.verdict.exit_code(),
+            trace: cx.trace_path,
+            command: &cx.trace.command,
+            ops: cx.trace.ops.len(),
+            checker: cx.checker,
+            result: report,
+        };
+        let mut out = serde_json::to_vec_pretty(&doc).unwrap_or_default();
         out.push(b'\n');
         out
     }

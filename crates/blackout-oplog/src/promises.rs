@@ -112,6 +112,17 @@ impl Outputs {
             .filter(move |p| p.terminated || finished)
     }
 
+    /// How many promises were made before crash point `k` (those
+    /// [`Outputs::promises_at`] gives), in time logarithmic in them.
+    pub fn promise_count(&self, k: usize) -> usize {
+        let finished = k + 1 >= self.upto.len();
+        let n = self.promises.partition_point(|p| p.op < k);
+        match self.promises[..n].last() {
+            Some(p) if !p.terminated && !finished => n - 1,
+            _ => n,
+        }
+    }
+
     /// The latest promise made before crash point `k`: the op that completed
     /// it, and the line.
     pub fn latest_promise_before(&self, k: usize) -> Option<(usize, &[u8])> {
@@ -219,6 +230,25 @@ mod tests {
         assert_eq!(o.latest_promise_before(2), Some((1, &b"saved"[..])));
         assert_eq!(o.latest_promise_before(3), Some((2, &b"tail"[..])));
         assert_eq!(o.latest_promise_before(0), None);
+    }
+
+    #[test]
+    fn the_promise_count_is_the_promises_made_before_each_crash_point() {
+        for (writes, prefix) in [
+            (&["start\nsav", "ed\n", "tail"][..], None),
+            (&["a\nb\n", "", "c\nd", "\n"][..], None),
+            (&["log: x\nACK 1\n", "ACK 2\n", "ACK 3"][..], Some("ACK")),
+            (&[][..], None),
+        ] {
+            let o = outputs(writes, prefix);
+            for k in 0..=writes.len() + 1 {
+                assert_eq!(
+                    o.promise_count(k),
+                    o.promises_at(k).len(),
+                    "{writes:?} c{k}"
+                );
+            }
+        }
     }
 
     #[test]

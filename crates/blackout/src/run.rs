@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use blackout_analysis::group::{
     fix_time_bound, model_report, verify_fixes, Analysis, FIX_VERIFICATIONS_MAX,
 };
-use blackout_analysis::report::{Checked, ModelReport, RunReport, Verdict};
+use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
 use blackout_analysis::sweep::{add_rest, check_all, check_rest};
 pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
@@ -41,7 +41,7 @@ use blackout_explore::dedup::{
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, Representatives, StateDesc};
 use blackout_explore::model::with_commas;
 use blackout_explore::model::Model;
-use blackout_explore::rest::{check_order, REST_STATES_MAX};
+use blackout_explore::rest::{check_order, REST_BOUND};
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::ops::Name;
 use blackout_oplog::promises::{join_lines, Outputs};
@@ -479,6 +479,7 @@ fn with_pool<T, E: From<RunError>>(
         },
         scratch: &scratch,
     };
+    let promised: Arc<[String]> = promises.clone().into();
     let analysis = Analysis {
         pool,
         explore: &cfg.explore,
@@ -486,6 +487,7 @@ fn with_pool<T, E: From<RunError>>(
         fix_verifications: cfg.fix_verifications,
         fix_deadline: None,
         check_rest: cfg.checks_rest(),
+        promised: &promised,
     };
     let result = body(&analysis, promises);
     // What checkers detached from their groups dies before their
@@ -746,8 +748,9 @@ impl Covered {
         } else {
             if !self.in_full {
                 parts.push(format!(
-                    "the rest explored only at the crash points that fit in {} states",
-                    with_commas(usize::try_from(REST_STATES_MAX).unwrap_or(usize::MAX))
+                    "the rest explored only at the crash points that fit in {} states ({} ops lost or torn)",
+                    with_commas(usize::try_from(REST_BOUND.states).unwrap_or(usize::MAX)),
+                    with_commas(usize::try_from(REST_BOUND.units).unwrap_or(usize::MAX))
                 ));
             }
             if let (Some(b), true) = (self.budget, self.checked < self.distinct) {
@@ -873,7 +876,7 @@ fn precheck(
     };
     let mut c = s.checked(&pre, outcome.clone());
     c.id = "pre-workload".into();
-    c.promises = promises.to_vec();
+    c.promises = Promised::of(promises.to_vec());
     let stop = expected(
         &outcome,
         false,

@@ -4,7 +4,7 @@
 
 use blackout_oplog::ops::OpKind;
 
-use crate::enumerate::{Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
+use crate::enumerate::{Bound, Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
 use crate::model::CrashModel;
 
 /// See the module documentation.
@@ -39,7 +39,11 @@ impl CrashModel for Ordered {
         crate::model::every_state_text(cov)
     }
 
-    fn states_bound(&self, _pending: usize, _writes: usize, _cfg: &ExploreConfig) -> u64 {
-        1 + Tear::ALL.len() as u64
+    fn states_bound(&self, _pending: usize, _writes: usize, _cfg: &ExploreConfig) -> Bound {
+        let tears = Tear::ALL.len() as u64;
+        Bound {
+            states: 1 + tears,
+            units: tears,
+        }
     }
 }

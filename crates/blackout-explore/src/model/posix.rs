@@ -8,7 +8,7 @@ use blackout_oplog::ops::{Ino, OpKind, Part, Unit};
 use blackout_oplog::store;
 use rustc_hash::FxHashSet;
 
-use crate::enumerate::{spread, Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
+use crate::enumerate::{spread, Bound, Coverage, CrashPoint, ExploreConfig, StateDesc, Tear};
 use crate::model::CrashModel;
 
 /// See the module documentation.
@@ -33,17 +33,27 @@ impl CrashModel for Posix {
         coverage_text(cov, cfg)
     }
 
-    fn states_bound(&self, pending: usize, writes: usize, cfg: &ExploreConfig) -> u64 {
+    fn states_bound(&self, pending: usize, writes: usize, cfg: &ExploreConfig) -> Bound {
         let (n, w) = (pending as u64, writes as u64);
         let tears = w.saturating_mul(Tear::ALL.len() as u64);
-        let subsets = if pending <= cfg.exhaustive_limit {
-            1u64 << n
+        let (subsets, units) = if pending <= cfg.exhaustive_limit {
+            // Every subset: each unit is lost in half of them.
+            (1u64 << n, n << n.saturating_sub(1))
         } else {
             // All kept, none kept, each lost alone, each kept alone, each
-            // per-file prefix, the sample.
-            (3 * n).saturating_add(2).saturating_add(cfg.budget as u64)
+            // per-file prefix, the sample (half the units lost in each).
+            let states = (3 * n).saturating_add(2).saturating_add(cfg.budget as u64);
+            let units = n
+                .saturating_mul(n)
+                .saturating_mul(2)
+                .saturating_add((cfg.budget as u64).saturating_mul(n) / 2)
+                .saturating_add(2 * n);
+            (states, units)
         };
-        subsets.saturating_add(tears)
+        Bound {
+            states: subsets.saturating_add(tears),
+            units: units.saturating_add(tears),
+        }
     }
 }
 

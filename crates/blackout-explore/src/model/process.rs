@@ -1,7 +1,7 @@
 //! The process model: the program dies, the operating system lives. Every
 //! op issued before the crash is kept, in order; one state per crash point.
 
-use crate::enumerate::{Coverage, CrashPoint, ExploreConfig, StateDesc};
+use crate::enumerate::{Bound, Coverage, CrashPoint, ExploreConfig, StateDesc};
 use crate::model::CrashModel;
 
 /// See the module documentation.
@@ -26,7 +26,10 @@ impl CrashModel for Process {
         crate::model::every_state_text(cov)
     }
 
-    fn states_bound(&self, _pending: usize, _writes: usize, _cfg: &ExploreConfig) -> u64 {
-        1
+    fn states_bound(&self, _pending: usize, _writes: usize, _cfg: &ExploreConfig) -> Bound {
+        Bound {
+            states: 1,
+            units: 0,
+        }
     }
 }
