@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """An append log in fixed blocks, as log-structured engines write theirs.
 
-    blocklog.py write N [--block B] [--size S] [--rotate R]
-    blocklog.py check [--block B]
-    blocklog.py serve [--block B]
+    blocklog.py [--bug NAME]... write N [--block B] [--size S] [--rotate R]
+    blocklog.py [--bug NAME]... check [--block B]
+    blocklog.py [--bug NAME]... serve [--block B]
 
 `write` appends N records of S bytes (default 300) to a log, `data-1.log`,
 then every R records (default 100) to a new one, `data-2.log` and on (each
@@ -24,6 +24,18 @@ acknowledged; a bad fragment at the very end (cut short, or zeros to the
 end) is a torn tail and is dropped. Every record acknowledged must be there. The writer's fix is one
 write per record; the reader's, to drop a partial record at the end.
 `serve` is the same check as a checker server.
+
+A new log is listed in `MANIFEST` (a line `log N`, appended and
+fdatasynced before the log is used), which `CURRENT` names (written once,
+as `CURRENT.tmp`, fsynced and renamed into place, the directory fsynced);
+recovery reads the first log and those the manifest lists. Planted bugs,
+each switched on by `--bug NAME` (several may be):
+
+- `ack-early`: every 50th record is acknowledged before its fdatasync;
+- `no-log-dir-fsync`: a new log's directory entry is never fsynced;
+- `manifest-unsynced`: the manifest's lines are never fsynced;
+- `current-unsynced`: `CURRENT.tmp` is renamed into place before it is
+  fsynced.
 """
 import json
 import os
@@ -35,13 +47,21 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 HEADER = 7  # crc32 (4), length (2), type (1)
 
 
+BUGS = ("ack-early", "no-log-dir-fsync", "manifest-unsynced", "current-unsynced")
+
+
 def options(argv):
-    opts = {"block": 4096, "size": 300, "rotate": 100}
+    opts = {"block": 4096, "size": 300, "rotate": 100, "bugs": set()}
     rest = []
     i = 0
     while i < len(argv):
         if argv[i] in ("--block", "--size", "--rotate"):
             opts[argv[i][2:]] = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--bug":
+            if argv[i + 1] not in BUGS:
+                sys.exit(f"no bug named {argv[i + 1]} (bugs: {', '.join(BUGS)})")
+            opts["bugs"].add(argv[i + 1])
             i += 2
         else:
             rest.append(argv[i])
@@ -77,47 +97,100 @@ def fragments(opts, offset, payload):
             return out
 
 
-def new_log(number):
-    """A new log file, its directory entry made durable."""
-    fd = os.open(f"data-{number}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+def fsync_dir():
     dirfd = os.open(".", os.O_RDONLY)
     os.fsync(dirfd)
     os.close(dirfd)
+
+
+def new_log(opts, number, manifest):
+    """A new log file, its directory entry made durable, listed in the
+    manifest (the first one is read whether listed or not)."""
+    fd = os.open(f"data-{number}.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    if "no-log-dir-fsync" not in opts["bugs"]:
+        fsync_dir()
+    if number > 1:
+        os.write(manifest, f"log {number}\n".encode())
+        if "manifest-unsynced" not in opts["bugs"]:
+            os.fdatasync(manifest)
+    return fd
+
+
+def write_current():
+    """CURRENT, naming the manifest, written as a new file and renamed
+    into place."""
+    fd = os.open("CURRENT.tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"MANIFEST\n")
     return fd
 
 
 def write(opts, n):
     info = os.open("INFO", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    fd = new_log(1)
+    manifest = os.open("MANIFEST", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.fsync(manifest)
+    current = write_current()
+    if "current-unsynced" not in opts["bugs"]:
+        os.fsync(current)
+    os.close(current)
+    os.rename("CURRENT.tmp", "CURRENT")
+    fsync_dir()
+    fd = new_log(opts, 1, manifest)
     offset = 0
     for i in range(n):
         if i > 0 and opts["rotate"] and i % opts["rotate"] == 0:
             os.close(fd)
-            fd = new_log(i // opts["rotate"] + 1)
+            fd = new_log(opts, i // opts["rotate"] + 1, manifest)
             offset = 0
         os.write(info, f"put record {i}\n".encode())
         payload = (f"record {i} ".encode() * opts["size"])[: opts["size"]]
         for frag in fragments(opts, offset, payload):
             os.write(fd, frag)
             offset += len(frag)
+        early = "ack-early" in opts["bugs"] and i % 50 == 49
+        if early:
+            print(f"ack {i}", flush=True)
         os.fdatasync(fd)
-        print(f"ack {i}", flush=True)
+        if not early:
+            print(f"ack {i}", flush=True)
     os.close(fd)
+    os.close(manifest)
     os.close(info)
 
 
 def logs(directory):
-    """The logs in `directory`, oldest first."""
-    names = [n for n in os.listdir(directory) if n.startswith("data-") and n.endswith(".log")]
-    return sorted(names, key=lambda n: int(n[5:-4]))
+    """The logs recovery reads: the first, and those the manifest that
+    CURRENT names lists; or why it cannot tell."""
+    names = ["data-1.log"]
+    current = os.path.join(directory, "CURRENT")
+    if not os.path.exists(current):
+        return names, None
+    with open(current, "rb") as f:
+        manifest = f.read().decode(errors="replace").strip()
+    if manifest != "MANIFEST":
+        return None, f"CURRENT names no manifest ({manifest!r})"
+    try:
+        with open(os.path.join(directory, manifest), "rb") as f:
+            lines = f.read().decode(errors="replace").splitlines()
+    except FileNotFoundError:
+        return None, "the manifest CURRENT names is missing"
+    for line in lines:
+        if line.startswith("log ") and line[4:].isdigit():
+            names.append(f"data-{line[4:]}.log")
+    return names, None
 
 
 def reject(opts, directory, promises):
     """Why the logs in `directory` break the promises, or None."""
+    names, why = logs(directory)
+    if why:
+        return why
     records = []
-    for name in logs(directory):
-        with open(os.path.join(directory, name), "rb") as f:
-            reason = read_log(opts, f.read(), records)
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), "rb") as f:
+                reason = read_log(opts, f.read(), records)
+        except FileNotFoundError:
+            reason = None if name == "data-1.log" else "listed in the manifest, missing"
         if reason:
             return f"{name}: {reason}"
     have = {r.split(b" ")[1].decode() for r in records}

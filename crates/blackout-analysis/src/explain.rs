@@ -150,6 +150,10 @@ pub struct Context<'a> {
     /// The files only ever appended to (every write at the end, nothing
     /// truncated): logs.
     appended: std::collections::HashSet<Ino>,
+    /// For ops alike (the same call on the same path): whether a checked
+    /// state that lost one of them alone failed, and whether one passed
+    /// ([`Context::with_alone_outcomes`]).
+    alone: std::collections::HashMap<(String, Vec<u8>), (bool, bool)>,
 }
 
 impl<'a> Context<'a> {
@@ -161,6 +165,46 @@ impl<'a> Context<'a> {
             synced: synced_by(&trace.ops),
             added: Vec::new(),
             appended: appended_files(trace),
+            alone: std::collections::HashMap::new(),
+        }
+    }
+
+    /// The same, knowing what the checker said of states that lost one
+    /// unit alone (`states`: each such state and whether it was
+    /// rejected): a state that fails with no lost op failing alone is
+    /// blamed on an op alike to ones whose loss alone fails, else on one
+    /// whose loss alone was never checked, before one whose loss alone is
+    /// known to pass (an info file that recovery never reads).
+    pub fn with_alone_outcomes<'s>(
+        mut self,
+        states: impl IntoIterator<Item = (&'s StateDesc, bool)>,
+    ) -> Context<'a> {
+        for (d, failed) in states {
+            if d.torn.is_some() || d.lost.len() != 1 {
+                continue;
+            }
+            let op = &self.trace.ops[d.lost[0].op];
+            let e = self
+                .alone
+                .entry((op.syscall.clone(), op.path.0.clone()))
+                .or_insert((false, false));
+            if failed {
+                e.0 = true;
+            } else {
+                e.1 = true;
+            }
+        }
+        self
+    }
+
+    /// How likely losing `u` breaks a state, from states that lost an op
+    /// like it alone: 0 one failed, 1 none was checked, 2 all passed.
+    fn suspicion(&self, u: Unit) -> u8 {
+        let op = &self.trace.ops[u.op];
+        match self.alone.get(&(op.syscall.clone(), op.path.0.clone())) {
+            Some((true, _)) => 0,
+            None => 1,
+            Some((false, _)) => 2,
         }
     }
 
@@ -319,7 +363,12 @@ pub fn explain(
     } else if desc.lost.is_empty() {
         return not_atomic(cx, k, None);
     } else {
-        blame_lost(cx, desc, &mut |d: &StateDesc| rejected(d).is_some())
+        // A loss alone that fails as the crash point itself does says
+        // nothing of the lost op.
+        let same_as_here = |r: &String| here.as_ref() == Some(&blur_digits(r));
+        blame_lost(cx, desc, &mut |d: &StateDesc| {
+            rejected(d).is_some_and(|r| !same_as_here(&r))
+        })
     };
     // Rejected for another reason than its own crash point's state: what
     // it lost or tore is what breaks it.
@@ -391,7 +440,16 @@ fn blame_lost(
     match single {
         Some(u) => lost_cause(cx, k, u, &alone(u)),
         None => {
-            let u = desc.lost[desc.lost.len() - 1];
+            // The latest of those most likely to matter: an op whose like
+            // ones fail when lost alone, before one never tried alone,
+            // before one whose like ones are known to pass.
+            let u = desc
+                .lost
+                .iter()
+                .copied()
+                .rev()
+                .min_by_key(|u| cx.suspicion(*u))
+                .unwrap_or(desc.lost[desc.lost.len() - 1]);
             let mut cause = lost_cause(cx, k, u, desc);
             cause.sentence.push_str(&format!(
                 " (no lost op fails alone here: it fails together with {} other lost op(s))",

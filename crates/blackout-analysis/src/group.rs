@@ -135,6 +135,30 @@ pub fn model_report(
         .iter()
         .filter(|(i, _)| results[*i].is_some())
         .count();
+    // What the checker said of states that lost one op alone: which ops'
+    // losses matter, for states that fail with no op failing alone.
+    // (A loss alone rejected as its crash point's own state is says
+    // nothing of the lost op.)
+    let reason = |o: &Outcome| match o {
+        Outcome::Fail { reason, .. } => Some(explain::blur_digits(reason)),
+        _ => None,
+    };
+    let plain: HashMap<usize, Option<String>> = m
+        .reach
+        .iter()
+        .filter(|(_, d)| d.damage() == 0)
+        .filter_map(|(i, d)| Some((d.crash, reason(results[*i].as_ref()?))))
+        .collect();
+    let alone: Vec<(&StateDesc, bool)> = m
+        .reach
+        .iter()
+        .filter(|(_, d)| d.lost.len() == 1 && d.torn.is_none())
+        .filter_map(|(i, d)| {
+            let why = reason(results[*i].as_ref()?);
+            let owned = why.is_some() && plain.get(&d.crash).is_some_and(|p| *p == why);
+            Some((d, why.is_some() && !owned))
+        })
+        .collect();
     let verdict = if !failing.is_empty() {
         Verdict::Fail
     } else if !errors.is_empty() {
@@ -142,7 +166,7 @@ pub fn model_report(
     } else {
         Verdict::Pass
     };
-    let groups = group_causes(s, &failing, cache)?;
+    let groups = group_causes(s, &failing, &alone, cache)?;
     Ok(ModelReport {
         model: m.model,
         verdict,
@@ -435,12 +459,14 @@ fn fail_reason(outcome: &Outcome) -> Option<&str> {
 fn group_causes(
     s: &Analysis<'_>,
     failing: &[Checked],
+    alone: &[(&StateDesc, bool)],
     cache: &mut Cache,
 ) -> Result<Vec<CauseGroup>, RunError> {
     if failing.is_empty() {
         return Ok(Vec::new());
     }
-    let cx = explain::Context::new(s.pool.trace, s.pool.outputs);
+    let cx = explain::Context::new(s.pool.trace, s.pool.outputs)
+        .with_alone_outcomes(alone.iter().copied());
     let mut known = Known::new(s.pool.trace, s.pool.outputs, s.pool.cfg.sector);
     let synced = Synced::of(s.pool.trace);
     let mut groups: Vec<Building> = Vec::new();
