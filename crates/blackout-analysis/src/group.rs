@@ -3,12 +3,13 @@
 //! group's fix verified by re-exploring the trace with the added syncs.
 
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{outcomes, Cache, Pool};
+use blackout_check::pool::{Cache, Pool};
 use blackout_explore::dedup::{distinct_states_watched, simplicity, ModelStates, Watch};
 use blackout_explore::dedup::{key_of, StateKey};
 use blackout_explore::enumerate::{ExploreConfig, Representatives, StateDesc};
 use blackout_explore::keys::Keyer;
 use blackout_explore::model::Model;
+use blackout_explore::rest::check_order;
 use blackout_oplog::promises::Outputs;
 
 use std::collections::{HashMap, HashSet};
@@ -23,7 +24,7 @@ use crate::explain::{self, CauseKind, SyncFix};
 use crate::report::{
     CauseGroup, Checked, FixCheck, FixSet, ModelReport, Promised, Verdict, Window,
 };
-use crate::sweep::{add_rest, check_all, check_rest};
+use crate::sweep::add_rest;
 use crate::RunError;
 
 /// What analysing a run needs: the pool that checked it (to check the states
@@ -48,6 +49,9 @@ pub struct Analysis<'a> {
     pub check_rest: bool,
     /// Every promise of the run, as text: checked states share it.
     pub promised: &'a Arc<[String]>,
+    /// When the verification under way stops checking states (its share
+    /// of the fix bound); `None`: at `fix_deadline`.
+    pub verify_deadline: Option<Instant>,
 }
 
 impl<'a> Analysis<'a> {
@@ -198,6 +202,15 @@ pub fn verify_fixes(
     // at every op like its blamed ones that no sync covers before the
     // next promise.
     let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
+    // Each verification gets an even share of the time left (the fix set
+    // counted as one more): the first one cannot take it all.
+    let mut left = report
+        .causes
+        .iter()
+        .filter(|g| !g.fixes.is_empty())
+        .count()
+        .min(s.fix_verifications)
+        + 1;
     for g in report.causes.iter_mut() {
         if g.fixes.is_empty() {
             continue;
@@ -216,7 +229,12 @@ pub fn verify_fixes(
                 source: g.source.as_deref(),
                 like: like.as_deref(),
             };
-            g.fix = verify_fix(s, model, &fixes, said, cache)?;
+            let share = Analysis {
+                verify_deadline: share_of(s.fix_deadline, left),
+                ..*s
+            };
+            left = left.saturating_sub(1).max(1);
+            g.fix = verify_fix(&share, model, &fixes, said, cache)?;
             verified.push((fixes, g.fix.clone()));
         }
     }
@@ -224,6 +242,16 @@ pub fn verify_fixes(
         report.fix_set = fix_set(s, model, &report.causes, cache)?;
     }
     Ok(())
+}
+
+/// An even share of the time left before `deadline` for one of `n`
+/// verifications: when the next one must end.
+fn share_of(deadline: Option<Instant>, n: usize) -> Option<Instant> {
+    let deadline = deadline?;
+    let now = Instant::now();
+    let left = deadline.saturating_duration_since(now);
+    let n = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+    Some(now + left / n)
 }
 
 /// Where a cause is: the source line that issued its blamed ops when it is
@@ -1088,14 +1116,17 @@ fn like_renames_fixes(
 }
 
 /// Re-explores the trace with the added syncs under `model` (with the
-/// run's enumeration settings, [`explore_as_the_run`]) and checks every
-/// state the cache does not know; when the run checks past its
-/// representatives ([`Analysis::check_rest`]), then explores the rest of
-/// the trace and checks it most novel first until the deadline (a check
-/// that does not get through it is not exact). `None` if the checker could
-/// not be run. At [`Analysis::fix_deadline`] a re-exploration whose
-/// representatives are not all checked is stopped with its checkers and
-/// the check says it was cut short; after it, none starts.
+/// run's enumeration settings, [`explore_as_the_run`]; when the run
+/// checked every one of its own states, [`Analysis::check_rest`], every
+/// crash point) and checks the states the cache does not know, those the
+/// syncs change first (at crash points after the first of them), most
+/// novel first, until [`Analysis::verify_deadline`]: states of the trace
+/// with syncs added are states of the trace as recorded, so most of them
+/// are known when the run checked its own. A check that does not get
+/// through them says how many it checked (not `exact`). `None` if the
+/// checker could not be run. At [`Analysis::fix_deadline`] a
+/// re-exploration not finished is stopped and the check says it was cut
+/// short; after it, none starts.
 pub fn verify_fix(
     s: &Analysis<'_>,
     model: Model,
@@ -1127,8 +1158,6 @@ pub fn verify_fix(
         ..*s
     };
     let run = bounded(s.pool.cfg.cancel, s.fix_deadline, |stop| {
-        let mut pool = s2.pool;
-        pool.cfg.cancel = stop;
         let watch = Watch {
             cancel: stop,
             progress: None,
@@ -1141,29 +1170,28 @@ pub fn verify_fix(
             s.pool.cfg.sector,
             watch,
         )?;
-        if check_all(&pool, &explored, cache)?.is_some() {
-            return Ok::<_, RunError>(None);
-        }
         if s.check_rest && !explored.in_full {
-            // The representatives are checked: the deadline now ends the
-            // rest, it does not cut the verification short.
-            let watch = Watch {
-                cancel: s.pool.cfg.cancel,
-                progress: None,
-            };
-            add_rest(&s2.pool, &mut explored, &explore, watch)?;
-            if check_rest(&s2.pool, &explored, cache, s.fix_deadline)?.is_some() {
-                return Ok(None);
-            }
+            let mut pool = s2.pool;
+            pool.cfg.cancel = stop;
+            add_rest(&pool, &mut explored, &explore, watch)?;
         }
-        let results = outcomes(&explored, cache);
-        Ok(Some((explored, results)))
+        Ok::<_, RunError>(explored)
     });
-    let (explored, results) = match run {
-        Ok(Some(v)) => v,
-        Ok(None) => return Ok(None),
+    let explored = match run {
+        Ok(e) => e,
         Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(Some(cut_short)),
         Err(e) => return Err(e),
+    };
+    // The states the syncs change first: at crash points after the first.
+    let first = added.first().copied().unwrap_or(0);
+    let mut order = check_order(&explored, |k| cache.contains_key(k));
+    order.sort_by_key(|&i| explored.distinct[i].desc.crash <= first);
+    let deadline = s.verify_deadline.or(s.fix_deadline);
+    let checked = s2
+        .pool
+        .check_distinct(&explored, cache, Some(&order), deadline)?;
+    let Ok(results) = checked else {
+        return Ok(None);
     };
     let m = &explored.models[0];
     let (failing, _) = sorted_results(&s2, m, &results);
@@ -1179,6 +1207,10 @@ pub fn verify_fix(
         .iter()
         .filter(|(i, _)| results[*i].is_some())
         .count();
+    if states_checked == 0 && !m.reach.is_empty() {
+        // The bound ended it before a state was checked: nothing known.
+        return Ok(Some(cut_short));
+    }
     Ok(Some(FixCheck {
         description,
         syncs: fixes.to_vec(),
@@ -1283,6 +1315,7 @@ mod tests {
             fix_deadline: deadline,
             check_rest: true,
             promised: &Arc::from(Vec::new()),
+            verify_deadline: None,
         };
         let mut cache = Cache::new();
         let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);
@@ -1295,12 +1328,18 @@ mod tests {
         let stuck = Stuck::default();
         let checker = stuck.checker();
         let deadline = Instant::now() + Duration::from_millis(200);
+        let t0 = Instant::now();
         let check = verify(&checker, Some(deadline), None).unwrap().unwrap();
         stuck.release.store(true, Ordering::SeqCst);
-        // The checker never answers, so only the bound ends the
-        // verification: the fix is neither verified nor refuted.
+        // The checker never answers, so the bound ends the verification
+        // (its checkers stopped) before any state is checked: the fix is
+        // neither verified nor refuted.
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the stuck checkers were not stopped"
+        );
         assert!(check.cut_short, "{check:?}");
-        assert!(!check.passes);
+        assert!(!check.passes && !check.exact);
         assert_eq!((check.states, check.still_failing), (0, 0));
         assert!(check.simplest_failing.is_none());
         assert_eq!(check.description, "fsync(a) after op 1 (log line 2)");

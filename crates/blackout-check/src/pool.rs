@@ -176,6 +176,19 @@ impl<'a> Pool<'a> {
         crash: usize,
         all_promises: bool,
     ) -> io::Result<Option<Outcome>> {
+        self.check_one_until(slot, id, fs, crash, all_promises, self.cfg.cancel)
+    }
+
+    /// [`Pool::check_one`], the checker stopped when `halt` is set.
+    fn check_one_until(
+        &self,
+        slot: &Slot,
+        id: &str,
+        fs: &FsState,
+        crash: usize,
+        all_promises: bool,
+        halt: Option<&AtomicBool>,
+    ) -> io::Result<Option<Outcome>> {
         let promises = if all_promises {
             join_lines(&self.outputs.all_promises())
         } else {
@@ -194,7 +207,7 @@ impl<'a> Pool<'a> {
             slot_files: self.cfg.checker.reads_slot_files(),
         })?;
         let files = slot.files(id, &promises);
-        let outcome = self.cfg.checker.check(slot, &files, self.cfg.cancel);
+        let outcome = self.cfg.checker.check(slot, &files, halt);
         let cleared = slot.clear();
         let outcome = outcome?;
         cleared?;
@@ -239,8 +252,9 @@ impl<'a> Pool<'a> {
     }
 
     /// Checks `distinct[i]` for `i` in `todo`, in that order, `jobs` at a
-    /// time, starting none after `deadline` (the states started by then
-    /// are checked to the end): those left are not in the results.
+    /// time, until `deadline`: then the checkers still running are stopped
+    /// (their states not checked) and none starts. The states left are not
+    /// in the results.
     pub fn check_until(
         &self,
         distinct: &[Distinct],
@@ -251,15 +265,40 @@ impl<'a> Pool<'a> {
             next: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
+            halt: AtomicBool::new(false),
             results: Mutex::new(Vec::with_capacity(todo.len())),
             cannot_run: Mutex::new(None),
             failure: Mutex::new(None),
         };
         let jobs = self.cfg.jobs.max(1).min(todo.len().max(1));
+        let finished = AtomicBool::new(false);
         std::thread::scope(|scope| {
-            for _ in 0..jobs {
-                let shared = &shared;
-                scope.spawn(move || self.worker(shared, distinct, todo, deadline));
+            let workers: Vec<_> = (0..jobs)
+                .map(|_| {
+                    let shared = &shared;
+                    scope.spawn(move || self.worker(shared, distinct, todo, deadline))
+                })
+                .collect();
+            // At the deadline (or on Ctrl-C), the checkers still running
+            // are stopped.
+            let watcher = deadline.map(|d| {
+                let (shared, finished) = (&shared, &finished);
+                scope.spawn(move || {
+                    while !finished.load(Ordering::SeqCst) {
+                        if Instant::now() >= d || self.cancelled() {
+                            shared.halt.store(true, Ordering::SeqCst);
+                            return;
+                        }
+                        std::thread::park_timeout(HALT_POLL);
+                    }
+                })
+            });
+            for w in workers {
+                let _ = w.join();
+            }
+            finished.store(true, Ordering::SeqCst);
+            if let Some(w) = watcher {
+                w.thread().unpark();
             }
         });
         if self.cancelled() {
@@ -312,7 +351,11 @@ impl<'a> Pool<'a> {
                     desc.id()
                 )));
             }
-            match self.check_one(&slot, &desc.id(), &fs, desc.crash, false) {
+            let halt = match deadline {
+                Some(_) => Some(&shared.halt),
+                None => self.cfg.cancel,
+            };
+            match self.check_one_until(&slot, &desc.id(), &fs, desc.crash, false, halt) {
                 Ok(Some(Outcome::CannotRun { reason })) => {
                     shared.stop.store(true, Ordering::SeqCst);
                     lock(&shared.cannot_run).get_or_insert((desc.id(), reason));
@@ -355,11 +398,16 @@ impl Drop for Release<'_> {
     }
 }
 
+/// How often the watcher of a deadline looks at the clock.
+const HALT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// What the workers of one [`Pool::check_parallel`] share.
 struct Shared {
     next: AtomicUsize,
     done: AtomicUsize,
     stop: AtomicBool,
+    /// Set at the deadline (or on Ctrl-C): running checkers stop.
+    halt: AtomicBool,
     results: Mutex<Vec<(usize, Outcome)>>,
     cannot_run: Mutex<Option<(String, String)>>,
     failure: Mutex<Option<io::Error>>,

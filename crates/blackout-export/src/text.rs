@@ -605,6 +605,19 @@ pub fn fix_states_text(f: &FixCheck) -> String {
     }
 }
 
+/// The states a fix check checked: `6026`, or `1234 checked of 6026`.
+fn checked_of(f: &FixCheck) -> String {
+    if f.states_checked == f.states {
+        for_people(f.states as u128)
+    } else {
+        format!(
+            "the {} checked of {}",
+            for_people(f.states_checked as u128),
+            for_people(f.states as u128)
+        )
+    }
+}
+
 /// The `fix:` line of a cause: the verified fix, or why there is none.
 pub fn fix_text(g: &CauseGroup, model: Model) -> String {
     match (&g.fix, g.fixes.first()) {
@@ -624,7 +637,7 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
             "adding {} is not enough: {} of {} states still fail under {}{}",
             f.description,
             for_people(f.still_failing as u128),
-            for_people(f.states as u128),
+            checked_of(f),
             model.name(),
             match &f.simplest_failing {
                 Some((id, why)) => format!(
@@ -671,7 +684,7 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
             "no set of the proposed syncs fixes every cause: with all {} of them, {} of {} states still fail under {}{}",
             tried.syncs.len(),
             for_people(tried.still_failing as u128),
-            for_people(tried.states as u128),
+            checked_of(tried),
             model.name(),
             match &tried.simplest_failing {
                 Some((id, why)) => format!("; the simplest ({id}): {why}"),

@@ -488,6 +488,7 @@ fn with_pool<T, E: From<RunError>>(
         fix_deadline: None,
         check_rest: cfg.checks_rest(),
         promised: &promised,
+        verify_deadline: None,
     };
     let result = body(&analysis, promises);
     // What checkers detached from their groups dies before their
