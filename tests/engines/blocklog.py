@@ -4,6 +4,7 @@
     blocklog.py [--bug NAME]... write N [--block B] [--size S] [--rotate R]
     blocklog.py [--bug NAME]... check [--block B]
     blocklog.py [--bug NAME]... serve [--block B]
+    blocklog.py splits N [--block B] [--size S] [--rotate R]
 
 `write` appends N records of S bytes (default 300) to a log, `data-1.log`,
 then every R records (default 100) to a new one, `data-2.log` and on (each
@@ -23,7 +24,8 @@ corruption ("partial record without end"), though the record was never
 acknowledged; a bad fragment at the very end (cut short, or zeros to the
 end) is a torn tail and is dropped. Every record acknowledged must be there. The writer's fix is one
 write per record; the reader's, to drop a partial record at the end.
-`serve` is the same check as a checker server.
+`serve` is the same check as a checker server; `splits` prints how many
+of N records `write` splits across a block boundary.
 
 A new log is listed in `MANIFEST` (a line `log N`, appended and
 fdatasynced before the log is used), which `CURRENT` names (written once,
@@ -128,6 +130,7 @@ def write(opts, n):
     info = os.open("INFO", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     manifest = os.open("MANIFEST", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.fsync(manifest)
+    fsync_dir()
     current = write_current()
     if "current-unsynced" not in opts["bugs"]:
         os.fsync(current)
@@ -235,10 +238,25 @@ def read_log(opts, raw, records):
     return None
 
 
+def splits(opts, n):
+    """How many of `n` records are written in more than one fragment."""
+    count, offset = 0, 0
+    for i in range(n):
+        if i > 0 and opts["rotate"] and i % opts["rotate"] == 0:
+            offset = 0
+        payload = (f"record {i} ".encode() * opts["size"])[: opts["size"]]
+        frags = [f for f in fragments(opts, offset, payload) if f.strip(b"\0")]
+        count += len(frags) > 1
+        offset += sum(len(f) for f in fragments(opts, offset, payload))
+    return count
+
+
 def main():
     opts, rest = options(sys.argv[1:])
     if rest[0] == "write":
         write(opts, int(rest[1]))
+    elif rest[0] == "splits":
+        print(splits(opts, int(rest[1])))
     elif rest[0] == "serve":
         for line in sys.stdin:
             request = json.loads(line)

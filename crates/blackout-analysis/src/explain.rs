@@ -345,7 +345,7 @@ pub fn explain(
     let k = desc.crash;
     let plain = |c: usize| StateDesc {
         crash: c,
-        lost: Vec::new(),
+        lost: Default::default(),
         torn: None,
     };
     // Reasons are compared with their digits blurred: a checker that
@@ -429,7 +429,7 @@ fn blame_lost(
     // the latest.
     let alone = |u: Unit| StateDesc {
         crash: k,
-        lost: vec![u],
+        lost: vec![u].into(),
         torn: None,
     };
     let single = if desc.lost.len() == 1 {
@@ -561,7 +561,7 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
         Some((p, _)) if p > op => {
             let alone = StateDesc {
                 crash: desc.crash,
-                lost: vec![unit],
+                lost: vec![unit].into(),
                 torn: None,
             };
             let mut cause = lost_cause(cx, desc.crash, unit, &alone);

@@ -454,7 +454,7 @@ impl<'t> Known<'t> {
             let c = self.plain.len();
             let plain = StateDesc {
                 crash: c,
-                lost: Vec::new(),
+                lost: Default::default(),
                 torn: None,
             };
             let key = key_of(self.plain_keys.hash(&plain), self.outputs, c);
@@ -535,7 +535,7 @@ fn group_causes(
         }
         let nothing_lost = StateDesc {
             crash: c.crash,
-            lost: Vec::new(),
+            lost: Default::default(),
             torn: None,
         };
         let process_passes = if desc.damage() == 0 {
@@ -629,17 +629,21 @@ fn role(path: &str) -> String {
 
 /// One mechanism, one cause: causes of the same kind, issued by the same
 /// call, on files of the same role, whose simplest states the checker
-/// rejects for the same reason (digits aside) are one cause over all their
-/// windows (a record split at a block boundary of each of several log
+/// rejects for the same reason (digits aside; any reason for an update
+/// that is not atomic) are one cause over all their windows (a record split at a block boundary of each of several log
 /// files of one kind). Each keeps the place of the simplest.
 fn merge_alike_places(groups: &mut Vec<Building>) {
+    // The reason tells mechanisms apart, but not a crash point the
+    // program passes through rejected: what a reader finds there varies.
     let key = |b: &Building| match &b.place {
         Place::At { path, syscall } => Some((
             b.group.cause.kind,
             *syscall,
             role(path),
             match &b.group.simplest.outcome {
-                Outcome::Fail { reason, .. } => explain::blur_digits(reason),
+                Outcome::Fail { reason, .. } if b.group.cause.kind != CauseKind::NotAtomic => {
+                    explain::blur_digits(reason)
+                }
                 _ => String::new(),
             },
         )),

@@ -110,7 +110,7 @@ pub struct Checked {
     /// Ops issued before the crash.
     pub crash: usize,
     /// Pending ops (or rename halves) lost.
-    pub lost: Vec<Unit>,
+    pub lost: Arc<[Unit]>,
     /// The write torn, and how.
     pub torn: Option<(usize, Tear)>,
     /// The promises made before the crash (in JSON, how many: the first

@@ -431,7 +431,7 @@ mod tests {
     fn simplest_is_fewest_lost_then_earliest_then_lost_before_torn() {
         let d = |crash, l: &[usize], torn: Option<(usize, Tear)>| StateDesc {
             crash,
-            lost: lost(l),
+            lost: lost(l).into(),
             torn,
         };
         let mut v = [

@@ -22,6 +22,7 @@
 use serde::Serialize;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use blackout_oplog::ops::{synced_by, Op, OpKind, SyncedBy};
 pub use blackout_oplog::ops::{Part, Unit};
@@ -191,8 +192,9 @@ impl Tearing<'_> {
 pub struct StateDesc {
     /// Ops `0..crash` were issued before the crash.
     pub crash: usize,
-    /// Pending units lost (sorted).
-    pub lost: Vec<Unit>,
+    /// Pending units lost (sorted), shared by the copies of a description
+    /// (a state that loses hundreds of ops is held once).
+    pub lost: Arc<[Unit]>,
     /// A write kept but torn.
     pub torn: Option<(usize, Tear)>,
 }
@@ -230,11 +232,8 @@ impl StateDesc {
     pub fn parse(id: &str) -> Option<StateDesc> {
         let mut parts = id.split('.');
         let crash = parts.next()?.strip_prefix('c')?.parse().ok()?;
-        let mut desc = StateDesc {
-            crash,
-            lost: Vec::new(),
-            torn: None,
-        };
+        let mut lost: Vec<Unit> = Vec::new();
+        let mut torn = None;
         for p in parts {
             if let Some(list) = p.strip_prefix("lost") {
                 for u in list.split('+') {
@@ -243,7 +242,7 @@ impl StateDesc {
                         b'd' => (&u[..u.len() - 1], Part::Dest),
                         _ => (u, Part::Whole),
                     };
-                    desc.lost.push(Unit {
+                    lost.push(Unit {
                         op: num.parse().ok()?,
                         part,
                     });
@@ -256,13 +255,17 @@ impl StateDesc {
                     "z" => Tear::Zeros,
                     _ => return None,
                 };
-                desc.torn = Some((num.parse().ok()?, tear));
+                torn = Some((num.parse().ok()?, tear));
             } else {
                 return None;
             }
         }
-        desc.lost.sort();
-        Some(desc)
+        lost.sort();
+        Some(StateDesc {
+            crash,
+            lost: lost.into(),
+            torn,
+        })
     }
 }
 
@@ -279,7 +282,7 @@ impl StateDesc {
                 ops.len()
             ));
         }
-        for u in &self.lost {
+        for u in self.lost.iter() {
             if u.op >= self.crash {
                 return Err(format!(
                     "op {} was not issued before crash point c{}",
@@ -789,7 +792,7 @@ impl CrashPoint<'_> {
     pub fn plain(&self) -> StateDesc {
         StateDesc {
             crash: self.k,
-            lost: Vec::new(),
+            lost: Default::default(),
             torn: None,
         }
     }

@@ -335,7 +335,7 @@ impl<'t> Keyer<'t> {
             lost_by: vec![0; trace.ops.len()],
             stamp: 0,
             slot_of: vec![(0, 0); n],
-            halves_lost: Vec::new(),
+            halves_lost: Default::default(),
             blocks: Vec::new(),
             rebuilt: 0,
             made: FxHashMap::default(),
@@ -443,7 +443,7 @@ impl<'t> Keyer<'t> {
             self.stamp = 1;
         }
         self.halves_lost.clear();
-        for u in &desc.lost {
+        for u in desc.lost.iter() {
             if u.part == Part::Whole {
                 if let Some(m) = self.lost_by.get_mut(u.op) {
                     *m = self.stamp;

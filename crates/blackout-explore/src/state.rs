@@ -665,7 +665,8 @@ mod tests {
             lost: vec![Unit {
                 op: 3,
                 part: Part::Source,
-            }],
+            }]
+            .into(),
             torn: None,
         };
         let s = FsState::build(&t, &desc, 512);

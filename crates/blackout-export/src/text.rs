@@ -486,7 +486,7 @@ pub fn cause_details(
         ));
     }
     out.push((Detail::Sentence, g.cause.sentence.clone()));
-    for u in &c.lost {
+    for u in c.lost.iter() {
         out.push((Detail::Lost, describe_unit(trace, *u)));
     }
     if let Some((op, _)) = c.torn {

@@ -819,7 +819,7 @@ fn blame(
         ops_done: k,
         last_calls,
         posix_state: None,
-        posix_lost: Vec::new(),
+        posix_lost: Default::default(),
         posix_cause: None,
     };
     let Some(model) = posix.and_then(|r| r.models.iter().find(|m| m.model == Model::Posix)) else {

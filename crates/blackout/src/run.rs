@@ -649,6 +649,27 @@ fn finish(
     for m in &start.explored.models {
         models.push(model_report(s, m, &results, in_full, &mut start.cache)?);
     }
+    let covered = Covered {
+        checked: results.iter().filter(|o| o.is_some()).count(),
+        distinct: results.len(),
+        exact: models.iter().all(|m| m.exact),
+        in_full,
+        classes: models
+            .iter()
+            .find_map(|m| m.coverage.classes.as_ref().map(Vec::len)),
+        budget: cfg.check_budget,
+        subsets_left_out: models.iter().any(|m| m.coverage.subsets_not_covered > 0),
+        limit: cfg.explore.exhaustive_limit,
+    };
+    // What was explored is in the reports now; fix verification needs the
+    // outcomes by content alone.
+    start.explored = Explored {
+        distinct: Vec::new(),
+        models: Vec::new(),
+        classes: None,
+        in_full,
+    };
+    drop(results);
     // The bound is for verifying fixes alone: explaining the failing
     // states, before it, is not cut short.
     let bound = fix_time_bound(start.explore_seconds + check_seconds);
@@ -665,18 +686,6 @@ fn finish(
         verify_fixes(s, m, &mut start.cache)?;
     }
     let fix_seconds = t0.elapsed().as_secs_f64();
-    let covered = Covered {
-        checked: results.iter().filter(|o| o.is_some()).count(),
-        distinct: results.len(),
-        exact: models.iter().all(|m| m.exact),
-        in_full,
-        classes: models
-            .iter()
-            .find_map(|m| m.coverage.classes.as_ref().map(Vec::len)),
-        budget: cfg.check_budget,
-        subsets_left_out: models.iter().any(|m| m.coverage.subsets_not_covered > 0),
-        limit: cfg.explore.exhaustive_limit,
-    };
     let (verdict, reason) = verdict_of(&models, &covered, cfg.require_exact);
     Ok(RunReport {
         verdict,
@@ -862,7 +871,7 @@ fn precheck(
     let trace = s.pool.trace;
     let pre = StateDesc {
         crash: 0,
-        lost: Vec::new(),
+        lost: Default::default(),
         torn: None,
     };
     let outcome = match known {
@@ -906,7 +915,7 @@ fn nothing_lost(
     let trace = s.pool.trace;
     let full = StateDesc {
         crash: trace.ops.len(),
-        lost: Vec::new(),
+        lost: Default::default(),
         torn: None,
     };
     let full_fs = FsState::build(trace, &full, cfg.sector);
@@ -944,7 +953,7 @@ fn nothing_lost(
 fn rejects_the_start(s: &Analysis<'_>, cache: &Cache) -> Stop {
     let start = StateDesc {
         crash: 0,
-        lost: Vec::new(),
+        lost: Default::default(),
         torn: None,
     };
     match cache.get(&s.pool.key(&start))? {

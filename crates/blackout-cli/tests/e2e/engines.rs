@@ -519,3 +519,58 @@ fn one_skipped_sync_among_1500_is_fixed_by_that_sync_and_the_directory_s() {
         );
     }
 }
+
+#[test]
+fn a_record_split_at_block_boundaries_is_one_cause_and_the_info_log_is_blamed_for_nothing() {
+    // An append log cut into 4 KiB blocks, a record split over a boundary
+    // written in two writes (the early reader rejects a first fragment
+    // without its last), and an info log written before every record
+    // that recovery never reads and nothing syncs.
+    let s = Scratch::new();
+    let trace = record_py(&s, None, "blocklog.py", "write 150");
+    let server = py("blocklog.py", "serve");
+    // A short budget: the info log's pending writes make the rest large,
+    // and its most novel states (each split's crash point among them) come
+    // first.
+    let (code, v) = run_trace(
+        &s,
+        &trace,
+        &["--checker-server", &server, "--check-budget", "5"],
+    );
+    assert_eq!(code, 1, "{:#}", v["result"]["reason"]);
+    let m = &v["result"]["models"][0];
+    let causes = causes(m);
+    assert_eq!(causes.len(), 1, "{m:#}");
+    let c = &causes[0];
+    assert_eq!(c["cause"]["kind"], "not_atomic");
+    // Every split record is a window of its own.
+    let splits: usize = std::process::Command::new("python3")
+        .arg(engines().join("blocklog.py"))
+        .args(["splits", "150"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().parse().unwrap())
+        .unwrap();
+    assert_eq!(
+        c["windows"].as_array().unwrap().len(),
+        splits,
+        "{:#}",
+        c["windows"]
+    );
+    for w in c["windows"].as_array().unwrap() {
+        assert!(w["path"].as_str().unwrap().starts_with("data-"), "{w:#}");
+    }
+    // Advice for a log, not for a file rewritten whole.
+    let sentence = c["cause"]["sentence"].as_str().unwrap();
+    assert!(
+        sentence.contains(
+            "is only ever appended to, so its recovery should drop a partial record at its end"
+        ) && sentence.contains("or the program should write each record with one write"),
+        "{sentence}"
+    );
+    assert!(
+        !sentence.contains("rename it over the old one"),
+        "{sentence}"
+    );
+    // Nothing blames the info log.
+    assert!(!m["causes"].to_string().contains("INFO"), "{m:#}");
+}

@@ -7,7 +7,7 @@
 //! caught by every stronger one.
 
 mod ordered;
-mod posix;
+pub mod posix;
 mod process;
 
 use serde::Serialize;

@@ -28,7 +28,7 @@ impl CrashModel for Ordered {
             for tear in Tear::ALL {
                 emit(StateDesc {
                     crash: k,
-                    lost: Vec::new(),
+                    lost: Default::default(),
                     torn: Some((k - 1, tear)),
                 });
             }

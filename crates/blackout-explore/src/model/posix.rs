@@ -42,11 +42,12 @@ impl CrashModel for Posix {
         } else {
             // All kept, none kept, each lost alone, each kept alone, each
             // per-file prefix, the sample (half the units lost in each).
-            let states = (3 * n).saturating_add(2).saturating_add(cfg.budget as u64);
+            let sampled = samples(cfg.budget, pending) as u64;
+            let states = (3 * n).saturating_add(2).saturating_add(sampled);
             let units = n
                 .saturating_mul(n)
                 .saturating_mul(2)
-                .saturating_add((cfg.budget as u64).saturating_mul(n) / 2)
+                .saturating_add(sampled.saturating_mul(n) / 2)
                 .saturating_add(2 * n);
             (states, units)
         };
@@ -82,7 +83,7 @@ fn posix_at(
     let n = pending.len();
     let state = |lost: Vec<Unit>| StateDesc {
         crash: k,
-        lost,
+        lost: lost.into(),
         torn: None,
     };
     if n <= cfg.exhaustive_limit {
@@ -134,7 +135,7 @@ fn posix_at(
             }
         }
         let mut rng = SplitMix(cfg.seed ^ (k as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
-        for _ in 0..cfg.budget {
+        for _ in 0..samples(cfg.budget, n) {
             if point.stopped() {
                 return;
             }
@@ -161,11 +162,35 @@ fn posix_at(
         for tear in Tear::ALL {
             emit(StateDesc {
                 crash: k,
-                lost: Vec::new(),
+                lost: Default::default(),
                 torn: Some((writes[i].op, tear)),
             });
         }
     }
+}
+
+/// Ops a crash point's sampled subsets may lose in all: each loses about
+/// half the pending ops, so a crash point with hundreds of them takes
+/// fewer samples than `--budget` (what a state costs to hold is what it
+/// lost).
+pub const SAMPLE_UNITS_MAX: usize = 4096;
+
+/// The sampled subsets a crash point with `n` pending units takes: the
+/// budget, fewer when they would lose more than [`SAMPLE_UNITS_MAX`] ops
+/// in all (at least one while the budget is not zero).
+///
+/// ```
+/// use blackout_explore::model::posix::samples;
+/// assert_eq!(samples(64, 40), 64);
+/// assert_eq!(samples(64, 500), 16);
+/// assert_eq!(samples(64, 100_000), 1);
+/// assert_eq!(samples(0, 500), 0);
+/// ```
+pub fn samples(budget: usize, n: usize) -> usize {
+    if budget == 0 {
+        return 0;
+    }
+    budget.min(2 * SAMPLE_UNITS_MAX / n.max(1)).max(1)
 }
 
 /// What makes two pending units alike for the families of states at one
@@ -238,7 +263,7 @@ fn coverage_text(cov: &Coverage, cfg: &ExploreConfig) -> String {
         super::for_people(cov.subsets_not_covered)
     };
     format!(
-        "not covered: {} of {} crash points had more than {limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {} sampled subsets per crash point); {TEARS}",
+        "not covered: {} of {} crash points had more than {limit} pending ops ({}{more}); {missed} subsets of their pending ops were not enumerated (checked instead: all kept, none kept, each lost alone, each kept alone, per-file prefixes, and {} sampled subsets per crash point, fewer where they would lose more than {SAMPLE_UNITS_MAX} ops in all); {TEARS}",
         pts.len(),
         cov.crash_points,
         shown.join(", "),
