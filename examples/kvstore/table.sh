@@ -50,7 +50,7 @@ run() {
         "$blackout" ops "$work/$1-$2.trace" | tail -n 1 | awk '{print $1}' >"$work/$1-$2.last-op"
 }
 
-echo "| bug | ops | crash points explored | classes | states | distinct | explore | check | fix verification (bound) | wall | peak RSS | verdict | causes (kind: blamed op) | load $n = load 8 |"
+echo "| bug | ops | crash points explored | classes | states | checked of distinct | explore | check | fix verification (bound) | wall | peak RSS | verdict | causes (kind: blamed op) | load $n = load 8 |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
 for bug in none $("$kvstore" bugs | cut -d' ' -f1); do
     run "$bug" 8
@@ -95,7 +95,11 @@ cov = m["coverage"]
 classes = cov.get("classes")
 points = count(cov["crash_points"])
 if classes:
-    points += " of " + count(sum(c["crash_points"] for c in classes))
+    total = sum(c["crash_points"] for c in classes)
+    explored = sum(len(c["explored"]) for c in classes)
+    points = count(explored) + " of " + count(total)
+    if cov.get("full_crash_points"):
+        points += ", then " + count(cov["full_crash_points"]) + " in full"
 verdict, causes = findings(d)
 cut = sum(1 for g in m["causes"] if (g.get("fix") or {}).get("cut_short"))
 fix = f"{r['fix_seconds']:.1f} s ({r['fix_bound_seconds']:.1f} s)"
@@ -108,7 +112,7 @@ cells = [
     points,
     count(len(classes)) if classes else "—",
     count(m["states"]),
-    count(m["distinct"]),
+    count(m["states_checked"]) + " of " + count(m["distinct"]) + ("" if m["exact"] else " (a sample)"),
     f"{r['explore_seconds']:.1f} s",
     f"{r['check_seconds']:.1f} s",
     fix,
