@@ -324,7 +324,8 @@ fn the_checker_catches_an_edge_against_the_direction() {
 }
 
 /// Whether `name` is defined somewhere in the crates (an item, a module
-/// file or directory, an enum variant), or is a method the code calls.
+/// file or directory, an enum variant, a public field), or is a method the
+/// code calls.
 fn defined(sources: &str, files: &BTreeSet<String>, name: &str) -> bool {
     let items = [
         "fn", "struct", "enum", "trait", "const", "type", "mod", "static",
@@ -337,6 +338,7 @@ fn defined(sources: &str, files: &BTreeSet<String>, name: &str) -> bool {
             .iter()
             .any(|end| sources.contains(&format!("    {name}{end}")))
         || sources.contains(&format!(".{name}("))
+        || sources.contains(&format!("pub {name}: "))
         || sources.contains(&format!("\"{name}\""))
 }
 
