@@ -299,7 +299,11 @@ fn damage_kinds(classes: &Classes, d: &StateDesc) -> Vec<(usize, u8)> {
 /// state before it in this order did; then the rest, crash points taken
 /// class by class, spread within each class ([`bisection_order`]),
 /// simplest state first at each crash point. Without classes (no
-/// representatives), in exploration order.
+/// representatives), in exploration order. Each run of [`STRIDE`] states
+/// of that order is then put in crash-point order: a checker's state is
+/// built from the one it built before, cheaply when it lies ahead in the
+/// trace, and a budget that ends the rest still ends it on a spread sample
+/// (at most a stride from the order above).
 pub fn check_order(explored: &Explored, checked: impl Fn(&StateKey) -> bool) -> Vec<usize> {
     let distinct: &[Distinct] = &explored.distinct;
     let todo: Vec<usize> = (0..distinct.len())
@@ -336,8 +340,14 @@ pub fn check_order(explored: &Explored, checked: impl Fn(&StateKey) -> bool) -> 
         }
     }
     first.extend(later);
+    for run in first.chunks_mut(STRIDE) {
+        run.sort_by_key(|&i| distinct[i].desc.crash);
+    }
     first
 }
+
+/// How many states of [`check_order`] are checked in crash-point order.
+pub const STRIDE: usize = 64;
 
 #[cfg(test)]
 mod tests {
@@ -435,11 +445,17 @@ mod tests {
         sorted.sort_unstable();
         sorted.dedup();
         assert_eq!(sorted.len(), order.len());
-        // Crash points of the largest class come spread: the first ten
-        // states of the rest are not all at the start of the trace.
+        // Crash points of the largest class come spread: the first stride
+        // of the rest is not all at the start of the trace, and each
+        // stride goes forward.
+        for run in order.chunks(STRIDE) {
+            assert!(run
+                .windows(2)
+                .all(|w| e.distinct[w[0]].desc.crash <= e.distinct[w[1]].desc.crash));
+        }
         let crashes: Vec<usize> = order
             .iter()
-            .take(10)
+            .take(STRIDE)
             .map(|&i| e.distinct[i].desc.crash)
             .collect();
         let n = t.ops.len();
