@@ -1099,7 +1099,7 @@ mod tests {
             &mut |d| rejected(rejects_c2(d)),
         );
         assert_eq!(c.kind, CauseKind::NotAtomic, "{}", c.sentence);
-        assert_eq!(c.blamed.op, 1);
+        assert_eq!({ c.blamed.op }, 1);
         assert!(
             c.sentence
                 .starts_with("a crash right after op 1 (write of n) fails with every op kept")
@@ -1142,7 +1142,8 @@ mod tests {
         let c = explain(&cx, &state, Some("partial"), &mut |d| partial(d));
         assert_eq!(c.kind, CauseKind::NotAtomic, "{}", c.sentence);
         assert_eq!(
-            c.blamed.op, 3,
+            { c.blamed.op },
+            3,
             "the crash point's last op, not the lost write"
         );
         assert!(
@@ -1153,7 +1154,7 @@ mod tests {
         assert_eq!(c.fix, None);
         // Another reason: the lost info write is blamed.
         let c = explain(&cx, &state, Some("info missing"), &mut |d| partial(d));
-        assert_eq!(c.blamed.op, 1, "{}", c.sentence);
+        assert_eq!({ c.blamed.op }, 1, "{}", c.sentence);
         assert_ne!(c.kind, CauseKind::NotAtomic);
     }
 

@@ -797,15 +797,19 @@ impl ReportArgs {
     /// standard output. Returns the verdict's exit code.
     fn emit(&self, report: &RunReport, ctx: &ExportContext<'_>) -> Result<u8> {
         for (flag, path, exporter) in self.files() {
-            std::fs::write(path, exporter.export(report, ctx))
-                .with_context(|| format!("cannot write {flag} {}", path.display()))?;
+            let write = || -> std::io::Result<()> {
+                let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+                exporter.write_to(report, ctx, &mut file)?;
+                file.flush()
+            };
+            write().with_context(|| format!("cannot write {flag} {}", path.display()))?;
         }
         let text = TextExporter {
             color: use_color(self.color),
         };
         let exporter: &dyn Exporter = if self.json { &JsonExporter } else { &text };
         let mut out = std::io::stdout().lock();
-        out.write_all(&exporter.export(report, ctx))?;
+        exporter.write_to(report, ctx, &mut out)?;
         out.flush()?;
         Ok(report.verdict.exit_code())
     }

@@ -285,8 +285,13 @@ fn in_first_order(
 
 /// Crash points a worker enumerates and keys at a time.
 const POINTS_PER_BATCH: usize = 16;
-/// States a worker hands over at a time.
+/// States a worker hands over at a time, or fewer when they lose or tear
+/// [`UNITS_PER_MESSAGE`] units (a state at a crash point with thousands of
+/// pending ops can lose thousands).
 const STATES_PER_MESSAGE: usize = 256;
+/// Units lost or torn by the states of one message, at most (past the
+/// state that reaches it).
+const UNITS_PER_MESSAGE: usize = 16_384;
 /// Messages waiting to be taken, at most per worker: what bounds the states
 /// in flight.
 const MESSAGES_WAITING: usize = 4;
@@ -339,6 +344,7 @@ fn keyed(
                         return;
                     }
                     let mut out = Vec::new();
+                    let mut units = 0;
                     let mut seq = (b as u64) << 32;
                     let mut gone = false;
                     let cov = enumerate_points(
@@ -350,10 +356,12 @@ fn keyed(
                         batches[b],
                         |desc| {
                             let hash = keys.hash(&desc);
+                            units += desc.damage();
                             out.push((seq, desc, hash));
                             seq += 1;
-                            if out.len() == STATES_PER_MESSAGE {
+                            if out.len() == STATES_PER_MESSAGE || units >= UNITS_PER_MESSAGE {
                                 let full = std::mem::take(&mut out);
+                                units = 0;
                                 gone |= tx.send(Keyed::States(full)).is_err();
                             }
                         },

@@ -215,9 +215,9 @@ impl StateDesc {
                 .lost
                 .iter()
                 .map(|u| match u.part {
-                    Part::Whole => u.op.to_string(),
-                    Part::Source => format!("{}s", u.op),
-                    Part::Dest => format!("{}d", u.op),
+                    Part::Whole => { u.op }.to_string(),
+                    Part::Source => format!("{}s", { u.op }),
+                    Part::Dest => format!("{}d", { u.op }),
                 })
                 .collect();
             s.push_str(&parts.join("+"));
@@ -286,17 +286,18 @@ impl StateDesc {
             if u.op >= self.crash {
                 return Err(format!(
                     "op {} was not issued before crash point c{}",
-                    u.op, self.crash
+                    { u.op },
+                    self.crash
                 ));
             }
             let cross = matches!(&ops[u.op].kind, OpKind::Rename { from_dir, to_dir, .. } if from_dir != to_dir);
             if !ops[u.op].kind.is_durable_change() {
-                return Err(format!("op {} changes nothing a crash can lose", u.op));
+                return Err(format!("op {} changes nothing a crash can lose", { u.op }));
             }
             if (u.part != Part::Whole) != cross {
                 return Err(format!(
                     "op {}: halves (s, d) exist only for renames between two directories, and such a rename is lost by halves",
-                    u.op
+                    { u.op }
                 ));
             }
         }

@@ -2,6 +2,8 @@
 //! ran, and the whole [`RunReport`] under `result`. docs/JSON.md documents
 //! every field.
 
+use std::io::{self, BufWriter, Write};
+
 use blackout_analysis::report::RunReport;
 
 use crate::{ExportContext, Exporter};
@@ -29,9 +31,9 @@ struct Document<'a> {
     result: &'a RunReport,
 }
 
-impl Exporter for JsonExporter {
-    fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
-        let doc = Document {
+impl JsonExporter {
+    fn document<'a>(report: &'a RunReport, cx: &'a ExportContext<'_>) -> Document<'a> {
+        Document {
             schema: JSON_SCHEMA,
             verdict: report.verdict.name(),
             exit_code: report.verdict.exit_code(),
@@ -40,9 +42,29 @@ impl Exporter for JsonExporter {
             ops: cx.trace.ops.len(),
             checker: cx.checker,
             result: report,
-        };
-        let mut out = serde_json::to_vec_pretty(&doc).unwrap_or_default();
-        out.push(b'\n');
+        }
+    }
+}
+
+impl Exporter for JsonExporter {
+    fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing to memory fails only if serializing does, and the
+        // report's types always serialize.
+        let _ = self.write_to(report, cx, &mut out);
         out
+    }
+
+    /// Streams the document: a long run's report is never held whole.
+    fn write_to(
+        &self,
+        report: &RunReport,
+        cx: &ExportContext<'_>,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        let mut out = BufWriter::new(out);
+        serde_json::to_writer_pretty(&mut out, &Self::document(report, cx))?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 }

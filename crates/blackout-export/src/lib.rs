@@ -64,4 +64,17 @@ pub struct ExportContext<'a> {
 pub trait Exporter {
     /// The report in this format.
     fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8>;
+
+    /// Writes the report in this format to `out`: the bytes of
+    /// [`Exporter::export`]. A format whose report can be large streams it
+    /// instead (the JSON of a long run lists tens of thousands of failing
+    /// states: hundreds of megabytes never held at once).
+    fn write_to(
+        &self,
+        report: &RunReport,
+        cx: &ExportContext<'_>,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        out.write_all(&self.export(report, cx))
+    }
 }

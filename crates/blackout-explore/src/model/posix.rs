@@ -98,9 +98,12 @@ fn posix_at(
             emit(state(lost));
         }
     } else {
-        let mut seen: FxHashSet<Vec<Unit>> = FxHashSet::default();
+        // The subsets emitted, by digest: with thousands of pending units a
+        // family is millions of units, which a set of the subsets would
+        // hold a second time.
+        let mut seen: FxHashSet<[u8; 32]> = FxHashSet::default();
         let mut push = |lost: Vec<Unit>, emit: &mut dyn FnMut(StateDesc)| {
-            if seen.insert(lost.clone()) {
+            if seen.insert(digest(&lost)) {
                 emit(state(lost));
             }
         };
@@ -218,6 +221,21 @@ fn alike(point: &CrashPoint<'_>, u: &Unit) -> Alike {
         len,
         point.tearing.offered(point.ops, u.op),
     )
+}
+
+/// A digest of a set of units (blake3, as content keys are): two subsets
+/// with one digest are the same subset.
+fn digest(units: &[Unit]) -> [u8; 32] {
+    let mut bytes = Vec::with_capacity(units.len() * 9);
+    for u in units {
+        bytes.extend_from_slice(&(u.op as u64).to_le_bytes());
+        bytes.push(match u.part {
+            Part::Whole => 0,
+            Part::Source => 1,
+            Part::Dest => 2,
+        });
+    }
+    *blake3::hash(&bytes).as_bytes()
 }
 
 /// The positions in `units` a family of states takes one unit at: every
