@@ -96,7 +96,7 @@ thread_local! {
 ///     }
 /// });
 /// assert_eq!(checker.command(), "doc is there");
-/// assert_eq!(checker.kind(), "closure");
+/// assert_eq!(checker.kind(), blackout_check::CheckerKind::Closure);
 /// assert_eq!(checker.timeout().as_secs(), 60);
 /// ```
 #[derive(Clone)]
@@ -237,8 +237,8 @@ impl Checker for ClosureChecker {
         &self.name
     }
 
-    fn kind(&self) -> &'static str {
-        "closure"
+    fn kind(&self) -> crate::CheckerKind {
+        crate::CheckerKind::Closure
     }
 
     fn reads_slot_files(&self) -> bool {

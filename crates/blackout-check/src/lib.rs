@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod closure;
+pub mod env;
 pub mod outcome;
 pub mod pool;
 pub mod server;
@@ -37,6 +38,50 @@ use std::time::Duration;
 
 use outcome::Outcome;
 use slot::Slot;
+
+/// How a [`Checker`] runs its command; in a sharded run's settings as
+/// `shell`, `server` or `closure`.
+///
+/// ```
+/// use blackout_check::CheckerKind;
+///
+/// assert_eq!(CheckerKind::Server.name(), "server");
+/// assert_eq!(CheckerKind::Server.flag(), Some("--checker-server"));
+/// assert_eq!(CheckerKind::Closure.flag(), None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckerKind {
+    /// A shell command per state (`--checker`).
+    Shell,
+    /// One long-lived process per worker, asked state after state
+    /// (`--checker-server`).
+    Server,
+    /// A Rust closure called in the process (`blackout::Scenario`): no
+    /// command to rerun by hand, and not shardable.
+    Closure,
+}
+
+impl CheckerKind {
+    /// The kind's name in settings and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckerKind::Shell => "shell",
+            CheckerKind::Server => "server",
+            CheckerKind::Closure => "closure",
+        }
+    }
+
+    /// The flag that passes such a command to `blackout`; `None` for a
+    /// closure.
+    pub fn flag(self) -> Option<&'static str> {
+        match self {
+            CheckerKind::Shell => Some("--checker"),
+            CheckerKind::Server => Some("--checker-server"),
+            CheckerKind::Closure => None,
+        }
+    }
+}
 
 /// What a checker gets for one state.
 #[derive(Debug, Clone)]
@@ -75,12 +120,11 @@ pub trait Checker: Send + Sync {
     /// The command that checks a state by hand (for `reproduce:` lines).
     fn command(&self) -> &str;
 
-    /// How the command is run: `shell` (a process per state, the default),
-    /// `server` (one long-lived process per worker) or `closure` (in the
-    /// process). Recorded with a sharded run's settings, so a merge checks
-    /// the way its shards did (only `shell` and `server` can be sharded).
-    fn kind(&self) -> &'static str {
-        "shell"
+    /// How the command is run. Recorded with a sharded run's settings, so a
+    /// merge checks the way its shards did (only [`CheckerKind::Shell`] and
+    /// [`CheckerKind::Server`] can be sharded).
+    fn kind(&self) -> CheckerKind {
+        CheckerKind::Shell
     }
 
     /// Whether this checker gets these promises (one per line) only in a

@@ -138,8 +138,8 @@ impl Checker for ServerChecker {
         &self.command
     }
 
-    fn kind(&self) -> &'static str {
-        "server"
+    fn kind(&self) -> crate::CheckerKind {
+        crate::CheckerKind::Server
     }
 
     fn release(&self, slot: &Slot) {
@@ -281,9 +281,9 @@ impl Server {
         cmd.arg("-c")
             .arg(command)
             .current_dir(&slot.root)
-            .env("BLACKOUT_CHECKER_SERVER", "1")
-            .env_remove("BLACKOUT_ACKED")
-            .env_remove("BLACKOUT_ACKED_IN_FILE")
+            .env(crate::env::CHECKER_SERVER, "1")
+            .env_remove(crate::env::ACKED)
+            .env_remove(crate::env::ACKED_IN_FILE)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Slot::fresh(&slot.stderr)?)

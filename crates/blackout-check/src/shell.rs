@@ -32,7 +32,7 @@ use blackout_sys::proc::{wait_group, Waited};
 
 use crate::outcome::Outcome;
 use crate::slot::Slot;
-use crate::{Checker, StateFiles};
+use crate::{env, Checker, StateFiles};
 
 /// The checker timeout when none is given, in seconds.
 pub const CHECKER_TIMEOUT_SECONDS_DEFAULT: u64 = 60;
@@ -106,18 +106,17 @@ fn run_shell(
     let command = substitute(std::ffi::OsStr::new(&checker.command), fs_dir);
     let mut cmd = Command::new("/bin/sh");
     // Neither variable is inherited from blackout's own environment.
-    cmd.env_remove("BLACKOUT_ACKED")
-        .env_remove("BLACKOUT_ACKED_IN_FILE");
+    cmd.env_remove(env::ACKED).env_remove(env::ACKED_IN_FILE);
     match acked_env_value(promises) {
-        Some(value) => cmd.env("BLACKOUT_ACKED", std::ffi::OsStr::from_bytes(value)),
-        None => cmd.env("BLACKOUT_ACKED_IN_FILE", "1"),
+        Some(value) => cmd.env(env::ACKED, std::ffi::OsStr::from_bytes(value)),
+        None => cmd.env(env::ACKED_IN_FILE, "1"),
     };
     cmd.arg("-c")
         .arg(command)
         .current_dir(fs_dir)
-        .env("BLACKOUT_ACKS_FILE", &state.acks_file)
-        .env("BLACKOUT_OUTPUT_FILE", &state.output_file)
-        .env("BLACKOUT_STATE", id)
+        .env(env::ACKS_FILE, &state.acks_file)
+        .env(env::OUTPUT_FILE, &state.output_file)
+        .env(env::STATE, id)
         .stdin(Stdio::null())
         .stdout(Slot::fresh(&slot.stdout)?)
         .stderr(Slot::fresh(&slot.stderr)?)

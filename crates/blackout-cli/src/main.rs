@@ -22,7 +22,7 @@ use blackout::check::server::{request_line, ServerChecker};
 use blackout::check::shell::{
     acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
 };
-use blackout::check::{Checker, StateFiles};
+use blackout::check::{env, Checker, StateFiles};
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{
     ExploreConfig, Representatives, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT,
@@ -48,6 +48,7 @@ use blackout::run::{
     check_shard, check_trace, merge_parts, write_state, MergeError, RunConfig, RunError,
 };
 use blackout::shard::{Part, Shard};
+use blackout::sys::command::substitute;
 
 /// Set when SIGINT (Ctrl-C), SIGTERM or SIGHUP arrives: every stage stops,
 /// kills its children's process groups and removes its scratch directories.
@@ -1344,9 +1345,10 @@ fn cmd_state(a: StateArgs) -> Result<u8> {
             promises: &promises,
         });
         println!(
-            "check it by hand (the server answers ok or fail REASON):\n  cd {} && printf '%s\\n' {} | BLACKOUT_CHECKER_SERVER=1 sh -c {}",
+            "check it by hand (the server answers ok or fail REASON):\n  cd {} && printf '%s\\n' {} | {}=1 sh -c {}",
             q(dir.parent().unwrap_or(&dir)),
             shell_quote(String::from_utf8_lossy(&request).trim_end()),
+            env::CHECKER_SERVER,
             shell_quote(server)
         );
         return Ok(0);
@@ -1354,25 +1356,36 @@ fn cmd_state(a: StateArgs) -> Result<u8> {
     let checker = a
         .checker
         .as_deref()
-        .map(|c| c.replace("{dir}", &dir.display().to_string()))
-        .map(|c| shell_quote(&c))
+        .map(|c| substitute(std::ffi::OsStr::new(c), &dir))
+        .map(|c| shell_quote(&c.to_string_lossy()))
         .unwrap_or_else(|| "'CHECKER'".into());
     // As a run hands them over: in BLACKOUT_ACKED when they fit, else in
     // the file alone.
     let (unset, acked) = if acked_env_value(&std::fs::read(&acks)?).is_some() {
-        ("", format!("BLACKOUT_ACKED=\"$(cat {})\"", q(&acks)))
+        (
+            String::new(),
+            format!("{}=\"$(cat {})\"", env::ACKED, q(&acks)),
+        )
     } else {
         println!(
-            "the promises exceed what BLACKOUT_ACKED may hold ({} KiB): the checker must read BLACKOUT_ACKS_FILE",
-            ACKED_ENV_BYTES_MAX / 1024
+            "the promises exceed what {} may hold ({} KiB): the checker must read {}",
+            env::ACKED,
+            ACKED_ENV_BYTES_MAX / 1024,
+            env::ACKS_FILE
         );
-        ("env -u BLACKOUT_ACKED ", "BLACKOUT_ACKED_IN_FILE=1".into())
+        (
+            format!("env -u {} ", env::ACKED),
+            format!("{}=1", env::ACKED_IN_FILE),
+        )
     };
     println!(
-        "check it by hand:\n  cd {} && {unset}BLACKOUT_STATE={} {acked} BLACKOUT_ACKS_FILE={} BLACKOUT_OUTPUT_FILE={} sh -c {checker}",
+        "check it by hand:\n  cd {} && {unset}{}={} {acked} {}={} {}={} sh -c {checker}",
         q(&dir),
+        env::STATE,
         desc.id(),
+        env::ACKS_FILE,
         q(&acks),
+        env::OUTPUT_FILE,
         q(&output),
     );
     Ok(0)
@@ -1594,11 +1607,7 @@ fn cmd_merge(a: MergeArgs) -> Result<u8> {
         trace_path: Some(&shown),
         trace_id: &trace_id,
         checker: &settings.checker,
-        checker_flag: if settings.checker_kind == "server" {
-            "--checker-server"
-        } else {
-            "--checker"
-        },
+        checker_flag: settings.checker_kind.flag().unwrap_or_default(),
         state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
         all_causes: a.report.all_causes,
         promise_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),

@@ -437,6 +437,25 @@ impl Representatives {
     }
 }
 
+/// A part file spells the setting as [`Representatives::name`] does.
+impl Serialize for Representatives {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Representatives {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Representatives::by_name(&name).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "representatives `{}` is neither `auto`, `exhaustive` nor a number above 0",
+                name.escape_debug()
+            ))
+        })
+    }
+}
+
 /// Pending units up to which posix enumerates every subset, by default.
 pub const EXHAUSTIVE_LIMIT_DEFAULT: usize = 10;
 /// The largest exhaustive limit: 2^20 subsets per crash point.
@@ -495,6 +514,9 @@ pub enum ConfigError {
     /// A checker timeout of zero.
     #[error("the checker timeout must be positive")]
     Timeout,
+    /// Settings that name a closure checker, which no command runs again.
+    #[error("a closure checker cannot be rebuilt from settings: only a command can")]
+    CheckerKind,
 }
 
 /// What an enumeration did not cover.

@@ -234,3 +234,29 @@ fn on_more_pending_writes_over_one_block_than_a_word_has_bits() {
     let trace = trace_of_log(log(&changes).as_bytes(), b"/d").unwrap();
     assert!(agree(&trace, "70 writes over one block") > 10_000);
 }
+
+#[test]
+fn on_a_byte_written_synced_and_written_again() {
+    // The case that once found a base keeping a stale block hash: a
+    // one-byte write to `b`, its fsync, the same byte written anew and
+    // synced again, over files empty and not.
+    let changes = [
+        Change::Write {
+            file: 1,
+            off: 0,
+            len: 1,
+            byte: 0,
+        },
+        Change::Fsync { file: 1 },
+        Change::Write {
+            file: 1,
+            off: 0,
+            len: 1,
+            byte: 1,
+        },
+        Change::Fsync { file: 1 },
+    ];
+    for sizes in [[0, 0], [0, 1], [HASH_BLOCK_BYTES as u32 + 1; 2]] {
+        agree(&trace_of(&changes, sizes), &format!("over {sizes:?}"));
+    }
+}

@@ -34,11 +34,11 @@ use blackout_check::pool::{outcomes, Cache, Parallel, Pool, PoolConfig, Release,
 use blackout_check::server::ServerChecker;
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
-use blackout_check::Checker;
+use blackout_check::{Checker, CheckerKind};
 use blackout_explore::dedup::{
     distinct_states_watched, state_key, Distinct, Explored, StateKey, Watch,
 };
-use blackout_explore::enumerate::{ConfigError, ExploreConfig, Representatives, StateDesc};
+use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::with_commas;
 use blackout_explore::model::Model;
 use blackout_explore::rest::{check_order, REST_BOUND};
@@ -154,13 +154,13 @@ impl RunConfig {
             exhaustive_limit: self.explore.exhaustive_limit,
             budget: self.explore.budget,
             seed: self.explore.seed,
-            representatives: self.explore.representatives.name(),
+            representatives: self.explore.representatives,
             sector: self.sector,
             ack_prefix: self.promise_prefix.as_deref().map(Name::from),
             consistency_only: self.consistency_only,
             verify_fixes: self.fix_verifications,
             checker: self.checker.command().to_string(),
-            checker_kind: self.checker.kind().to_string(),
+            checker_kind: self.checker.kind(),
             timeout_seconds: self.checker.timeout().as_secs_f64(),
             check_budget_seconds: self.check_budget.map(|b| b.as_secs_f64()),
         }
@@ -172,12 +172,13 @@ impl RunConfig {
     pub fn from_settings(settings: &Settings) -> Result<RunConfig, ConfigError> {
         let timeout = std::time::Duration::try_from_secs_f64(settings.timeout_seconds)
             .map_err(|_| ConfigError::Timeout)?;
-        let checker: Box<dyn Checker> = match settings.checker_kind.as_str() {
-            "server" => Box::new(ServerChecker::new(settings.checker.clone(), timeout)),
-            _ => Box::new(ShellChecker {
+        let checker: Box<dyn Checker> = match settings.checker_kind {
+            CheckerKind::Server => Box::new(ServerChecker::new(settings.checker.clone(), timeout)),
+            CheckerKind::Shell => Box::new(ShellChecker {
                 command: settings.checker.clone(),
                 timeout,
             }),
+            CheckerKind::Closure => return Err(ConfigError::CheckerKind),
         };
         let mut cfg = RunConfig::with_checker(checker);
         cfg.models = settings.models.clone();
@@ -185,8 +186,7 @@ impl RunConfig {
             exhaustive_limit: settings.exhaustive_limit,
             budget: settings.budget,
             seed: settings.seed,
-            representatives: Representatives::by_name(&settings.representatives)
-                .ok_or(ConfigError::Representatives)?,
+            representatives: settings.representatives,
         };
         cfg.sector = settings.sector;
         cfg.promise_prefix = settings.ack_prefix.as_ref().map(|p| p.0.clone());
@@ -1040,6 +1040,7 @@ pub fn write_state(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use blackout_explore::enumerate::Representatives;
     use blackout_explore::model::Model;
 
     fn trace(log: &str) -> Trace {

@@ -24,7 +24,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use blackout_check::outcome::Outcome;
+use blackout_check::CheckerKind;
 use blackout_explore::dedup::StateKey;
+use blackout_explore::enumerate::Representatives;
 use blackout_explore::model::Model;
 use blackout_oplog::ops::Name;
 
@@ -117,7 +119,7 @@ pub struct Settings {
     /// per class (parts written before it existed explored every crash
     /// point of their short traces: `auto`).
     #[serde(default = "representatives_auto")]
-    pub representatives: String,
+    pub representatives: Representatives,
     /// Sector size at which writes tear, in bytes.
     pub sector: u64,
     /// Only lines starting with this are promises.
@@ -129,7 +131,7 @@ pub struct Settings {
     /// The checker command.
     pub checker: String,
     /// How it runs: `shell` (`--checker`) or `server` (`--checker-server`).
-    pub checker_kind: String,
+    pub checker_kind: CheckerKind,
     /// Seconds one checker run may take.
     pub timeout_seconds: f64,
     /// Seconds of checking past the representatives (`--check-budget`);
@@ -138,8 +140,8 @@ pub struct Settings {
     pub check_budget_seconds: Option<f64>,
 }
 
-fn representatives_auto() -> String {
-    "auto".into()
+fn representatives_auto() -> Representatives {
+    Representatives::Auto
 }
 
 fn models_by_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Model>, D::Error> {
@@ -390,12 +392,10 @@ impl Part {
                 "a timeout of {t} s is not a positive number of seconds"
             ));
         }
-        let kind = &self.settings.checker_kind;
-        if kind != "shell" && kind != "server" {
-            return Err(format!(
-                "checker_kind `{}` is neither `shell` nor `server`",
-                kind.escape_debug()
-            ));
+        if self.settings.checker_kind == CheckerKind::Closure {
+            return Err(
+                "checker_kind `closure` cannot be merged: only a command (`shell` or `server`) can be run again".into(),
+            );
         }
         if self.fingerprint != self.settings.fingerprint() {
             return Err("its settings do not match their fingerprint: the file was edited".into());

@@ -104,7 +104,9 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-check",
-        &["outcome", "slot", "shell", "closure", "server", "pool"],
+        &[
+            "env", "outcome", "slot", "shell", "closure", "server", "pool",
+        ],
     ),
     (
         "blackout-analysis",

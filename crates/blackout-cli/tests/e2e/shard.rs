@@ -289,6 +289,21 @@ fn a_part_file_that_is_not_a_part_is_refused_naming_it() {
             "do not match their fingerprint",
         ),
         (
+            "closure checker",
+            edited(&|v| v["settings"]["checker_kind"] = "closure".into()),
+            "checker_kind `closure` cannot be merged",
+        ),
+        (
+            "unknown checker kind",
+            edited(&|v| v["settings"]["checker_kind"] = "daemon".into()),
+            "unknown variant `daemon`",
+        ),
+        (
+            "no representatives",
+            edited(&|v| v["settings"]["representatives"] = "0".into()),
+            "representatives `0` is neither",
+        ),
+        (
             "bad key",
             edited(&|v| v["states"][0]["hash"] = "zz".into()),
             "is not a content hash",
