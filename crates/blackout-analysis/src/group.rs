@@ -2,7 +2,6 @@
 //! their causes grouped (by kind and blamed op, or by source line), each
 //! group's fix verified by re-exploring the trace with the added syncs.
 
-use blackout_check::outcome::Outcome;
 use blackout_check::pool::{Cache, Pool, Release};
 use blackout_check::slot::Slot;
 use blackout_explore::dedup::{distinct_states_watched, simplicity, ModelStates, Watch};
@@ -11,6 +10,7 @@ use blackout_explore::enumerate::{ExploreConfig, Representatives, StateDesc};
 use blackout_explore::keys::Keyer;
 use blackout_explore::model::Model;
 use blackout_explore::rest::check_order;
+use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::Outputs;
 
 use std::collections::{HashMap, HashSet};

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use blackout_check::outcome::Outcome;
 use blackout_explore::enumerate::{Coverage, ExploreConfig, StateDesc, Tear, Unit};
 use blackout_explore::model::Model;
+use blackout_oplog::outcome::Outcome;
 
 use crate::explain::{Cause, SyncFix};
 

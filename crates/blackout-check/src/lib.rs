@@ -24,7 +24,6 @@
 #![deny(missing_docs)]
 
 pub mod closure;
-pub mod env;
 pub mod outcome;
 pub mod pool;
 pub mod server;

@@ -27,31 +27,18 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use blackout_oplog::ops::escape_controls;
+use blackout_oplog::protocol as env;
 use blackout_sys::command::{signal_name, substitute};
 use blackout_sys::proc::{wait_group, Waited};
 
 use crate::outcome::Outcome;
 use crate::slot::Slot;
-use crate::{env, Checker, StateFiles};
+use crate::{Checker, StateFiles};
 
 /// The checker timeout when none is given, in seconds.
 pub const CHECKER_TIMEOUT_SECONDS_DEFAULT: u64 = 60;
 
-/// The longest promise text handed to a checker in `BLACKOUT_ACKED`, in
-/// bytes (the lines joined, without the last newline). Linux caps one
-/// environment string at 128 KiB (`MAX_ARG_STRLEN`) and refuses to start a
-/// program past it (`Argument list too long`); this leaves room below that
-/// cap and the whole environment's. Longer promises reach the checker only
-/// in `BLACKOUT_ACKS_FILE`, with `BLACKOUT_ACKED_IN_FILE=1`.
-pub const ACKED_ENV_BYTES_MAX: usize = 96 * 1024;
-
-/// The value of `BLACKOUT_ACKED` for these promises (one per line), or
-/// `None` when it is longer than [`ACKED_ENV_BYTES_MAX`] and the checker
-/// gets them only in `BLACKOUT_ACKS_FILE`.
-pub fn acked_env_value(promises: &[u8]) -> Option<&[u8]> {
-    let value = promises.strip_suffix(b"\n").unwrap_or(promises);
-    (value.len() <= ACKED_ENV_BYTES_MAX).then_some(value)
-}
+pub use blackout_oplog::protocol::{acked_env_value, ACKED_ENV_BYTES_MAX};
 
 /// A shell command as the checker, and how long one run may take.
 #[derive(Debug, Clone)]

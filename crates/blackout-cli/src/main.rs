@@ -22,7 +22,7 @@ use blackout::check::server::{request_line, ServerChecker};
 use blackout::check::shell::{
     acked_env_value, ShellChecker, ACKED_ENV_BYTES_MAX, CHECKER_TIMEOUT_SECONDS_DEFAULT,
 };
-use blackout::check::{env, Checker, StateFiles};
+use blackout::check::{Checker, StateFiles};
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{
     ExploreConfig, Representatives, StateDesc, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT,
@@ -38,6 +38,7 @@ use blackout::export::text::{explored_text, shell_quote, TextExporter};
 use blackout::export::{ExportContext, Exporter};
 use blackout::oplog::ops::escape_controls;
 use blackout::oplog::promises::Outputs;
+use blackout::oplog::protocol as env;
 use blackout::oplog::trace::{Trace, TraceMeta};
 use blackout::oplog::tree::Tree;
 use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;

@@ -8,12 +8,12 @@ use blackout_analysis::group::FIX_SECONDS_MIN;
 use blackout_analysis::report::{
     CauseGroup, Checked, FixCheck, FixSet, ModelReport, RunReport, Verdict, Window,
 };
-use blackout_check::outcome::Outcome;
-use blackout_check::shell::ACKED_ENV_BYTES_MAX;
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
 use blackout_explore::model::{for_people, Model};
 use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{escape_controls, Part, Unit};
+use blackout_oplog::outcome::Outcome;
+use blackout_oplog::protocol::ACKED_ENV_BYTES_MAX;
 use blackout_oplog::trace::Trace;
 
 use crate::{ExportContext, Exporter};

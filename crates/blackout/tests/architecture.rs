@@ -29,12 +29,7 @@ const CRATES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-export",
-        &[
-            "blackout-oplog",
-            "blackout-explore",
-            "blackout-check",
-            "blackout-analysis",
-        ],
+        &["blackout-oplog", "blackout-explore", "blackout-analysis"],
     ),
     (
         "blackout",
@@ -67,6 +62,7 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-oplog",
         &[
             "origin", "ops", "blob", "contents", "tree", "store", "trace", "promises", "naming",
+            "outcome", "protocol",
         ],
     ),
     ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
@@ -104,9 +100,7 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-check",
-        &[
-            "env", "outcome", "slot", "shell", "closure", "server", "pool",
-        ],
+        &["outcome", "slot", "shell", "closure", "server", "pool"],
     ),
     (
         "blackout-analysis",

@@ -1,0 +1,58 @@
+//! What one checker run said about a state.
+
+use serde::{Deserialize, Serialize};
+
+/// What one checker run said about a state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum Outcome {
+    /// Exit 0: the state is acceptable.
+    Pass,
+    /// The checker rejected the state.
+    Fail {
+        /// How it ended: `exit code 1`, `killed by SIGSEGV`.
+        status: String,
+        /// The last line it wrote to stderr, else to stdout.
+        reason: String,
+    },
+    /// The checker did not finish within the timeout; its group was killed.
+    TimedOut {
+        /// The timeout, in seconds.
+        seconds: f64,
+    },
+    /// A checker server answered neither `ok` nor `fail REASON`, or ended
+    /// without answering; it was restarted for the next state.
+    BadAnswer {
+        /// What it answered (or that it ended), on one line.
+        answer: String,
+    },
+    /// The checker could not be run at all (the shell said 126 or 127: not
+    /// found, not executable).
+    CannotRun {
+        /// What the shell said.
+        reason: String,
+    },
+}
+
+impl Outcome {
+    /// Whether the checker rejected the state.
+    pub fn is_fail(&self) -> bool {
+        matches!(self, Outcome::Fail { .. })
+    }
+
+    /// One line for a report.
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Pass => "accepted".into(),
+            Outcome::Fail { status, reason } if reason.is_empty() => {
+                format!("rejected ({status}, nothing on stderr)")
+            }
+            Outcome::Fail { status, reason } => format!("rejected ({status}): {reason}"),
+            Outcome::TimedOut { seconds } => {
+                format!("did not finish within {seconds} s; killed with its process group")
+            }
+            Outcome::BadAnswer { answer } => format!("gave no usable answer: {answer}"),
+            Outcome::CannotRun { reason } => format!("could not be run: {reason}"),
+        }
+    }
+}
