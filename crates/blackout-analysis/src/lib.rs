@@ -3,9 +3,10 @@
 //! For each failing state, [`explain::explain`] blames one lost or torn op
 //! and names the cause in one sentence with the sync that should cure it;
 //! [`group::model_report`] groups failing states by cause (kind and blamed
-//! op, or the source line that issued it) and verifies each group's fix by
-//! re-exploring the trace with the sync added ([`explain::with_syncs`]) and
-//! checking only the states not already checked. The result is plain data
+//! op, or the source line that issued it); [`fix::verify_fixes`] verifies
+//! each group's fix by re-exploring the trace with the sync added
+//! ([`explain::with_syncs`]) and checking only the states not already
+//! checked. The result is plain data
 //! ([`report::RunReport`]) that exporters render without asking anything
 //! but op names of the trace.
 //!
@@ -18,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod explain;
+pub mod fix;
 pub mod group;
 pub mod report;
 pub mod sweep;

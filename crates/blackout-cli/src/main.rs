@@ -13,7 +13,7 @@ use std::sync::{Arc, LazyLock};
 use anyhow::{anyhow, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
-use blackout::analysis::group::FIX_VERIFICATIONS_MAX;
+use blackout::analysis::fix::FIX_VERIFICATIONS_MAX;
 use blackout::analysis::report::{RunReport, Verdict};
 use blackout::baseline;
 use blackout::block::{check_block, record_block, BlockCheck, BlockConfig, BlockError};

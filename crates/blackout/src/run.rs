@@ -23,9 +23,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blackout_analysis::group::{
-    fix_time_bound, model_report, verify_fixes, Analysis, FIX_VERIFICATIONS_MAX,
-};
+use blackout_analysis::fix::{fix_time_bound, verify_fixes, FIX_VERIFICATIONS_MAX};
+use blackout_analysis::group::{model_report, Analysis};
 use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
 use blackout_analysis::sweep::{add_rest, check_all, check_rest};
 pub use blackout_analysis::RunError;

@@ -104,7 +104,7 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-analysis",
-        &["explain", "report", "sweep", "group"],
+        &["explain", "report", "sweep", "group", "fix"],
     ),
     (
         "blackout-export",

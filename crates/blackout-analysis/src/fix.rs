@@ -1,0 +1,958 @@
+//! Fix search: each cause's syncs verified by re-exploring the trace with
+//! them added and checking the states no run checked, within the run's own
+//! time ([`fix_time_bound`], shared evenly between verifications); a
+//! sampled run's fix goes after every op like the blamed ones that no sync
+//! covers before its promise ([`like_ops_fixes`]); when no cause's fix
+//! alone passes, the smallest set of the proposed syncs that does
+//! ([`FIX_SET_VERIFICATIONS_MAX`]).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use blackout_check::pool::Cache;
+use blackout_explore::dedup::{distinct_states_watched, Watch};
+use blackout_explore::enumerate::{ExploreConfig, Representatives};
+use blackout_explore::model::Model;
+use blackout_explore::rest::check_order;
+use blackout_oplog::ops::{Ino, Op, OpKind};
+use blackout_oplog::promises::Outputs;
+use blackout_oplog::trace::Trace;
+
+use crate::explain::{self, SyncFix};
+use crate::group::{fail_reason, sorted_results, Analysis, Known};
+use crate::report::{CauseGroup, FixCheck, FixSet, ModelReport, Verdict};
+use crate::sweep::add_rest;
+use crate::RunError;
+
+/// Distinct fixes verified per model at the most (each re-explores the
+/// trace; causes that share a fix share its verification).
+pub const FIX_VERIFICATIONS_MAX: usize = 16;
+
+/// The least time fix verification gets, in seconds, however fast the run
+/// it verifies was (a small run still verifies its fixes).
+pub const FIX_SECONDS_MIN: u64 = 5;
+
+/// How long a run's fix verification may take at most: as long as the run
+/// took to explore and check (`run_seconds`), and at least
+/// [`FIX_SECONDS_MIN`]. Every fix re-explores the trace, so without a bound
+/// verifying 16 fixes of a large run would take 16 times as long as the run.
+///
+/// ```
+/// use std::time::Duration;
+/// use blackout_analysis::fix::fix_time_bound;
+///
+/// assert_eq!(fix_time_bound(0.5), Duration::from_secs(5));
+/// assert_eq!(fix_time_bound(42.0), Duration::from_secs(42));
+/// ```
+pub fn fix_time_bound(run_seconds: f64) -> Duration {
+    let least = Duration::from_secs(FIX_SECONDS_MIN);
+    Duration::try_from_secs_f64(run_seconds).map_or(least, |d| d.max(least))
+}
+
+/// Verifies the fixes of a model's causes ([`crate::group::model_report`]): each
+/// distinct fix once, then the smallest set of syncs that fixes them all.
+/// Stops at [`Analysis::fix_deadline`].
+pub fn verify_fixes(
+    s: &Analysis<'_>,
+    report: &mut ModelReport,
+    cache: &mut Cache,
+) -> Result<(), RunError> {
+    let model = report.model;
+    // Verify each distinct fix once, in the order of the causes (most
+    // serious first, so a small budget goes to them). A cause
+    // found at one source line is fixed at every op that line issued; one
+    // found on a sample of the states (not every distinct state checked),
+    // at every op like its blamed ones that no sync covers before the
+    // next promise.
+    let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
+    // Each verification gets an even share of the time left (the fix set
+    // counted as one more): the first one cannot take it all.
+    let mut left = report
+        .causes
+        .iter()
+        .filter(|g| !g.fixes.is_empty())
+        .count()
+        .min(s.fix_verifications)
+        + 1;
+    for g in report.causes.iter_mut() {
+        if g.fixes.is_empty() {
+            continue;
+        }
+        let like = if !report.exact && g.source.is_none() {
+            like_ops_fixes(s.pool.trace, s.pool.outputs, &mut g.fixes)
+        } else {
+            None
+        };
+        let mut fixes = g.fixes.clone();
+        fixes.sort_by_key(|f| (f.after, f.ino));
+        if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fixes) {
+            g.fix = done.clone();
+        } else if verified.len() < s.fix_verifications {
+            let said = Said {
+                source: g.source.as_deref(),
+                like: like.as_deref(),
+            };
+            let share = Analysis {
+                verify_deadline: share_of(s.fix_deadline, left),
+                ..*s
+            };
+            left = left.saturating_sub(1).max(1);
+            g.fix = verify_fix(&share, model, &fixes, said, cache)?;
+            verified.push((fixes, g.fix.clone()));
+        }
+    }
+    if report.verdict == Verdict::Fail && s.fix_verifications > 0 {
+        report.fix_set = fix_set(s, model, &report.causes, cache)?;
+    }
+    Ok(())
+}
+
+/// An even share of the time left before `deadline` for one of `n`
+/// verifications: when the next one must end.
+fn share_of(deadline: Option<Instant>, n: usize) -> Option<Instant> {
+    let deadline = deadline?;
+    let now = Instant::now();
+    let left = deadline.saturating_duration_since(now);
+    let n = u32::try_from(n.max(1)).unwrap_or(u32::MAX);
+    Some(now + left / n)
+}
+
+/// Verifications one fix-set search may make.
+pub const FIX_SET_VERIFICATIONS_MAX: usize = 8;
+
+/// When no cause's own fix makes every state pass, the smallest set of the
+/// proposed syncs found that does: all of them verified together, then each
+/// cause's syncs dropped in turn while the rest still pass (at most
+/// [`FIX_SET_VERIFICATIONS_MAX`] re-explorations, and no more than
+/// `--verify-fixes`). `None` when one cause's fix already passes, when a
+/// cause no sync can fix says so itself, or when the set is one cause's
+/// fix, already verified.
+fn fix_set(
+    s: &Analysis<'_>,
+    model: Model,
+    groups: &[CauseGroup],
+    cache: &mut Cache,
+) -> Result<Option<FixSet>, RunError> {
+    if groups.is_empty()
+        || groups
+            .iter()
+            .any(|g| g.fix.as_ref().is_some_and(|f| f.passes))
+    {
+        return Ok(None);
+    }
+    // A cause no sync can fix says so itself.
+    if groups.iter().any(|g| g.fixes.is_empty()) {
+        return Ok(None);
+    }
+    // Each cause's syncs are one unit: kept or dropped together.
+    let mut units: Vec<Vec<SyncFix>> = Vec::new();
+    for g in groups {
+        let mut u = g.fixes.clone();
+        u.sort_by_key(|f| (f.after, f.ino));
+        if !units.contains(&u) {
+            units.push(u);
+        }
+    }
+    let union = |units: &[Vec<SyncFix>]| {
+        let mut set: Vec<SyncFix> = Vec::new();
+        for f in units.iter().flatten() {
+            if !set.iter().any(|g| (g.after, g.ino) == (f.after, f.ino)) {
+                set.push(f.clone());
+            }
+        }
+        set.sort_by_key(|f| (f.after, f.ino));
+        set
+    };
+    let set = union(&units);
+    // Already verified as one cause's fix (and not enough).
+    if groups.iter().any(|g| {
+        g.fix
+            .as_ref()
+            .is_some_and(|f| f.syncs == set && !f.cut_short)
+    }) {
+        return Ok(None);
+    }
+    let mut budget = FIX_SET_VERIFICATIONS_MAX.min(s.fix_verifications);
+    let mut best = match verify_fix(s, model, &set, Said::default(), cache)? {
+        Some(check) if check.passes => check,
+        Some(check) if check.cut_short => return Ok(Some(FixSet::CutShort { tried: check })),
+        Some(check) => return Ok(Some(FixSet::NotFound { tried: check })),
+        None => return Ok(None),
+    };
+    budget -= 1;
+    let mut i = 0;
+    let mut out_of_time = false;
+    while i < units.len() && units.len() > 1 && budget > 0 {
+        let mut fewer = units.clone();
+        fewer.remove(i);
+        budget -= 1;
+        match verify_fix(s, model, &union(&fewer), Said::default(), cache)? {
+            Some(check) if check.passes => {
+                units = fewer;
+                best = check;
+            }
+            // Each sync left was not tried without: the set may not be
+            // the smallest.
+            Some(check) if check.cut_short => {
+                out_of_time = true;
+                break;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(Some(FixSet::Found {
+        minimal: !out_of_time && (i >= units.len() || units.len() == 1),
+        check: best,
+    }))
+}
+
+/// Several syncs in few words, by file: `fsync(db) after ops 3, 7 and
+/// before op 12, and fsync(.) after op 5 (log lines 140-162)`.
+pub fn describe_syncs(trace: &blackout_oplog::trace::Trace, fixes: &[SyncFix]) -> String {
+    let mut paths: Vec<&str> = Vec::new();
+    for f in fixes {
+        if !paths.contains(&f.path.as_str()) {
+            paths.push(&f.path);
+        }
+    }
+    let ops = |what: &str, mut ns: Vec<usize>| match ns.len() {
+        0 => None,
+        1 => Some(format!("{what} op {}", ns[0])),
+        _ => {
+            ns.sort_unstable();
+            ns.dedup();
+            let list: Vec<String> = ns.iter().map(usize::to_string).collect();
+            Some(format!("{what} ops {}", list.join(", ")))
+        }
+    };
+    let parts: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            let of = || fixes.iter().filter(move |f| f.path == *p);
+            let after = ops(
+                "after",
+                of().filter(|f| f.before.is_none())
+                    .map(|f| f.after)
+                    .collect(),
+            );
+            let before = ops("before", of().filter_map(|f| f.before).collect());
+            let places: Vec<String> = after.into_iter().chain(before).collect();
+            format!("fsync({p}) {}", places.join(" and "))
+        })
+        .collect();
+    let lines = fixes
+        .iter()
+        .map(|f| trace.ops[f.before.unwrap_or(f.after)].line);
+    let (lo, hi) = (lines.clone().min().unwrap_or(0), lines.max().unwrap_or(0));
+    let at = if lo == hi {
+        format!("log line {lo}")
+    } else {
+        format!("log lines {lo}-{hi}")
+    };
+    format!("{} fsyncs: {} ({at})", fixes.len(), parts.join(", and "))
+}
+
+/// The enumeration settings a fix verification of a trace of `ops`
+/// explores with: the run's, its representatives fixed as the run resolved
+/// them (the added syncs must not carry a trace just under
+/// [`blackout_explore::enumerate::REPRESENTATIVES_MIN_OPS`] over it).
+pub fn explore_as_the_run(cfg: &ExploreConfig, ops: &[Op]) -> ExploreConfig {
+    ExploreConfig {
+        representatives: match cfg.representatives.per_class(ops) {
+            Some(n) => Representatives::PerClass(n),
+            None => Representatives::Exhaustive,
+        },
+        ..cfg.clone()
+    }
+}
+
+/// How often the watcher of a time bound looks at the clock and the
+/// cancel flag.
+const BOUND_POLL: Duration = Duration::from_millis(20);
+
+/// Runs `body` with a stop flag for it to watch: the `cancel` flag itself
+/// when there is no `deadline`; else a flag a watcher thread sets when
+/// `cancel` is set or the deadline passes.
+fn bounded<T>(
+    cancel: Option<&AtomicBool>,
+    deadline: Option<Instant>,
+    body: impl FnOnce(Option<&AtomicBool>) -> T,
+) -> T {
+    let Some(deadline) = deadline else {
+        return body(cancel);
+    };
+    let stop = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            while !done.load(Ordering::SeqCst) {
+                let now = Instant::now();
+                if now >= deadline || cancel.is_some_and(|c| c.load(Ordering::SeqCst)) {
+                    stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+                std::thread::park_timeout((deadline - now).min(BOUND_POLL));
+            }
+        });
+        let out = body(Some(&stop));
+        done.store(true, Ordering::SeqCst);
+        watcher.thread().unpark();
+        out
+    })
+}
+
+/// How a fix's syncs were chosen, for its description: after every op a
+/// source line issued (`source`), or after every op like the blamed ones
+/// (`like` names them: `write calls on kv.log`); else each failing state's
+/// own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Said<'a> {
+    /// The source line that issued the blamed ops.
+    pub source: Option<&'a str>,
+    /// The ops like the blamed ones, for people.
+    pub like: Option<&'a str>,
+}
+
+/// A fix for people: one sync, two, every op of a source line, every op
+/// like the blamed ones, or by file.
+fn describe_fix(trace: &Trace, fixes: &[SyncFix], said: Said<'_>) -> String {
+    let one_file = fixes.iter().all(|f| f.ino == fixes[0].ino);
+    match (fixes, said.source, said.like) {
+        ([one], _, _) => one.describe(trace),
+        (many, _, Some(like))
+            if many
+                .iter()
+                .all(|f| f.before.is_some() && f.path == many[0].path) =>
+        {
+            let before = many.iter().filter_map(|f| f.before);
+            let (first, last) = (before.clone().min(), before.max());
+            format!(
+                "fsync({}) before each of the {} {like} (ops {}-{})",
+                many[0].path,
+                many.len(),
+                first.unwrap_or(0),
+                last.unwrap_or(0)
+            )
+        }
+        (many, _, Some(like)) => {
+            let first = many.iter().map(|f| f.after).min().unwrap_or(0);
+            let last = many.iter().map(|f| f.after).max().unwrap_or(0);
+            if one_file {
+                format!(
+                    "fsync({}) after each of the {} {like} (ops {first}-{last})",
+                    many[0].path,
+                    many.len()
+                )
+            } else {
+                format!(
+                    "{} fsyncs, one after each of the {like} (ops {first}-{last}) of the file or directory it changed",
+                    many.len()
+                )
+            }
+        }
+        ([a, b], None, None) => format!("{} and {}", a.describe(trace), b.describe(trace)),
+        (many, Some(src), None) if one_file => format!(
+            "fsync({}) after each of the {} ops issued at {src}",
+            many[0].path,
+            many.len()
+        ),
+        (many, _, _) => describe_syncs(trace, many),
+    }
+}
+
+/// A cause found on a sample of the states (representatives, and as many
+/// more as the check budget allowed) was seen only where it was checked;
+/// the same sync belongs after every op like its blamed ones that nothing
+/// makes durable in time: the same call on the same path (a file's own
+/// fsync after each of its writes, its directory's after each of the entry
+/// ops there) that no sync covers before the next promise is printed, and
+/// a file's fsync before each rename like the one that published it
+/// unsynced whose file is not synced before it (each renamed file's own,
+/// right before its rename). `fixes` gets them; other syncs that must come
+/// before an op stay as found. Returns the ops' name for people (`write
+/// calls on kv.log`) when syncs were added.
+pub fn like_ops_fixes(
+    trace: &Trace,
+    outputs: &Outputs,
+    fixes: &mut Vec<SyncFix>,
+) -> Option<String> {
+    let synced = blackout_oplog::ops::synced_by(&trace.ops);
+    let promises: Vec<usize> = outputs.each_promise().map(|(op, _)| op).collect();
+    // Whether op `j` is durable before the first promise after it (before
+    // the end of the trace when none follows).
+    let covered = |j: usize| {
+        let next = promises
+            .get(promises.partition_point(|&p| p <= j))
+            .copied()
+            .unwrap_or(usize::MAX);
+        let s = &synced[j];
+        matches!((s.main, s.source), (Some(a), Some(b)) if a.max(b) < next)
+    };
+    let found = fixes.clone();
+    let mut like: Vec<(String, String)> = Vec::new();
+    for f in &found {
+        if let Some(b) = f.before {
+            if let Some(name) = like_renames_fixes(trace, &synced, f, b, fixes) {
+                if !like.contains(&name) {
+                    like.push(name);
+                }
+            }
+            continue;
+        }
+        let blamed = &trace.ops[f.after];
+        // The file's own fsync, or one of the directory it changed.
+        let own = explain::op_inode(&blamed.kind) == Some(f.ino);
+        let mut added = false;
+        for (j, op) in trace.ops.iter().enumerate() {
+            if !alike(op, blamed) || covered(j) {
+                continue;
+            }
+            let ino = match own {
+                true => match explain::op_inode(&op.kind) {
+                    Some(ino) => ino,
+                    None => continue,
+                },
+                false => f.ino,
+            };
+            if !fixes.iter().any(|g| (g.after, g.ino) == (j, ino)) {
+                fixes.push(SyncFix {
+                    after: j,
+                    before: None,
+                    ino,
+                    dir: f.dir,
+                    path: f.path.clone(),
+                });
+                added = true;
+            }
+        }
+        let name = (blamed.syscall.clone(), trace.show_path(&blamed.path));
+        if added && !like.contains(&name) {
+            like.push(name);
+        }
+    }
+    match like.as_slice() {
+        [] => None,
+        [(call, path)] => Some(format!("{call} calls on {path}")),
+        _ => Some("ops like the blamed ones".into()),
+    }
+}
+
+/// Whether two ops are alike for a fix found at representatives: the same
+/// call, of the same kind, on the same path.
+fn alike(a: &Op, b: &Op) -> bool {
+    a.syscall == b.syscall
+        && a.path == b.path
+        && std::mem::discriminant(&a.kind) == std::mem::discriminant(&b.kind)
+}
+
+/// For `f`, a file's fsync right before rename `b` that publishes it: the
+/// same fsync of each file renamed by a rename like `b` (the same call on
+/// the same path), right before it, added to `fixes`. The renames' name
+/// for people when any was added.
+fn like_renames_fixes(
+    trace: &Trace,
+    synced: &[blackout_oplog::ops::SyncedBy],
+    f: &SyncFix,
+    b: usize,
+    fixes: &mut Vec<SyncFix>,
+) -> Option<(String, String)> {
+    let publisher = &trace.ops[b];
+    if !matches!(publisher.kind, OpKind::Rename { ino, .. } if ino == f.ino) {
+        return None;
+    }
+    // Whether file `ino`'s last data op before op `r` is synced before it.
+    let data_synced_before = |ino: Ino, r: usize| {
+        let last = trace.ops[..r].iter().rposition(|o| match o.kind {
+            OpKind::Write { ino: i, .. }
+            | OpKind::Truncate { ino: i, .. }
+            | OpKind::Fallocate { ino: i, .. } => i == ino,
+            _ => false,
+        });
+        last.is_none_or(|j| synced[j].main.is_some_and(|s| s < r))
+    };
+    let mut added = false;
+    for (r, op) in trace.ops.iter().enumerate().skip(1) {
+        let OpKind::Rename { ino, .. } = op.kind else {
+            continue;
+        };
+        if alike(op, publisher)
+            && !data_synced_before(ino, r)
+            && !fixes.iter().any(|g| g.before == Some(r) && g.ino == ino)
+        {
+            fixes.push(SyncFix {
+                after: r - 1,
+                before: Some(r),
+                ino,
+                dir: f.dir,
+                path: f.path.clone(),
+            });
+            added = true;
+        }
+    }
+    added.then(|| (publisher.syscall.clone(), trace.show_path(&publisher.path)))
+}
+
+/// Re-explores the trace with the added syncs under `model` (with the
+/// run's enumeration settings, [`explore_as_the_run`]; when the run
+/// checked every one of its own states, [`Analysis::check_rest`], every
+/// crash point) and checks the states the cache does not know, those the
+/// syncs change first (at crash points after the first of them), most
+/// novel first, until [`Analysis::verify_deadline`]: states of the trace
+/// with syncs added are states of the trace as recorded, so most of them
+/// are known when the run checked its own. A check that does not get
+/// through them says how many it checked (not `exact`). `None` if the
+/// checker could not be run. At [`Analysis::fix_deadline`] a
+/// re-exploration not finished is stopped and the check says it was cut
+/// short; after it, none starts.
+pub fn verify_fix(
+    s: &Analysis<'_>,
+    model: Model,
+    fixes: &[SyncFix],
+    said: Said<'_>,
+    cache: &mut Cache,
+) -> Result<Option<FixCheck>, RunError> {
+    let (trace, added) = explain::with_syncs(s.pool.trace, fixes);
+    let description = describe_fix(s.pool.trace, fixes, said);
+    let cut_short = FixCheck {
+        description: description.clone(),
+        syncs: fixes.to_vec(),
+        added_at: added.clone(),
+        passes: false,
+        exact: false,
+        cut_short: true,
+        states: 0,
+        states_checked: 0,
+        still_failing: 0,
+        simplest_failing: None,
+    };
+    if s.fix_deadline.is_some_and(|d| Instant::now() >= d) {
+        return Ok(Some(cut_short));
+    }
+    let outputs = Outputs::new(&trace, s.promise_prefix);
+    let explore = explore_as_the_run(s.explore, &s.pool.trace.ops);
+    let s2 = Analysis {
+        pool: s.pool.for_trace(&trace, &outputs),
+        ..*s
+    };
+    let run = bounded(s.pool.cfg.cancel, s.fix_deadline, |stop| {
+        let watch = Watch {
+            cancel: stop,
+            progress: None,
+        };
+        let mut explored = distinct_states_watched(
+            &trace,
+            &outputs,
+            &[model],
+            &explore,
+            s.pool.cfg.sector,
+            watch,
+        )?;
+        if s.check_rest && !explored.in_full {
+            let mut pool = s2.pool;
+            pool.cfg.cancel = stop;
+            add_rest(&pool, &mut explored, &explore, watch)?;
+        }
+        Ok::<_, RunError>(explored)
+    });
+    let explored = match run {
+        Ok(e) => e,
+        Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(Some(cut_short)),
+        Err(e) => return Err(e),
+    };
+    // The states the syncs change first: at crash points after the first.
+    let first = added.first().copied().unwrap_or(0);
+    let mut order = check_order(&explored, |k| cache.contains_key(k));
+    order.sort_by_key(|&i| explored.distinct[i].desc.crash <= first);
+    let deadline = s.verify_deadline.or(s.fix_deadline);
+    let checked = s2
+        .pool
+        .check_distinct(&explored, cache, Some(&order), deadline)?;
+    let Ok(results) = checked else {
+        return Ok(None);
+    };
+    let m = &explored.models[0];
+    let (failing, _) = sorted_results(&s2, m, &results);
+    let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
+    let still = failing.first().map(|c| {
+        let mut known = Known::new(&trace, &outputs, s.pool.cfg.sector);
+        let reason = fail_reason(&c.outcome);
+        let cause = explain::explain(&cx, &c.desc(), reason, &mut |d| known.rejected(cache, d));
+        (c.id.clone(), cause.sentence)
+    });
+    let states_checked = m
+        .reach
+        .iter()
+        .filter(|(i, _)| results[*i].is_some())
+        .count();
+    if states_checked == 0 && !m.reach.is_empty() {
+        // The bound ended it before a state was checked: nothing known.
+        return Ok(Some(cut_short));
+    }
+    Ok(Some(FixCheck {
+        description,
+        syncs: fixes.to_vec(),
+        added_at: added,
+        passes: failing.is_empty(),
+        exact: explored.in_full && states_checked == m.reach.len(),
+        cut_short: false,
+        states: m.reach.len(),
+        states_checked,
+        still_failing: failing.len(),
+        simplest_failing: still,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    use blackout_check::closure::ClosureChecker;
+    use blackout_check::pool::{Pool, PoolConfig, Scratch};
+    use blackout_check::Checker;
+    use blackout_explore::enumerate::REPRESENTATIVES_MIN_OPS;
+    use blackout_explore::state::DirMaterializer;
+    use blackout_oplog::ops::test_ops::write;
+
+    use super::*;
+
+    /// A file created and written, never fsynced, then "saved" printed.
+    fn trace() -> Trace {
+        blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+              1 write(3, \"\\x68\\x69\", 2) = 2\n\
+              1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
+            b"/d",
+        )
+        .unwrap()
+    }
+
+    /// The fix for the lost write: fsync(a) after it.
+    fn fsync_a() -> Vec<SyncFix> {
+        vec![SyncFix {
+            after: 1,
+            before: None,
+            ino: 1,
+            dir: false,
+            path: "a".into(),
+        }]
+    }
+
+    /// What a checker that never answers by itself did: states it was
+    /// called on, and the flag that lets it return.
+    #[derive(Clone, Default)]
+    struct Stuck {
+        calls: Arc<AtomicUsize>,
+        release: Arc<AtomicBool>,
+    }
+
+    impl Stuck {
+        /// A checker that waits until released (at most a minute).
+        fn checker(&self) -> ClosureChecker {
+            let me = self.clone();
+            ClosureChecker::new("stuck", move |_, _| {
+                me.calls.fetch_add(1, Ordering::SeqCst);
+                let t0 = Instant::now();
+                while !me.release.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(60) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(())
+            })
+        }
+    }
+
+    /// Verifies `fsync_a` with `checker`, an empty cache (every state of
+    /// the re-exploration is checked) and `deadline`.
+    fn verify(
+        checker: &dyn Checker,
+        deadline: Option<Instant>,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Option<FixCheck>, RunError> {
+        let trace = trace();
+        let outputs = Outputs::new(&trace, None);
+        let scratch = Scratch::new(&std::env::temp_dir()).unwrap();
+        let explore = ExploreConfig::default();
+        let s = Analysis {
+            pool: Pool {
+                trace: &trace,
+                outputs: &outputs,
+                cfg: PoolConfig {
+                    checker,
+                    materializer: &DirMaterializer,
+                    jobs: 2,
+                    sector: 512,
+                    cancel,
+                    progress: None,
+                },
+                scratch: &scratch,
+            },
+            explore: &explore,
+            promise_prefix: None,
+            fix_verifications: FIX_VERIFICATIONS_MAX,
+            fix_deadline: deadline,
+            check_rest: true,
+            promised: &Arc::from(Vec::new()),
+            verify_deadline: None,
+        };
+        let mut cache = Cache::new();
+        let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);
+        scratch.remove().unwrap();
+        check
+    }
+
+    #[test]
+    fn a_verification_still_checking_at_its_deadline_is_cut_short() {
+        let stuck = Stuck::default();
+        let checker = stuck.checker();
+        let deadline = Instant::now() + Duration::from_millis(200);
+        let t0 = Instant::now();
+        let check = verify(&checker, Some(deadline), None).unwrap().unwrap();
+        stuck.release.store(true, Ordering::SeqCst);
+        // The checker never answers, so the bound ends the verification
+        // (its checkers stopped) before any state is checked: the fix is
+        // neither verified nor refuted.
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the stuck checkers were not stopped"
+        );
+        assert!(check.cut_short, "{check:?}");
+        assert!(!check.passes && !check.exact);
+        assert_eq!((check.states, check.still_failing), (0, 0));
+        assert!(check.simplest_failing.is_none());
+        assert_eq!(check.description, "fsync(a) after op 1 (log line 2)");
+    }
+
+    #[test]
+    fn no_verification_starts_after_the_deadline() {
+        let stuck = Stuck::default();
+        stuck.release.store(true, Ordering::SeqCst);
+        let checker = stuck.checker();
+        let check = verify(&checker, Some(Instant::now()), None)
+            .unwrap()
+            .unwrap();
+        assert!(check.cut_short && !check.passes, "{check:?}");
+        assert_eq!(stuck.calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_verification_within_its_bound_is_verified() {
+        let checker = ClosureChecker::new("a whole", |dir, promised| {
+            if promised.is_empty() || std::fs::read(dir.join("a")).is_ok_and(|b| b == b"hi") {
+                Ok(())
+            } else {
+                Err("a lost".into())
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let check = verify(&checker, Some(deadline), None).unwrap().unwrap();
+        assert!(!check.cut_short, "{check:?}");
+        // fsync(a) alone does not make the create durable: the directory
+        // entry can still be lost.
+        assert!(!check.passes && check.states > 0 && check.still_failing > 0);
+    }
+
+    #[test]
+    fn a_cancelled_run_is_interrupted_not_cut_short() {
+        let stuck = Stuck::default();
+        let checker = stuck.checker();
+        let cancel = AtomicBool::new(false);
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let check = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while stuck.calls.load(Ordering::SeqCst) == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                cancel.store(true, Ordering::SeqCst);
+            });
+            verify(&checker, Some(deadline), Some(&cancel))
+        });
+        stuck.release.store(true, Ordering::SeqCst);
+        assert!(matches!(check, Err(RunError::Interrupted)), "{check:?}");
+    }
+
+    #[test]
+    fn verifications_explore_with_the_runs_representatives() {
+        let cfg = |representatives| ExploreConfig {
+            representatives,
+            ..ExploreConfig::default()
+        };
+        let n = REPRESENTATIVES_MIN_OPS;
+        let ops = |n: usize| -> Vec<Op> { (0..n).map(|_| write(1)).collect() };
+        // A run just under the threshold explored every crash point; its
+        // fix, a few ops longer, does too.
+        assert_eq!(
+            explore_as_the_run(&cfg(Representatives::Auto), &ops(n)).representatives,
+            Representatives::Exhaustive
+        );
+        assert_eq!(
+            explore_as_the_run(&cfg(Representatives::Auto), &ops(n + 1)).representatives,
+            Representatives::PerClass(Representatives::Auto.per_class(&ops(n + 1)).unwrap())
+        );
+        for r in [Representatives::Exhaustive, Representatives::PerClass(2)] {
+            let c = explore_as_the_run(&cfg(r), &ops(10 * n));
+            assert_eq!(c.representatives, r);
+            assert_eq!(c.budget, ExploreConfig::default().budget);
+        }
+    }
+
+    #[test]
+    fn a_fix_found_at_representatives_goes_after_every_like_op() {
+        // Three appends to `a`, each promised before any fsync.
+        let t = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n\
+              1 write(3, \"\\x31\", 1) = 1\n\
+              1 write(1, \"\\x31\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x32\", 1) = 1\n\
+              1 write(1, \"\\x32\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x33\", 1) = 1\n\
+              1 write(1, \"\\x33\\x0a\", 2) = 2\n",
+            b"/d",
+        )
+        .unwrap();
+        let mut fixes = fsync_a();
+        let like = like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes);
+        assert_eq!(like.as_deref(), Some("write calls on a"));
+        let after: Vec<usize> = fixes.iter().map(|f| f.after).collect();
+        assert_eq!(after, [1, 3, 5]);
+        assert!(fixes
+            .iter()
+            .all(|f| f.ino == 1 && !f.dir && f.before.is_none()));
+        let said = Said {
+            source: None,
+            like: like.as_deref(),
+        };
+        assert_eq!(
+            describe_fix(&t, &fixes, said),
+            "fsync(a) after each of the 3 write calls on a (ops 1-5)"
+        );
+        // Nothing like it left: nothing added.
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes),
+            None
+        );
+        // A sync that must precede an op stays as found.
+        let mut before = vec![SyncFix {
+            before: Some(2),
+            ..fsync_a()[0].clone()
+        }];
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut before),
+            None
+        );
+        assert_eq!(before.len(), 1);
+    }
+
+    #[test]
+    fn like_ops_a_sync_covers_before_their_promise_get_no_fix() {
+        // Three appends to `a`, the first and last fdatasynced before
+        // their promise, the second not: the fix found for the second
+        // goes after it alone.
+        let t = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n\
+              1 write(3, \"\\x31\", 1) = 1\n\
+              1 fdatasync(3) = 0\n\
+              1 write(1, \"\\x31\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x32\", 1) = 1\n\
+              1 write(1, \"\\x32\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x33\", 1) = 1\n\
+              1 fdatasync(3) = 0\n\
+              1 write(1, \"\\x33\\x0a\", 2) = 2\n",
+            b"/d",
+        )
+        .unwrap();
+        let mut fixes = vec![SyncFix {
+            after: 4,
+            ..fsync_a()[0].clone()
+        }];
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes),
+            None
+        );
+        assert_eq!(fixes.len(), 1);
+        // Without the syncs every like write gets one.
+        let bare = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT|O_APPEND, 0644) = 3\n\
+              1 write(3, \"\\x31\", 1) = 1\n\
+              1 write(1, \"\\x31\\x0a\", 2) = 2\n\
+              1 write(3, \"\\x32\", 1) = 1\n\
+              1 write(1, \"\\x32\\x0a\", 2) = 2\n",
+            b"/d",
+        )
+        .unwrap();
+        let mut fixes = vec![SyncFix {
+            after: 3,
+            ..fsync_a()[0].clone()
+        }];
+        let like = like_ops_fixes(&bare, &Outputs::new(&bare, None), &mut fixes);
+        assert_eq!(like.as_deref(), Some("write calls on a"));
+        let mut after: Vec<usize> = fixes.iter().map(|f| f.after).collect();
+        after.sort_unstable();
+        assert_eq!(after, [1, 3]);
+    }
+
+    #[test]
+    fn a_fsync_before_a_publishing_rename_goes_before_every_like_rename() {
+        // Three snapshots, each written to `t` and renamed over `s`
+        // without an fsync; the cause was found at the second.
+        let mut log = String::new();
+        for i in 0..3 {
+            log.push_str(&format!(
+                "1 openat(AT_FDCWD, \"\\x74\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3\n\
+                 1 write(3, \"\\x3{i}\", 1) = 1\n\
+                 1 close(3) = 0\n\
+                 1 rename(\"\\x74\", \"\\x73\") = 0\n"
+            ));
+        }
+        let t = blackout_record::replay::trace_of_log(log.as_bytes(), b"/d").unwrap();
+        let renames: Vec<(usize, Ino)> = t
+            .ops
+            .iter()
+            .enumerate()
+            .filter_map(|(j, op)| match op.kind {
+                OpKind::Rename { ino, .. } => Some((j, ino)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(renames.len(), 3);
+        let (b, ino) = renames[1];
+        let mut fixes = vec![SyncFix {
+            after: b - 1,
+            before: Some(b),
+            ino,
+            dir: false,
+            path: "t".into(),
+        }];
+        let like = like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes);
+        assert_eq!(like.as_deref(), Some("rename calls on t"));
+        fixes.sort_by_key(|f| f.after);
+        let got: Vec<(Option<usize>, Ino)> = fixes.iter().map(|f| (f.before, f.ino)).collect();
+        let want: Vec<(Option<usize>, Ino)> = renames.iter().map(|&(j, i)| (Some(j), i)).collect();
+        assert_eq!(got, want);
+        let said = Said {
+            source: None,
+            like: like.as_deref(),
+        };
+        assert_eq!(
+            describe_fix(&t, &fixes, said),
+            format!(
+                "fsync(t) before each of the 3 rename calls on t (ops {}-{})",
+                renames[0].0, renames[2].0
+            )
+        );
+        // All there: nothing added.
+        assert_eq!(
+            like_ops_fixes(&t, &Outputs::new(&t, None), &mut fixes),
+            None
+        );
+    }
+
+    #[test]
+    fn the_time_bound_is_the_runs_time_with_a_floor() {
+        assert_eq!(fix_time_bound(0.0), Duration::from_secs(FIX_SECONDS_MIN));
+        assert_eq!(
+            fix_time_bound(f64::NAN),
+            Duration::from_secs(FIX_SECONDS_MIN)
+        );
+        assert_eq!(fix_time_bound(90.5), Duration::from_secs_f64(90.5));
+    }
+}
