@@ -114,7 +114,12 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout",
         &["shard", "run", "scenario", "baseline", "block"],
     ),
-    ("blackout-cli", &["main"]),
+    (
+        "blackout-cli",
+        &[
+            "args", "report", "record", "block", "run", "inspect", "merge", "help", "main",
+        ],
+    ),
 ];
 
 fn crates_dir() -> PathBuf {

@@ -1,0 +1,226 @@
+//! `blackout run --backend block`: the workload on a real file system
+//! through the block device, `--repeat`, and its report.
+
+use std::io::Write;
+use std::sync::atomic::Ordering;
+
+use anyhow::{anyhow, Context, Result};
+
+use blackout::analysis::report::{RunReport, Verdict};
+use blackout::block::{check_block, record_block, BlockCheck, BlockConfig, BlockError};
+use blackout::block_device::session::FsKind;
+use blackout::explore::model::Model;
+use blackout::export::json::JsonExporter;
+use blackout::export::text::TextExporter;
+use blackout::export::{ExportContext, Exporter};
+use blackout::run::{check_trace, RunConfig, RunError};
+
+use crate::args::{run_config, RunArgs};
+use crate::report::use_color;
+use crate::INTERRUPTED;
+
+/// The block backend's settings from the run's flags.
+pub(crate) fn block_config(a: &RunArgs) -> Result<BlockConfig> {
+    let fs: FsKind = a.block.fs.parse().map_err(|e| anyhow!("--fs: {e}"))?;
+    let mut bcfg = BlockConfig::new(fs);
+    if let Some(size) = a.block.fs_size {
+        bcfg.session.size = size;
+    }
+    if let Some(opts) = &a.block.mkfs_opts {
+        bcfg.session.mkfs_opts = opts.split_whitespace().map(str::to_string).collect();
+    }
+    if let Some(opts) = &a.block.mount_opts {
+        bcfg.session.mount_opts = vec![opts.clone()];
+    }
+    bcfg.max_subsets = usize::try_from(a.block.max_subsets).unwrap_or(usize::MAX);
+    bcfg.seed = a.explore.seed;
+    bcfg.settle = a.block.settle.map(std::time::Duration::from_secs_f64);
+    bcfg.fsck = a.block.fsck;
+    Ok(bcfg)
+}
+
+/// `run --backend block`: the workload recorded on a real file system, the
+/// posix model checked on its trace, then every crash state of the device
+/// mounted and checked.
+pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
+    let unsupported = [
+        ("--trace", a.trace.is_some()),
+        ("--shard", a.shard.is_some()),
+        ("--baseline", a.baseline.is_some()),
+        ("--junit", a.report.junit.is_some()),
+        ("--markdown", a.report.markdown.is_some()),
+        ("--html", a.report.html.is_some()),
+        ("--checker-server", a.checker_server.is_some()),
+    ];
+    if let Some((flag, _)) = unsupported.iter().find(|(_, set)| *set) {
+        return Err(anyhow!("{flag} does not work with --backend block"));
+    }
+    let bcfg = block_config(&a)?;
+    let (mut cfg, _) = run_config(&a)?;
+    cfg.models = vec![Model::Posix];
+    let repeat = a.block.repeat;
+    // Every run's verdict and failing states; the worst run is kept.
+    let mut runs: Vec<(Verdict, usize)> = Vec::new();
+    let mut worst: Option<BlockRun> = None;
+    for i in 0..repeat {
+        let run = block_run_once(&a, &bcfg, &cfg)?;
+        let seen = run.outcome();
+        if repeat > 1 {
+            eprintln!(
+                "run {} of {repeat}: {} ({} failing states)",
+                i + 1,
+                seen.0.name(),
+                seen.1
+            );
+        }
+        runs.push(seen);
+        if worst.as_ref().is_none_or(|w| seen > w.outcome()) {
+            worst = Some(run);
+        }
+    }
+    let run = worst.ok_or_else(|| anyhow!("--repeat must be at least 1"))?;
+    let repeat_line = (repeat > 1).then(|| repeat_summary(&runs));
+    emit_block_run(&a, &cfg, &run, repeat_line.as_deref(), &runs)
+}
+
+/// One recording on the real file system, the posix model checked on its
+/// trace, and the device's states checked.
+pub(crate) struct BlockRun {
+    pub(crate) rec: blackout::block::BlockRecording,
+    pub(crate) posix: RunReport,
+    pub(crate) block: Option<blackout::block::BlockReport>,
+}
+
+impl BlockRun {
+    /// The run's verdict and failing states, for finding the worst run.
+    pub(crate) fn outcome(&self) -> (Verdict, usize) {
+        match &self.block {
+            Some(b) => (b.verdict, b.failing.len()),
+            None => (self.posix.verdict, 0),
+        }
+    }
+}
+
+pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -> Result<BlockRun> {
+    let rcfg = a.recording.clone().config(a.command.clone());
+    let recorded = record_block(bcfg, &rcfg);
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return Err(anyhow!("interrupted"));
+    }
+    let rec = recorded?;
+    if let Some(out) = &a.output {
+        rec.trace
+            .save(out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
+    eprintln!(
+        "recorded {} ops and {} block records on {} (base at record {})",
+        rec.trace.ops.len(),
+        rec.device.log().records.len(),
+        bcfg.session.fs,
+        rec.device.base()
+    );
+    let posix = match check_trace(&rec.trace, cfg) {
+        Ok(r) => r,
+        Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
+        Err(e) => return Err(e).context("checking the posix model's crash states"),
+    };
+    let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
+        let how = BlockCheck {
+            config: bcfg,
+            checker: cfg.checker.as_ref(),
+            promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+            scratch_parent: blackout::sys::scratch::default_scratch_parent(),
+            cancel: Some(&INTERRUPTED),
+            posix: Some(&posix),
+            budget: cfg.check_budget,
+        };
+        match check_block(&rec, &how) {
+            Ok(r) => Some(r),
+            Err(BlockError::Interrupted) => return Err(anyhow!("interrupted")),
+            Err(e) => return Err(e).context("checking the block device's crash states"),
+        }
+    } else {
+        None
+    };
+    Ok(BlockRun { rec, posix, block })
+}
+
+/// `--repeat`'s line: whether every run gave the same verdict.
+pub(crate) fn repeat_summary(runs: &[(Verdict, usize)]) -> String {
+    let counts: Vec<String> = runs.iter().map(|r| r.1.to_string()).collect();
+    if runs.iter().all(|r| r.0 == runs[0].0) {
+        format!(
+            "the verdict held over {} runs: {} each time (failing states per run: {}); the worst run is shown",
+            runs.len(),
+            runs[0].0.name(),
+            counts.join(", ")
+        )
+    } else {
+        let verdicts: Vec<&str> = runs.iter().map(|r| r.0.name()).collect();
+        format!(
+            "THE VERDICT VARIED over {} runs: {} (failing states per run: {}); the worst run is shown",
+            runs.len(),
+            verdicts.join(", "),
+            counts.join(", ")
+        )
+    }
+}
+
+/// Prints a block run: the posix report, then the block report (or both
+/// as one JSON document), then `--repeat`'s line.
+pub(crate) fn emit_block_run(
+    a: &RunArgs,
+    cfg: &RunConfig,
+    run: &BlockRun,
+    repeat_line: Option<&str>,
+    runs: &[(Verdict, usize)],
+) -> Result<u8> {
+    let trace_id = run.rec.trace.content_id();
+    let shown = a.output.as_ref().map(|p| p.display().to_string());
+    let ctx = ExportContext {
+        trace: &run.rec.trace,
+        trace_path: shown.as_deref(),
+        trace_id: &trace_id,
+        checker: cfg.checker.command(),
+        checker_flag: "--checker",
+        state_flags: &a.explore.state_flags(),
+        all_causes: a.report.all_causes,
+        promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+    };
+    let mut out = std::io::stdout().lock();
+    if a.report.json {
+        let posix_json: serde_json::Value =
+            serde_json::from_slice(&JsonExporter.export(&run.posix, &ctx))?;
+        let mut doc = serde_json::json!({ "posix": posix_json, "block": run.block });
+        if repeat_line.is_some() {
+            let verdicts: Vec<&str> = runs.iter().map(|r| r.0.name()).collect();
+            let failing: Vec<usize> = runs.iter().map(|r| r.1).collect();
+            doc["repeat"] = serde_json::json!({
+                "verdicts": verdicts,
+                "failing": failing,
+                "varied": runs.iter().any(|r| r.0 != runs[0].0),
+            });
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        let text = TextExporter {
+            color: use_color(a.report.color),
+        };
+        out.write_all(&text.export(&run.posix, &ctx))?;
+        match &run.block {
+            Some(b) => write!(out, "\n{}", b.text())?,
+            None => writeln!(
+                out,
+                "\n{}: not checked: the posix run says {} (fix the checker first)",
+                run.rec.fs,
+                run.posix.verdict.name()
+            )?,
+        }
+        if let Some(line) = repeat_line {
+            writeln!(out, "{line}")?;
+        }
+    }
+    out.flush()?;
+    Ok(run.outcome().0.exit_code())
+}

@@ -1,0 +1,213 @@
+//! Looking inside a trace: `blackout ops`, `blackout states` and
+//! `blackout state` (one crash state written out, with how to check it by
+//! hand).
+
+use std::io::Write;
+
+use anyhow::{anyhow, Context, Result};
+
+use blackout::check::server::request_line;
+use blackout::check::shell::{acked_env_value, ACKED_ENV_BYTES_MAX};
+use blackout::check::StateFiles;
+use blackout::explore::dedup::distinct_states;
+use blackout::explore::enumerate::StateDesc;
+use blackout::explore::model::for_people;
+use blackout::export::text::{explored_text, shell_quote};
+use blackout::oplog::promises::Outputs;
+use blackout::oplog::protocol as env;
+use blackout::oplog::trace::{Trace, TraceMeta};
+use blackout::oplog::tree::Tree;
+use blackout::record::replay::{replay_with, ReplayOptions};
+use blackout::record::snapshot::snapshot;
+use blackout::run::write_state;
+use blackout::sys::command::substitute;
+
+use crate::args::{OpsArgs, StateArgs, StatesArgs};
+use crate::record::load_trace;
+
+pub(crate) fn cmd_states(a: StatesArgs) -> Result<u8> {
+    let trace = load_trace(&a.trace)?;
+    let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
+    let outputs = Outputs::new(&trace, prefix);
+    let explored = distinct_states(
+        &trace,
+        &outputs,
+        &a.explore.models(),
+        &a.explore.config(),
+        a.explore.sector,
+    )?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let models: Vec<serde_json::Value> = explored
+            .models
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "model": m.model,
+                    "states": m.states,
+                    "distinct": m.reach.len(),
+                    "ids": m.reach.iter().map(|(_, d)| d.id()).collect::<Vec<_>>(),
+                    "coverage": m.coverage,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &serde_json::json!({ "models": models }))?;
+        writeln!(out)?;
+    } else {
+        for m in &explored.models {
+            writeln!(
+                out,
+                "# {}: {} states, {} distinct by content; {}",
+                m.model.name(),
+                for_people(m.states as u128),
+                for_people(m.reach.len() as u128),
+                explored_text(m.model, &m.coverage, &a.explore.config())
+            )?;
+            for (_, d) in &m.reach {
+                writeln!(out, "{}", d.id())?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+pub(crate) fn cmd_state(a: StateArgs) -> Result<u8> {
+    let trace = load_trace(&a.trace)?;
+    if let Some(want) = &a.trace_id {
+        let have = trace.content_id();
+        if &have != want {
+            return Err(anyhow!(
+                "{} is not the recording that state was found in (its id is {have}, the reproduce line names {want}): it was overwritten, or is another run's",
+                a.trace.display()
+            ));
+        }
+    }
+    let desc = StateDesc::parse(&a.id).ok_or_else(|| {
+        anyhow!(
+            "`{}` is not a state id (expected e.g. c9, c9.lost6, c9.lost3+6s, c9.torn4h)",
+            a.id
+        )
+    })?;
+    desc.validate(&trace.ops)
+        .map_err(|e| anyhow!("state {}: {e}", a.id))?;
+    let (acks, output) = write_state(
+        &trace,
+        &desc,
+        a.ack_prefix.as_ref().map(|p| p.as_bytes()),
+        a.sector,
+        &a.out,
+    )
+    .with_context(|| format!("cannot write state into {}", a.out.display()))?;
+    let dir = std::fs::canonicalize(&a.out)?;
+    let acks = std::fs::canonicalize(acks)?;
+    let output = std::fs::canonicalize(output)?;
+    let q = |p: &std::path::Path| shell_quote(&p.display().to_string());
+    println!("wrote state {} into {}", desc.id(), dir.display());
+    println!(
+        "promises in {}, output in {}",
+        acks.display(),
+        output.display()
+    );
+    if let Some(server) = &a.checker_server {
+        let promises = std::fs::read(&acks)?;
+        let id = desc.id();
+        let request = request_line(&StateFiles {
+            dir: dir.clone(),
+            acks_file: acks.clone(),
+            output_file: output.clone(),
+            id: &id,
+            promises: &promises,
+        });
+        println!(
+            "check it by hand (the server answers ok or fail REASON):\n  cd {} && printf '%s\\n' {} | {}=1 sh -c {}",
+            q(dir.parent().unwrap_or(&dir)),
+            shell_quote(String::from_utf8_lossy(&request).trim_end()),
+            env::CHECKER_SERVER,
+            shell_quote(server)
+        );
+        return Ok(0);
+    }
+    let checker = a
+        .checker
+        .as_deref()
+        .map(|c| substitute(std::ffi::OsStr::new(c), &dir))
+        .map(|c| shell_quote(&c.to_string_lossy()))
+        .unwrap_or_else(|| "'CHECKER'".into());
+    // As a run hands them over: in BLACKOUT_ACKED when they fit, else in
+    // the file alone.
+    let (unset, acked) = if acked_env_value(&std::fs::read(&acks)?).is_some() {
+        (
+            String::new(),
+            format!("{}=\"$(cat {})\"", env::ACKED, q(&acks)),
+        )
+    } else {
+        println!(
+            "the promises exceed what {} may hold ({} KiB): the checker must read {}",
+            env::ACKED,
+            ACKED_ENV_BYTES_MAX / 1024,
+            env::ACKS_FILE
+        );
+        (
+            format!("env -u {} ", env::ACKED),
+            format!("{}=1", env::ACKED_IN_FILE),
+        )
+    };
+    println!(
+        "check it by hand:\n  cd {} && {unset}{}={} {acked} {}={} {}={} sh -c {checker}",
+        q(&dir),
+        env::STATE,
+        desc.id(),
+        env::ACKS_FILE,
+        q(&acks),
+        env::OUTPUT_FILE,
+        q(&output),
+    );
+    Ok(0)
+}
+
+pub(crate) fn cmd_ops(a: OpsArgs) -> Result<u8> {
+    let trace = match (&a.trace, &a.strace) {
+        (Some(path), _) => Trace::load(path).with_context(|| format!("{}", path.display()))?,
+        (None, Some(log_path)) => {
+            let log = std::fs::read(log_path)
+                .with_context(|| format!("cannot read {}", log_path.display()))?;
+            let dir = a
+                .dir
+                .as_ref()
+                .ok_or_else(|| anyhow!("--strace needs --dir"))?;
+            let tree = match &a.init {
+                Some(init) => {
+                    snapshot(init).with_context(|| format!("--init {}", init.display()))?
+                }
+                None => Tree::default(),
+            };
+            let dir_bytes = std::os::unix::ffi::OsStrExt::as_bytes(dir.as_os_str()).to_vec();
+            let opts = ReplayOptions {
+                volatile: a.volatile.clone(),
+            };
+            opts.validate().map_err(|e| anyhow!(e))?;
+            let replayed = replay_with(&log, &tree, &dir_bytes, &opts)
+                .map_err(|e| anyhow!("{}:{e}", log_path.display()))?;
+            Trace::new(
+                &tree,
+                replayed,
+                TraceMeta {
+                    dir: dir_bytes,
+                    volatile: a.volatile.clone(),
+                    ..TraceMeta::default()
+                },
+            )
+        }
+        (None, None) => return Err(anyhow!("give a trace, or --strace LOG --dir PATH")),
+    };
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        serde_json::to_writer_pretty(&mut out, &trace.op_log_json())?;
+        writeln!(out)?;
+    } else {
+        out.write_all(trace.op_log_text().as_bytes())?;
+    }
+    out.flush()?;
+    Ok(0)
+}

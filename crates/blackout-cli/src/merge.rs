@@ -1,0 +1,76 @@
+//! `blackout merge`: the parts of a sharded run into its one report.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+
+use blackout::export::ExportContext;
+use blackout::run::{merge_parts, MergeError, RunConfig, RunError};
+use blackout::shard::Part;
+
+use crate::args::state_flags_of;
+use crate::args::MergeArgs;
+use crate::record::load_trace;
+use crate::report::check_writable;
+use crate::run::Bars;
+use crate::INTERRUPTED;
+
+pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
+    for (flag, path, _) in a.report.files() {
+        check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
+    }
+    let mut parts = Vec::with_capacity(a.parts.len());
+    for path in &a.parts {
+        parts.push(Part::load(path)?);
+    }
+    let trace_path = match (&a.trace, parts[0].trace.as_ref()) {
+        (Some(p), _) => p.clone(),
+        (None, Some(p)) => PathBuf::from(p),
+        (None, None) => {
+            return Err(anyhow!(
+                "{} names no trace file: pass --trace",
+                a.parts[0].display()
+            ))
+        }
+    };
+    let trace = match &a.trace {
+        Some(_) => load_trace(&trace_path)?,
+        None => load_trace(&trace_path).with_context(|| {
+            format!(
+                "the trace {} names (pass --trace if it is elsewhere)",
+                a.parts[0].display()
+            )
+        })?,
+    };
+    let settings = parts[0].settings.clone();
+    let mut cfg = RunConfig::from_settings(&settings)
+        .map_err(|e| anyhow!("{}: {e}", a.parts[0].display()))?;
+    if let Some(j) = a.jobs {
+        cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
+    }
+    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    let bars = Bars::attach(&mut cfg);
+    let result = merge_parts(&trace, &cfg, &parts);
+    bars.clear();
+    let report = match result {
+        Ok(r) => r,
+        Err(MergeError::Run(RunError::Interrupted)) => return Err(anyhow!("interrupted")),
+        Err(MergeError::Part(e)) => return Err(e.into()),
+        Err(e) => return Err(e).context("merging the parts"),
+    };
+    let shown = trace_path.display().to_string();
+    let trace_id = trace.content_id();
+    let prefix = settings.ack_prefix.as_ref().map(|p| p.display());
+    let ctx = ExportContext {
+        trace: &trace,
+        trace_path: Some(&shown),
+        trace_id: &trace_id,
+        checker: &settings.checker,
+        checker_flag: settings.checker_kind.flag().unwrap_or_default(),
+        state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
+        all_causes: a.report.all_causes,
+        promise_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
+    };
+    a.report.emit(&report, &ctx)
+}
