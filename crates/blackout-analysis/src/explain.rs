@@ -308,7 +308,7 @@ fn atomic_advice(cx: &Context<'_>, last: usize) -> String {
 }
 
 /// The inode an op acts on (a data op's file, an entry op's inode).
-pub(crate) fn op_inode(kind: &OpKind) -> Option<Ino> {
+pub fn op_inode(kind: &OpKind) -> Option<Ino> {
     match kind {
         OpKind::Write { ino, .. }
         | OpKind::Truncate { ino, .. }

@@ -2,8 +2,6 @@
 //! their causes grouped (by kind and blamed op, or by source line); each
 //! group's fix is verified next, by the fix module.
 
-use blackout_check::pool::{Cache, Pool, Release};
-use blackout_check::slot::Slot;
 use blackout_explore::dedup::{key_of, StateKey};
 use blackout_explore::dedup::{simplicity, ModelStates};
 use blackout_explore::enumerate::{ExploreConfig, StateDesc};
@@ -20,14 +18,19 @@ use blackout_oplog::trace::Trace;
 
 use crate::explain::{self, CauseKind};
 use crate::report::{CauseGroup, Checked, ModelReport, Promised, Verdict, Window};
-use crate::RunError;
+use crate::{Ask, Cache, Stopped};
 
-/// What analysing a run needs: the pool that checked it (to check the states
-/// a fix verification adds) and the settings it explored with.
+/// What analysing a run needs: its trace and what it printed, the sector
+/// its writes tear at, and the settings it explored and verifies fixes
+/// with. Plain data: the checker is reached only through [`Ask`].
 #[derive(Clone, Copy)]
 pub struct Analysis<'a> {
-    /// The pool, on the run's trace.
-    pub pool: Pool<'a>,
+    /// The run's trace.
+    pub trace: &'a Trace,
+    /// What it printed, and its promises.
+    pub outputs: &'a Outputs,
+    /// The sector size writes tear at.
+    pub sector: u64,
     /// Enumeration settings.
     pub explore: &'a ExploreConfig,
     /// Only lines starting with this are promises.
@@ -63,7 +66,7 @@ impl<'a> Analysis<'a> {
     }
 
     fn promises(&self, crash: usize) -> Promised {
-        Promised::first(self.promised, self.pool.outputs.promise_count(crash))
+        Promised::first(self.promised, self.outputs.promise_count(crash))
     }
 }
 
@@ -102,7 +105,8 @@ pub fn model_report(
     results: &[Option<Outcome>],
     in_full: bool,
     cache: &mut Cache,
-) -> Result<ModelReport, RunError> {
+    ask: &mut dyn Ask,
+) -> Result<ModelReport, Stopped> {
     let (failing, errors) = sorted_results(s, m, results);
     let states_checked = m
         .reach
@@ -140,7 +144,7 @@ pub fn model_report(
     } else {
         Verdict::Pass
     };
-    let groups = group_causes(s, &failing, &alone, cache)?;
+    let groups = group_causes(s, &failing, &alone, cache, ask)?;
     Ok(ModelReport {
         model: m.model,
         verdict,
@@ -221,7 +225,7 @@ fn place_of(
     cause: &explain::Cause,
     source: &Option<String>,
 ) -> (Place, String) {
-    let trace = s.pool.trace;
+    let trace = s.trace;
     let op = &trace.ops[cause.blamed.op];
     let (ino, path) = match &cause.fix {
         Some(f) => (Some(f.ino), f.path.clone()),
@@ -259,7 +263,7 @@ fn never_synced_sentence(path: &str, kinds: &[(CauseKind, usize)], simplest: &st
 /// blamed op came before the latest promise), damage after a promise to
 /// something not yet promised, a failure before anything was promised.
 fn breaks(s: &Analysis<'_>, crash: usize, blamed: usize) -> u8 {
-    match s.pool.outputs.latest_promise_before(crash) {
+    match s.outputs.latest_promise_before(crash) {
         Some((p, _)) if blamed < p => 0,
         Some(_) => 1,
         None => 2,
@@ -318,7 +322,7 @@ impl Building {
 /// nothing lost is made once, all of them in order up to the latest asked
 /// for; those of states that lost or tore something are cheap when asked
 /// in crash-point order (a run's states are explained in that order).
-pub(crate) struct Known<'t> {
+pub struct Known<'t> {
     outputs: &'t Outputs,
     /// Keys of states with nothing lost, made in crash-point order.
     plain_keys: Keyer<'t>,
@@ -333,7 +337,9 @@ pub(crate) struct Known<'t> {
 }
 
 impl<'t> Known<'t> {
-    pub(crate) fn new(trace: &'t Trace, outputs: &'t Outputs, sector: u64) -> Known<'t> {
+    /// Keys of states of `trace` (which printed `outputs`), writes torn at
+    /// `sector`.
+    pub fn new(trace: &'t Trace, outputs: &'t Outputs, sector: u64) -> Known<'t> {
         Known {
             outputs,
             plain_keys: Keyer::new(trace, sector),
@@ -371,7 +377,7 @@ impl<'t> Known<'t> {
     }
 
     /// Why the checker rejected `d`, if it was checked and rejected.
-    pub(crate) fn rejected(&mut self, cache: &Cache, d: &StateDesc) -> Option<String> {
+    pub fn rejected(&mut self, cache: &Cache, d: &StateDesc) -> Option<String> {
         match cache.get(&self.key(d)) {
             Some(Outcome::Fail { reason, .. }) => Some(reason.clone()),
             _ => None,
@@ -380,7 +386,7 @@ impl<'t> Known<'t> {
 }
 
 /// Why the checker rejected a state (`None` for any other outcome).
-pub(crate) fn fail_reason(outcome: &Outcome) -> Option<&str> {
+pub fn fail_reason(outcome: &Outcome) -> Option<&str> {
     match outcome {
         Outcome::Fail { reason, .. } => Some(reason),
         _ => None,
@@ -392,27 +398,32 @@ pub(crate) fn fail_reason(outcome: &Outcome) -> Option<&str> {
 pub const OWN_STATES_CHECKED_MAX: usize = 1000;
 
 /// Checking the states with nothing lost that explanations ask about and
-/// the run did not check, in a slot of their own, at most
+/// the run did not check, through [`Ask`], at most
 /// [`OWN_STATES_CHECKED_MAX`].
 struct OwnStates<'s> {
-    slot: &'s Slot,
+    ask: &'s mut dyn Ask,
     left: usize,
 }
 
 impl OwnStates<'_> {
-    /// Checks `d` and files its outcome, while any are left (a state that
-    /// cannot be checked stays unknown).
-    fn check(&mut self, s: &Analysis<'_>, known: &mut Known<'_>, cache: &mut Cache, d: &StateDesc) {
+    /// Asks about `d` and files its outcome, while any are left (a state
+    /// the checker cannot say of stays unknown).
+    fn check(
+        &mut self,
+        known: &mut Known<'_>,
+        cache: &mut Cache,
+        d: &StateDesc,
+    ) -> Result<(), Stopped> {
         if self.left == 0 {
-            return;
+            return Ok(());
         }
         self.left -= 1;
-        let fs = blackout_explore::state::FsState::build(s.pool.trace, d, s.pool.cfg.sector);
-        if let Ok(Some(outcome)) = s.pool.check_one(self.slot, &d.id(), &fs, d.crash, false) {
+        if let Some(outcome) = self.ask.outcome(d)? {
             if matches!(outcome, Outcome::Pass | Outcome::Fail { .. }) {
                 cache.insert(known.key(d), outcome);
             }
         }
+        Ok(())
     }
 }
 
@@ -425,14 +436,14 @@ fn group_causes(
     failing: &[Checked],
     alone: &[(&StateDesc, bool)],
     cache: &mut Cache,
-) -> Result<Vec<CauseGroup>, RunError> {
+    ask: &mut dyn Ask,
+) -> Result<Vec<CauseGroup>, Stopped> {
     if failing.is_empty() {
         return Ok(Vec::new());
     }
-    let cx = explain::Context::new(s.pool.trace, s.pool.outputs)
-        .with_alone_outcomes(alone.iter().copied());
-    let mut known = Known::new(s.pool.trace, s.pool.outputs, s.pool.cfg.sector);
-    let synced = Synced::of(s.pool.trace);
+    let cx = explain::Context::new(s.trace, s.outputs).with_alone_outcomes(alone.iter().copied());
+    let mut known = Known::new(s.trace, s.outputs, s.sector);
+    let synced = Synced::of(s.trace);
     let mut groups: Vec<Building> = Vec::new();
     // Explained in crash-point order (the keys it asks for are made along
     // the crash points), grouped simplest first.
@@ -442,22 +453,20 @@ fn group_causes(
     // An explanation asks whether crash points fail with nothing lost; on
     // a sample some of those states were not checked: they are checked
     // now (a few: OWN_STATES_CHECKED_MAX).
-    let slot = s.pool.scratch.slot()?;
-    let _release = Release {
-        checker: s.pool.cfg.checker,
-        slot: &slot,
-    };
     let mut own = OwnStates {
-        slot: &slot,
+        ask,
         left: OWN_STATES_CHECKED_MAX,
     };
     for i in order {
-        if s.pool.cancelled() {
-            return Err(RunError::Interrupted);
+        if own.ask.cancelled() {
+            return Err(Stopped::Interrupted);
         }
+        let mut stopped = None;
         let rejected = &mut |d: &StateDesc| {
-            if d.damage() == 0 && known.outcome(cache, d).is_none() {
-                own.check(s, &mut known, cache, d);
+            if d.damage() == 0 && known.outcome(cache, d).is_none() && stopped.is_none() {
+                if let Err(e) = own.check(&mut known, cache, d) {
+                    stopped = Some(e);
+                }
             }
             known.rejected(cache, d)
         };
@@ -466,11 +475,14 @@ fn group_causes(
             i,
             explain::explain(&cx, &failing[i].desc(), reason, rejected),
         ));
+        if let Some(e) = stopped {
+            return Err(e);
+        }
     }
     causes.sort_unstable_by_key(|(i, _)| *i);
     for (c, (_, cause)) in failing.iter().zip(causes) {
         let desc = c.desc();
-        let source = s.pool.trace.ops[cause.blamed.op]
+        let source = s.trace.ops[cause.blamed.op]
             .origin
             .as_ref()
             .and_then(|o| Some(format!("{}:{}", o.file.as_deref()?, o.line?)));
@@ -502,7 +514,6 @@ fn group_causes(
         groups.push(Building {
             group: CauseGroup {
                 latest_promise: s
-                    .pool
                     .outputs
                     .latest_promise_before(c.crash)
                     .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),

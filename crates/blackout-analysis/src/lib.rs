@@ -3,12 +3,13 @@
 //! For each failing state, [`explain::explain`] blames one lost or torn op
 //! and names the cause in one sentence with the sync that should cure it;
 //! [`group::model_report`] groups failing states by cause (kind and blamed
-//! op, or the source line that issued it); [`fix::verify_fixes`] verifies
-//! each group's fix by re-exploring the trace with the sync added
-//! ([`explain::with_syncs`]) and checking only the states not already
-//! checked. The result is plain data
+//! op, or the source line that issued it). The result is plain data
 //! ([`report::RunReport`]) that exporters render without asking anything
-//! but op names of the trace.
+//! but op names of the trace. Analysis never runs a checker itself: the
+//! few states an explanation needs that the run did not check are asked
+//! of whoever checked it ([`Ask`]), and fixes are verified by the driver
+//! that explores and checks (the `blackout` crate's `verify`, with
+//! [`explain::with_syncs`]).
 //!
 //! ```
 //! use blackout_analysis::report::Verdict;
@@ -19,44 +20,36 @@
 #![deny(missing_docs)]
 
 pub mod explain;
-pub mod fix;
 pub mod group;
 pub mod report;
-pub mod sweep;
 
-use blackout_check::pool::PoolError;
-use blackout_explore::dedup::ExploreError;
-use blackout_explore::enumerate::ConfigError;
+use std::collections::HashMap;
 
-/// Why a run could not finish (the checker's own failures are verdicts, not
-/// errors).
+use blackout_explore::dedup::StateKey;
+use blackout_explore::enumerate::StateDesc;
+use blackout_oplog::outcome::Outcome;
+
+/// What the checker said of each state checked so far, by content key.
+pub type Cache = HashMap<StateKey, Outcome>;
+
+/// Why analysis stopped before it finished.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The cancel flag was set.
+pub enum Stopped {
+    /// The run was interrupted.
     #[error("interrupted")]
     Interrupted,
-    /// Writing states or running the checker failed.
+    /// Asking the checker failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    /// A setting is out of range.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
 }
 
-impl From<ExploreError> for RunError {
-    fn from(e: ExploreError) -> Self {
-        match e {
-            ExploreError::Config(c) => RunError::Config(c),
-            ExploreError::Interrupted => RunError::Interrupted,
-        }
-    }
-}
+/// What analysis may ask of the checker that checked the run: the outcome
+/// of one more state (a crash point's own state that an explanation needs
+/// and a sampled run did not check).
+pub trait Ask {
+    /// What the checker says of `desc`; `None` when it cannot say.
+    fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped>;
 
-impl From<PoolError> for RunError {
-    fn from(e: PoolError) -> Self {
-        match e {
-            PoolError::Interrupted => RunError::Interrupted,
-            PoolError::Io(e) => RunError::Io(e),
-        }
-    }
+    /// Whether the run was interrupted.
+    fn cancelled(&self) -> bool;
 }

@@ -3,6 +3,7 @@
 //! the trace to be read again except op names.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -389,4 +390,25 @@ impl RunReport {
             promises_in_file_only: false,
         }
     }
+}
+
+/// The least time fix verification gets, in seconds, however fast the run
+/// it verifies was (a small run still verifies its fixes).
+pub const FIX_SECONDS_MIN: u64 = 5;
+
+/// How long a run's fix verification may take at most: as long as the run
+/// took to explore and check (`run_seconds`), and at least
+/// [`FIX_SECONDS_MIN`]. Every fix re-explores the trace, so without a bound
+/// verifying 16 fixes of a large run would take 16 times as long as the run.
+///
+/// ```
+/// use std::time::Duration;
+/// use blackout_analysis::report::fix_time_bound;
+///
+/// assert_eq!(fix_time_bound(0.5), Duration::from_secs(5));
+/// assert_eq!(fix_time_bound(42.0), Duration::from_secs(42));
+/// ```
+pub fn fix_time_bound(run_seconds: f64) -> Duration {
+    let least = Duration::from_secs(FIX_SECONDS_MIN);
+    Duration::try_from_secs_f64(run_seconds).map_or(least, |d| d.max(least))
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use anstyle::{AnsiColor, Style};
-use blackout_analysis::fix::FIX_SECONDS_MIN;
+use blackout_analysis::report::FIX_SECONDS_MIN;
 use blackout_analysis::report::{
     CauseGroup, Checked, FixCheck, FixSet, ModelReport, RunReport, Verdict, Window,
 };

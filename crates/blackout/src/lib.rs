@@ -97,6 +97,8 @@ pub mod block;
 pub mod run;
 pub mod scenario;
 pub mod shard;
+pub mod sweep;
+pub mod verify;
 
 pub use baseline::assert_no_worse_than;
 pub use scenario::{Promises, Report, Scenario};

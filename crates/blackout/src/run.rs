@@ -23,11 +23,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use blackout_analysis::fix::{fix_time_bound, verify_fixes, FIX_VERIFICATIONS_MAX};
+pub use crate::sweep::RunError;
+use crate::sweep::{add_rest, check_all, check_rest, PoolAsk, Session};
+use crate::verify::{verify_fixes, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
+use blackout_analysis::report::fix_time_bound;
 use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
-use blackout_analysis::sweep::{add_rest, check_all, check_rest};
-pub use blackout_analysis::RunError;
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{outcomes, Cache, Parallel, Pool, PoolConfig, Release, Scratch};
 use blackout_check::server::ServerChecker;
@@ -291,7 +292,7 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part,
 /// be run if it could not, and how many states of the share the budget
 /// left unchecked.
 fn check_share(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     cfg: &RunConfig,
     start: &mut Start,
     shard: Shard,
@@ -451,7 +452,7 @@ impl Pooled<RunReport> {
 fn with_pool<T, E: From<RunError>>(
     trace: &Trace,
     cfg: &RunConfig,
-    body: impl FnOnce(&Analysis<'_>, Vec<String>) -> Result<T, E>,
+    body: impl FnOnce(&Session<'_>, Vec<String>) -> Result<T, E>,
 ) -> Result<Pooled<T>, E> {
     cfg.validate().map_err(RunError::from)?;
     let outputs = Outputs::new(trace, cfg.promise_prefix.as_deref());
@@ -479,17 +480,22 @@ fn with_pool<T, E: From<RunError>>(
         scratch: &scratch,
     };
     let promised: Arc<[String]> = promises.clone().into();
-    let analysis = Analysis {
+    let session = Session {
         pool,
-        explore: &cfg.explore,
-        promise_prefix: cfg.promise_prefix.as_deref(),
-        fix_verifications: cfg.fix_verifications,
-        fix_deadline: None,
-        check_rest: cfg.checks_rest(),
-        promised: &promised,
-        verify_deadline: None,
+        analysis: Analysis {
+            trace,
+            outputs: &outputs,
+            sector: cfg.sector,
+            explore: &cfg.explore,
+            promise_prefix: cfg.promise_prefix.as_deref(),
+            fix_verifications: cfg.fix_verifications,
+            fix_deadline: None,
+            check_rest: cfg.checks_rest(),
+            promised: &promised,
+            verify_deadline: None,
+        },
     };
-    let result = body(&analysis, promises);
+    let result = body(&session, promises);
     // What checkers detached from their groups dies before their
     // directories go; the checker may have left read-only directories,
     // which remove_tree copes with.
@@ -521,7 +527,7 @@ struct Start {
 impl Start {
     /// The rest of the trace explored after its representatives and added
     /// to the exploration (the time it took counted as exploring).
-    fn add_rest(&mut self, s: &Analysis<'_>, cfg: &RunConfig) -> Result<(), RunError> {
+    fn add_rest(&mut self, s: &Session<'_>, cfg: &RunConfig) -> Result<(), RunError> {
         let t0 = Instant::now();
         let watch = Watch {
             cancel: cfg.cancel.as_deref(),
@@ -550,7 +556,7 @@ enum Begun {
 /// nothing-lost check, exploring every model. The two checks run the
 /// checker, or (a merge) take the outcomes the shards `known`.
 fn begin(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     cfg: &RunConfig,
     promises: Vec<String>,
     known: Option<&Known>,
@@ -634,7 +640,7 @@ fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
 /// at most as long as exploring and checking took: [`fix_time_bound`]),
 /// then the verdict, which says how much was checked.
 fn finish(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     cfg: &RunConfig,
     mut start: Start,
     results: Vec<Option<Outcome>>,
@@ -645,9 +651,18 @@ fn finish(
     }
     let in_full = start.explored.in_full;
     let mut models = Vec::new();
+    let mut ask = PoolAsk::new(&s.pool);
     for m in &start.explored.models {
-        models.push(model_report(s, m, &results, in_full, &mut start.cache)?);
+        models.push(model_report(
+            s,
+            m,
+            &results,
+            in_full,
+            &mut start.cache,
+            &mut ask,
+        )?);
     }
+    drop(ask);
     let covered = Covered {
         checked: results.iter().filter(|o| o.is_some()).count(),
         distinct: results.len(),
@@ -676,9 +691,12 @@ fn finish(
     // A fix is verified as far as the run checked: past the
     // representatives of the trace with the syncs only when the run
     // itself checked every state (its outcomes then cover most of them).
-    let s = &Analysis {
-        fix_deadline: Some(t0 + bound),
-        check_rest: s.check_rest && models.iter().all(|m| m.exact),
+    let s = &Session {
+        analysis: Analysis {
+            fix_deadline: Some(t0 + bound),
+            check_rest: s.check_rest && models.iter().all(|m| m.exact),
+            ..s.analysis
+        },
         ..*s
     };
     for m in &mut models {
@@ -861,7 +879,7 @@ type Stop = Option<(Verdict, String)>;
 /// promise handed to it (or, in a merge, what shard 1 found). It must reject it; the verdict that stops the run
 /// if it does not.
 fn precheck(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     cfg: &RunConfig,
     slot: &Slot,
     promises: &[String],
@@ -906,7 +924,7 @@ fn precheck(
 /// and every promise made. It must accept it; the verdict that stops the run
 /// if it does not. Also the state's content key, for the outcome cache.
 fn nothing_lost(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     cfg: &RunConfig,
     slot: &Slot,
     known: Option<&Known>,
@@ -949,7 +967,7 @@ fn nothing_lost(
 /// accepted: the program has done nothing and owes nothing. A checker that
 /// rejects it demands more than was promised, so the checker, not the
 /// program, is wrong: HARNESS BROKEN, with its reason.
-fn rejects_the_start(s: &Analysis<'_>, cache: &Cache) -> Stop {
+fn rejects_the_start(s: &Session<'_>, cache: &Cache) -> Stop {
     let start = StateDesc {
         crash: 0,
         lost: Default::default(),

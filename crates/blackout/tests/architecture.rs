@@ -23,10 +23,7 @@ const CRATES: &[(&str, &[&str])] = &[
         "blackout-check",
         &["blackout-oplog", "blackout-sys", "blackout-explore"],
     ),
-    (
-        "blackout-analysis",
-        &["blackout-oplog", "blackout-explore", "blackout-check"],
-    ),
+    ("blackout-analysis", &["blackout-oplog", "blackout-explore"]),
     (
         "blackout-export",
         &["blackout-oplog", "blackout-explore", "blackout-analysis"],
@@ -102,17 +99,16 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-check",
         &["outcome", "slot", "shell", "closure", "server", "pool"],
     ),
-    (
-        "blackout-analysis",
-        &["explain", "report", "sweep", "group", "fix"],
-    ),
+    ("blackout-analysis", &["explain", "report", "group"]),
     (
         "blackout-export",
         &["text", "json", "junit", "markdown", "html"],
     ),
     (
         "blackout",
-        &["shard", "run", "scenario", "baseline", "block"],
+        &[
+            "shard", "sweep", "verify", "run", "scenario", "baseline", "block",
+        ],
     ),
     (
         "blackout-cli",

@@ -1,6 +1,6 @@
-//! Fix search: each cause's syncs verified by re-exploring the trace with
+//! Fix search, a driver: each cause's syncs verified by re-exploring the trace with
 //! them added and checking the states no run checked, within the run's own
-//! time ([`fix_time_bound`], shared evenly between verifications); a
+//! time ([`blackout_analysis::report::fix_time_bound`], shared evenly between verifications); a
 //! sampled run's fix goes after every op like the blamed ones that no sync
 //! covers before its promise ([`like_ops_fixes`]); when no cause's fix
 //! alone passes, the smallest set of the proposed syncs that does
@@ -18,42 +18,21 @@ use blackout_oplog::ops::{Ino, Op, OpKind};
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
-use crate::explain::{self, SyncFix};
-use crate::group::{fail_reason, sorted_results, Analysis, Known};
-use crate::report::{CauseGroup, FixCheck, FixSet, ModelReport, Verdict};
-use crate::sweep::add_rest;
-use crate::RunError;
+use blackout_analysis::explain::{self, SyncFix};
+use blackout_analysis::group::{fail_reason, sorted_results, Analysis, Known};
+use blackout_analysis::report::{CauseGroup, FixCheck, FixSet, ModelReport, Verdict};
+
+use crate::sweep::{add_rest, RunError, Session};
 
 /// Distinct fixes verified per model at the most (each re-explores the
 /// trace; causes that share a fix share its verification).
 pub const FIX_VERIFICATIONS_MAX: usize = 16;
 
-/// The least time fix verification gets, in seconds, however fast the run
-/// it verifies was (a small run still verifies its fixes).
-pub const FIX_SECONDS_MIN: u64 = 5;
-
-/// How long a run's fix verification may take at most: as long as the run
-/// took to explore and check (`run_seconds`), and at least
-/// [`FIX_SECONDS_MIN`]. Every fix re-explores the trace, so without a bound
-/// verifying 16 fixes of a large run would take 16 times as long as the run.
-///
-/// ```
-/// use std::time::Duration;
-/// use blackout_analysis::fix::fix_time_bound;
-///
-/// assert_eq!(fix_time_bound(0.5), Duration::from_secs(5));
-/// assert_eq!(fix_time_bound(42.0), Duration::from_secs(42));
-/// ```
-pub fn fix_time_bound(run_seconds: f64) -> Duration {
-    let least = Duration::from_secs(FIX_SECONDS_MIN);
-    Duration::try_from_secs_f64(run_seconds).map_or(least, |d| d.max(least))
-}
-
-/// Verifies the fixes of a model's causes ([`crate::group::model_report`]): each
+/// Verifies the fixes of a model's causes ([`blackout_analysis::group::model_report`]): each
 /// distinct fix once, then the smallest set of syncs that fixes them all.
 /// Stops at [`Analysis::fix_deadline`].
 pub fn verify_fixes(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     report: &mut ModelReport,
     cache: &mut Cache,
 ) -> Result<(), RunError> {
@@ -92,8 +71,11 @@ pub fn verify_fixes(
                 source: g.source.as_deref(),
                 like: like.as_deref(),
             };
-            let share = Analysis {
-                verify_deadline: share_of(s.fix_deadline, left),
+            let share = Session {
+                analysis: Analysis {
+                    verify_deadline: share_of(s.fix_deadline, left),
+                    ..s.analysis
+                },
                 ..*s
             };
             left = left.saturating_sub(1).max(1);
@@ -128,7 +110,7 @@ pub const FIX_SET_VERIFICATIONS_MAX: usize = 8;
 /// cause no sync can fix says so itself, or when the set is one cause's
 /// fix, already verified.
 fn fix_set(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     model: Model,
     groups: &[CauseGroup],
     cache: &mut Cache,
@@ -505,7 +487,7 @@ fn like_renames_fixes(
 /// re-exploration not finished is stopped and the check says it was cut
 /// short; after it, none starts.
 pub fn verify_fix(
-    s: &Analysis<'_>,
+    s: &Session<'_>,
     model: Model,
     fixes: &[SyncFix],
     said: Said<'_>,
@@ -530,9 +512,13 @@ pub fn verify_fix(
     }
     let outputs = Outputs::new(&trace, s.promise_prefix);
     let explore = explore_as_the_run(s.explore, &s.pool.trace.ops);
-    let s2 = Analysis {
+    let s2 = Session {
         pool: s.pool.for_trace(&trace, &outputs),
-        ..*s
+        analysis: Analysis {
+            trace: &trace,
+            outputs: &outputs,
+            ..s.analysis
+        },
     };
     let run = bounded(s.pool.cfg.cancel, s.fix_deadline, |stop| {
         let watch = Watch {
@@ -615,6 +601,7 @@ mod tests {
     use blackout_oplog::ops::test_ops::write;
 
     use super::*;
+    use blackout_analysis::report::{fix_time_bound, FIX_SECONDS_MIN};
 
     /// A file created and written, never fsynced, then "saved" printed.
     fn trace() -> Trace {
@@ -672,7 +659,7 @@ mod tests {
         let outputs = Outputs::new(&trace, None);
         let scratch = Scratch::new(&std::env::temp_dir()).unwrap();
         let explore = ExploreConfig::default();
-        let s = Analysis {
+        let s = Session {
             pool: Pool {
                 trace: &trace,
                 outputs: &outputs,
@@ -686,13 +673,18 @@ mod tests {
                 },
                 scratch: &scratch,
             },
-            explore: &explore,
-            promise_prefix: None,
-            fix_verifications: FIX_VERIFICATIONS_MAX,
-            fix_deadline: deadline,
-            check_rest: true,
-            promised: &Arc::from(Vec::new()),
-            verify_deadline: None,
+            analysis: Analysis {
+                trace: &trace,
+                outputs: &outputs,
+                sector: 512,
+                explore: &explore,
+                promise_prefix: None,
+                fix_verifications: FIX_VERIFICATIONS_MAX,
+                fix_deadline: deadline,
+                check_rest: true,
+                promised: &Arc::from(Vec::new()),
+                verify_deadline: None,
+            },
         };
         let mut cache = Cache::new();
         let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);
