@@ -7,7 +7,7 @@
 //! in the allow-list below fails the test, naming the file and the edge.
 //! ARCHITECTURE.md states the same rules in words.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -402,4 +402,51 @@ fn the_name_check_finds_a_name_that_does_not_exist() {
     assert!(defined(sources, &files, "Posix"));
     assert!(!defined(sources, &files, "explore_all"));
     assert_eq!(code_name("--stacks"), None);
+}
+
+/// The crates each row of ARCHITECTURE.md's crate table says it may use:
+/// the crate names in backticks in its second column.
+fn table_may_use(doc: &str) -> BTreeMap<String, BTreeSet<String>> {
+    doc.lines()
+        .filter(|l| l.starts_with("| `blackout"))
+        .map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let uses = cells[2]
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(String::from)
+                .collect();
+            (cells[1].trim_matches('`').to_string(), uses)
+        })
+        .collect()
+}
+
+#[test]
+fn architecture_md_crate_table_is_the_allow_list() {
+    let doc = fs::read_to_string(crates_dir().join("../ARCHITECTURE.md")).unwrap();
+    let want: BTreeMap<String, BTreeSet<String>> = CRATES
+        .iter()
+        .map(|(name, allowed)| {
+            let allowed = allowed.iter().map(|a| a.to_string()).collect();
+            (name.to_string(), allowed)
+        })
+        .collect();
+    assert_eq!(
+        table_may_use(&doc),
+        want,
+        "ARCHITECTURE.md's crate table (may use) and CRATES disagree"
+    );
+}
+
+#[test]
+fn the_table_check_reads_what_a_row_may_use() {
+    let doc = "| crate | may use | owns |\n|---|---|---|\n| `blackout-x` | `blackout-a`, `blackout-b` | `Thing` |\n| `blackout-y` | — | it |\n";
+    let t = table_may_use(doc);
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        t["blackout-x"],
+        BTreeSet::from(["blackout-a".to_string(), "blackout-b".to_string()])
+    );
+    assert!(t["blackout-y"].is_empty());
 }
