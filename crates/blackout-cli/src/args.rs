@@ -20,7 +20,7 @@ use blackout::explore::model::Model;
 use blackout::explore::state::SECTOR_BYTES_DEFAULT;
 use blackout::export::text::shell_quote;
 use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;
-use blackout::record::RecordConfig;
+use blackout::record::{RecordConfig, StraceRecorder};
 use blackout::run::RunConfig;
 use blackout::verify::FIX_VERIFICATIONS_MAX;
 
@@ -503,12 +503,19 @@ pub(crate) struct RecordingArgs {
 }
 
 impl RecordingArgs {
+    /// The recorder these flags ask for.
+    pub(crate) fn recorder(&self) -> StraceRecorder {
+        StraceRecorder {
+            keep_log: self.keep_log.clone(),
+            seccomp: !self.no_seccomp,
+            ..StraceRecorder::default()
+        }
+    }
+
     pub(crate) fn config(self, command: Vec<OsString>) -> RecordConfig {
         let mut cfg = RecordConfig::new(command);
         cfg.init = self.init;
         cfg.setup = self.setup;
-        cfg.keep_log = self.keep_log;
-        cfg.seccomp = !self.no_seccomp;
         cfg.stacks = self.stacks;
         cfg.volatile = self.volatile;
         cfg.timeout = std::time::Duration::from_secs_f64(self.workload_timeout);

@@ -103,7 +103,7 @@ impl BlockRun {
 
 pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -> Result<BlockRun> {
     let rcfg = a.recording.clone().config(a.command.clone());
-    let recorded = record_block(bcfg, &rcfg);
+    let recorded = record_block(bcfg, &rcfg, &a.recording.recorder());
     if INTERRUPTED.load(Ordering::SeqCst) {
         return Err(anyhow!("interrupted"));
     }

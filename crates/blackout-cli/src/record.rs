@@ -12,7 +12,11 @@ use crate::args::RecordArgs;
 use crate::INTERRUPTED;
 
 /// Records a workload into a trace, saved at `output` if given.
-pub(crate) fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) -> Result<Trace> {
+pub(crate) fn record_trace(
+    cfg: RecordConfig,
+    recorder: &StraceRecorder,
+    output: Option<&std::path::Path>,
+) -> Result<Trace> {
     // Fail on a bad output path before running anything, without touching
     // the path itself (another run may be using a trace there): the trace
     // is written beside it and renamed into place at the end.
@@ -26,7 +30,7 @@ pub(crate) fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) 
             .tempfile_in(parent)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
-    let result = StraceRecorder.record(&cfg);
+    let result = recorder.record(&cfg);
     if INTERRUPTED.load(Ordering::SeqCst) {
         return Err(anyhow!("interrupted"));
     }
@@ -67,8 +71,9 @@ pub(crate) fn record_trace(cfg: RecordConfig, output: Option<&std::path::Path>) 
 }
 
 pub(crate) fn cmd_record(a: RecordArgs) -> Result<u8> {
+    let recorder = a.recording.recorder();
     let cfg = a.recording.config(a.command);
-    record_trace(cfg, Some(&a.output))?;
+    record_trace(cfg, &recorder, Some(&a.output))?;
     Ok(0)
 }
 

@@ -47,7 +47,11 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
             let cfg = a.recording.clone().config(a.command.clone());
-            (record_trace(cfg, a.output.as_deref())?, a.output.clone())
+            let recorder = a.recording.recorder();
+            (
+                record_trace(cfg, &recorder, a.output.as_deref())?,
+                a.output.clone(),
+            )
         }
     };
     if let Some(code) = trace.exit.code.filter(|&c| c != 0) {

@@ -36,15 +36,8 @@ pub struct RecordConfig {
     pub init: Option<PathBuf>,
     /// A shell command run in the directory under test first, unrecorded.
     pub setup: Option<String>,
-    /// The strace binary.
-    pub strace: PathBuf,
-    /// Use `--seccomp-bpf` when the strace supports it.
-    pub seccomp: bool,
     /// Where to create the scratch directory (default: the system temp dir).
     pub scratch_parent: Option<PathBuf>,
-    /// Where to keep a copy of the raw strace log (written before replay, so
-    /// it survives a replay error).
-    pub keep_log: Option<PathBuf>,
     /// Set from outside (a Ctrl-C handler) to stop the workload and return
     /// [`RecordError::Interrupted`]; the scratch directory is removed.
     pub cancel: Option<Arc<AtomicBool>>,
@@ -84,10 +77,7 @@ impl RecordConfig {
             command,
             init: None,
             setup: None,
-            strace: PathBuf::from("strace"),
-            seccomp: true,
             scratch_parent: None,
-            keep_log: None,
             cancel: None,
             timeout: Duration::from_secs(WORKLOAD_TIMEOUT_SECONDS_DEFAULT),
             stacks: false,
@@ -224,24 +214,51 @@ fn resolve_program(program: &std::ffi::OsStr) -> Result<PathBuf, RecordError> {
 }
 
 /// The recorder that runs the workload under `strace -f` and replays its
-/// log.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StraceRecorder;
+/// log, with what only strace has: which strace, whether to filter with
+/// seccomp, where to keep its raw log.
+///
+/// ```
+/// use blackout_record::StraceRecorder;
+///
+/// let rec = StraceRecorder::default();
+/// assert_eq!(rec.strace, std::path::Path::new("strace"));
+/// assert!(rec.seccomp && rec.keep_log.is_none());
+/// ```
+#[derive(Debug, Clone)]
+pub struct StraceRecorder {
+    /// The strace binary.
+    pub strace: PathBuf,
+    /// Use `--seccomp-bpf` when the strace supports it.
+    pub seccomp: bool,
+    /// Where to keep a copy of the raw strace log (written before replay, so
+    /// it survives a replay error).
+    pub keep_log: Option<PathBuf>,
+}
+
+impl Default for StraceRecorder {
+    fn default() -> Self {
+        StraceRecorder {
+            strace: PathBuf::from("strace"),
+            seccomp: true,
+            keep_log: None,
+        }
+    }
+}
 
 impl crate::Recorder for StraceRecorder {
     fn record(&self, cfg: &RecordConfig) -> Result<Recording, RecordError> {
-        record(cfg)
+        record(self, cfg)
     }
 }
 
 /// Runs the workload under strace and replays its log.
-pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
+fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordError> {
     ReplayOptions {
         volatile: cfg.volatile.clone(),
     }
     .validate()
     .map_err(RecordError::Prepare)?;
-    let version = strace_version(&cfg.strace)?;
+    let version = strace_version(&rec.strace)?;
     let program = cfg
         .command
         .first()
@@ -272,7 +289,7 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
 
     let mut command: Vec<OsString> = vec![program.into_os_string()];
     command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
-    let run = run_strace(cfg, &version, &command, &base, &dir)?;
+    let run = run_strace(rec, cfg, &version, &command, &base, &dir)?;
     let shown = command[0].to_string_lossy().into_owned();
     if let Some(reason) = exec_failure(run.log.bytes(), &run.stderr) {
         return Err(RecordError::CannotStart {
@@ -297,6 +314,10 @@ pub fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     let log = LogInput {
         log: &run.log,
         data,
+        name: match &rec.keep_log {
+            Some(p) => p.display().to_string(),
+            None => "strace log".into(),
+        },
     };
     let trace = replay_log(cfg, log, &tree, dir_bytes, version, &command, exit)?;
     let call_times = if cfg.timestamps {
@@ -391,11 +412,14 @@ impl MappedLog {
 struct LogInput<'a> {
     log: &'a MappedLog,
     data: fs::File,
+    /// The log as an error names it: its kept copy, or `strace log`.
+    name: String,
 }
 
 /// Runs `command` under strace in `dir`, with the log, stdout and stderr
 /// written into `base`; keeps a copy of the log when the config asks.
 fn run_strace(
+    rec: &StraceRecorder,
     cfg: &RecordConfig,
     version: &str,
     command: &[OsString],
@@ -405,7 +429,7 @@ fn run_strace(
     let log_path = base.join("strace.log");
     let stdout_path = base.join("stdout");
     let stderr_path = base.join("stderr");
-    let mut strace = Command::new(&cfg.strace);
+    let mut strace = Command::new(&rec.strace);
     strace.args([
         "-f",
         "-q",
@@ -416,7 +440,7 @@ fn run_strace(
         "-e",
         "signal=none",
     ]);
-    if cfg.seccomp && version_at_least(version, 5, 3) {
+    if rec.seccomp && version_at_least(version, 5, 3) {
         strace.arg("--seccomp-bpf");
     }
     if cfg.stacks {
@@ -447,7 +471,7 @@ fn run_strace(
         hand_down(&mut strace, file, fd)?;
     }
     let mut child = blackout_sys::proc::spawn(&mut strace)
-        .map_err(|e| RecordError::NoStrace(format!("{}: {e}", cfg.strace.display())))?;
+        .map_err(|e| RecordError::NoStrace(format!("{}: {e}", rec.strace.display())))?;
     // strace and the workload run in their own process group: a cancel ends
     // all of it (strace blocks fatal signals while it writes a log).
     let waited = wait_group(&mut child, Some(cfg.timeout), cfg.cancel.as_deref());
@@ -465,7 +489,7 @@ fn run_strace(
     };
     let stderr = fs::read(&stderr_path)?;
     let log = MappedLog::open(&log_path)?;
-    if let Some(keep) = &cfg.keep_log {
+    if let Some(keep) = &rec.keep_log {
         let copied = if log.bytes().is_empty() {
             fs::write(keep, b"")
         } else {
@@ -550,10 +574,7 @@ fn replay_log(
         match scratch.filter(|s| nearly_full(s)) {
             Some(s) => RecordError::ScratchFull(s.display().to_string()),
             None => RecordError::Replay {
-                log: match &cfg.keep_log {
-                    Some(p) => p.display().to_string(),
-                    None => "strace log".into(),
-                },
+                log: log.name.clone(),
                 err,
             },
         }

@@ -135,6 +135,7 @@ pub struct BlockRecording {
 pub fn record_block(
     config: &BlockConfig,
     record: &RecordConfig,
+    recorder: &StraceRecorder,
 ) -> Result<BlockRecording, BlockError> {
     let mut session = DeviceSession::start(&config.session)?;
     let mount = session.mount_path();
@@ -146,7 +147,7 @@ pub fn record_block(
     rc.dir = Some(mount);
     rc.stdout = Some(session.output_path());
     rc.timestamps = true;
-    let recorded = StraceRecorder.record(&rc)?;
+    let recorded = recorder.record(&rc)?;
     let exited = session.position();
     if let Some(settle) = config.settle {
         let until = Instant::now() + settle;

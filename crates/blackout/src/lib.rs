@@ -78,7 +78,7 @@
 //! use blackout::record::{RecordConfig, Recorder, StraceRecorder};
 //!
 //! let command = vec!["/opt/app/save.sh".into(), "full".into()];
-//! let recording = StraceRecorder.record(&RecordConfig::new(command)).unwrap();
+//! let recording = StraceRecorder::default().record(&RecordConfig::new(command)).unwrap();
 //! println!("{} ops", recording.trace.ops.len());
 //! ```
 #![deny(missing_docs)]

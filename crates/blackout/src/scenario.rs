@@ -466,10 +466,11 @@ impl Scenario {
                 Some(tree)
             }
         };
+        let mut recorder = StraceRecorder::default();
         if let Some(strace) = &self.strace {
-            cfg.strace.clone_from(strace);
+            recorder.strace.clone_from(strace);
         }
-        let rec = StraceRecorder
+        let rec = recorder
             .record(&cfg)
             .map_err(|e| format!("cannot record the workload: {e}"))?;
         drop(init);

@@ -465,7 +465,9 @@ fn record(prog: &Program, scratch: &Path) -> Result<Trace, String> {
     let mut cfg = RecordConfig::new(vec![exe.into_os_string()]);
     cfg.env = vec![(PROGRAM_ENV.into(), file.clone().into_os_string())];
     cfg.init = Some(init.clone());
-    let rec = StraceRecorder.record(&cfg).map_err(|e| e.to_string());
+    let rec = StraceRecorder::default()
+        .record(&cfg)
+        .map_err(|e| e.to_string());
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_dir_all(&init);
     let rec = rec?;

@@ -39,7 +39,7 @@ pub fn recorded(bug: &str, models: &[Model]) -> (Trace, RunConfig) {
     let mut command: Vec<std::ffi::OsString> = vec![kvstore().into()];
     command.extend(flags.iter().map(Into::into));
     command.extend(["load".into(), "8".into()]);
-    let rec = StraceRecorder
+    let rec = StraceRecorder::default()
         .record(&RecordConfig::new(command))
         .expect("recording kvstore");
     let mut checker = kvstore().to_string();
