@@ -3,6 +3,7 @@
 //! hand).
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 
@@ -99,47 +100,72 @@ pub(crate) fn cmd_state(a: StateArgs) -> Result<u8> {
         &a.out,
     )
     .with_context(|| format!("cannot write state into {}", a.out.display()))?;
-    let dir = std::fs::canonicalize(&a.out)?;
-    let acks = std::fs::canonicalize(acks)?;
-    let output = std::fs::canonicalize(output)?;
-    let q = |p: &std::path::Path| shell_quote(&p.display().to_string());
-    println!("wrote state {} into {}", desc.id(), dir.display());
+    let written = Written {
+        id: desc.id(),
+        dir: std::fs::canonicalize(&a.out)?,
+        acks: std::fs::canonicalize(acks)?,
+        output: std::fs::canonicalize(output)?,
+    };
+    println!("wrote state {} into {}", written.id, written.dir.display());
     println!(
         "promises in {}, output in {}",
-        acks.display(),
-        output.display()
+        written.acks.display(),
+        written.output.display()
     );
-    if let Some(server) = &a.checker_server {
-        let promises = std::fs::read(&acks)?;
-        let id = desc.id();
-        let request = request_line(&StateFiles {
-            dir: dir.clone(),
-            acks_file: acks.clone(),
-            output_file: output.clone(),
-            id: &id,
-            promises: &promises,
-        });
-        println!(
-            "check it by hand (the server answers ok or fail REASON):\n  cd {} && printf '%s\\n' {} | {}=1 sh -c {}",
-            q(dir.parent().unwrap_or(&dir)),
-            shell_quote(String::from_utf8_lossy(&request).trim_end()),
-            env::CHECKER_SERVER,
-            shell_quote(server)
-        );
-        return Ok(0);
+    match &a.checker_server {
+        Some(server) => by_hand_server(&written, server)?,
+        None => by_hand_command(&written, a.checker.as_deref())?,
     }
-    let checker = a
-        .checker
-        .as_deref()
-        .map(|c| substitute(std::ffi::OsStr::new(c), &dir))
+    Ok(0)
+}
+
+/// A state `blackout state` wrote: its id, its directory, its promises and
+/// its output.
+struct Written {
+    id: String,
+    dir: PathBuf,
+    acks: PathBuf,
+    output: PathBuf,
+}
+
+fn quoted(p: &Path) -> String {
+    shell_quote(&p.display().to_string())
+}
+
+/// How to ask a checker server about the state by hand: its request line
+/// on its standard input.
+fn by_hand_server(w: &Written, server: &str) -> Result<()> {
+    let promises = std::fs::read(&w.acks)?;
+    let request = request_line(&StateFiles {
+        dir: w.dir.clone(),
+        acks_file: w.acks.clone(),
+        output_file: w.output.clone(),
+        id: &w.id,
+        promises: &promises,
+    });
+    println!(
+        "check it by hand (the server answers ok or fail REASON):\n  cd {} && printf '%s\\n' {} | {}=1 sh -c {}",
+        quoted(w.dir.parent().unwrap_or(&w.dir)),
+        shell_quote(String::from_utf8_lossy(&request).trim_end()),
+        env::CHECKER_SERVER,
+        shell_quote(server)
+    );
+    Ok(())
+}
+
+/// How to run a checker command on the state by hand, with the variables a
+/// run sets.
+fn by_hand_command(w: &Written, checker: Option<&str>) -> Result<()> {
+    let checker = checker
+        .map(|c| substitute(std::ffi::OsStr::new(c), &w.dir))
         .map(|c| shell_quote(&c.to_string_lossy()))
         .unwrap_or_else(|| "'CHECKER'".into());
     // As a run hands them over: in BLACKOUT_ACKED when they fit, else in
     // the file alone.
-    let (unset, acked) = if acked_env_value(&std::fs::read(&acks)?).is_some() {
+    let (unset, acked) = if acked_env_value(&std::fs::read(&w.acks)?).is_some() {
         (
             String::new(),
-            format!("{}=\"$(cat {})\"", env::ACKED, q(&acks)),
+            format!("{}=\"$(cat {})\"", env::ACKED, quoted(&w.acks)),
         )
     } else {
         println!(
@@ -155,15 +181,15 @@ pub(crate) fn cmd_state(a: StateArgs) -> Result<u8> {
     };
     println!(
         "check it by hand:\n  cd {} && {unset}{}={} {acked} {}={} {}={} sh -c {checker}",
-        q(&dir),
+        quoted(&w.dir),
         env::STATE,
-        desc.id(),
+        w.id,
         env::ACKS_FILE,
-        q(&acks),
+        quoted(&w.acks),
         env::OUTPUT_FILE,
-        q(&output),
+        quoted(&w.output),
     );
-    Ok(0)
+    Ok(())
 }
 
 pub(crate) fn cmd_ops(a: OpsArgs) -> Result<u8> {
