@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use blackout_check::pool::Cache;
-use blackout_explore::dedup::{distinct_states_watched, Watch};
+use blackout_explore::dedup::{distinct_states_watched, Explored, Watch};
 use blackout_explore::enumerate::{ExploreConfig, Representatives};
 use blackout_explore::model::Model;
 use blackout_explore::rest::check_order;
@@ -474,6 +474,38 @@ fn like_renames_fixes(
     added.then(|| (publisher.syscall.clone(), trace.show_path(&publisher.path)))
 }
 
+/// The trace with the syncs added (`with`'s) explored under `model` with
+/// `explore`, the rest too when the run checked every one of its own
+/// states, stopped at the fix deadline (then `Interrupted`, and the run's
+/// own cancel flag not set).
+fn explore_with_syncs(
+    s: &Session<'_>,
+    with: &Session<'_>,
+    model: Model,
+    explore: &ExploreConfig,
+) -> Result<Explored, RunError> {
+    bounded(s.pool.cfg.cancel, s.fix_deadline, |stop| {
+        let watch = Watch {
+            cancel: stop,
+            progress: None,
+        };
+        let mut explored = distinct_states_watched(
+            with.trace,
+            with.outputs,
+            &[model],
+            explore,
+            s.pool.cfg.sector,
+            watch,
+        )?;
+        if s.check_rest && !explored.in_full {
+            let mut pool = with.pool;
+            pool.cfg.cancel = stop;
+            add_rest(&pool, &mut explored, explore, watch)?;
+        }
+        Ok::<_, RunError>(explored)
+    })
+}
+
 /// Re-explores the trace with the added syncs under `model` (with the
 /// run's enumeration settings, [`explore_as_the_run`]; when the run
 /// checked every one of its own states, [`Analysis::check_rest`], every
@@ -520,27 +552,7 @@ pub fn verify_fix(
             ..s.analysis
         },
     };
-    let run = bounded(s.pool.cfg.cancel, s.fix_deadline, |stop| {
-        let watch = Watch {
-            cancel: stop,
-            progress: None,
-        };
-        let mut explored = distinct_states_watched(
-            &trace,
-            &outputs,
-            &[model],
-            &explore,
-            s.pool.cfg.sector,
-            watch,
-        )?;
-        if s.check_rest && !explored.in_full {
-            let mut pool = s2.pool;
-            pool.cfg.cancel = stop;
-            add_rest(&pool, &mut explored, &explore, watch)?;
-        }
-        Ok::<_, RunError>(explored)
-    });
-    let explored = match run {
+    let explored = match explore_with_syncs(s, &s2, model, &explore) {
         Ok(e) => e,
         Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(Some(cut_short)),
         Err(e) => return Err(e),
