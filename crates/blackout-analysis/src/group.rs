@@ -427,6 +427,51 @@ impl OwnStates<'_> {
     }
 }
 
+/// Each failing state's cause, in the order of `failing`: explained in
+/// crash-point order (the keys an explanation asks for are made along the
+/// crash points). An explanation asks whether crash points fail with
+/// nothing lost; on a sample some of those states were not checked: they
+/// are asked of the checker now (a few: [`OWN_STATES_CHECKED_MAX`]).
+fn explain_all(
+    cx: &explain::Context<'_>,
+    failing: &[Checked],
+    known: &mut Known<'_>,
+    cache: &mut Cache,
+    ask: &mut dyn Ask,
+) -> Result<Vec<explain::Cause>, Stopped> {
+    let mut order: Vec<usize> = (0..failing.len()).collect();
+    order.sort_by_key(|&i| failing[i].crash);
+    let mut causes: Vec<(usize, explain::Cause)> = Vec::with_capacity(failing.len());
+    let mut own = OwnStates {
+        ask,
+        left: OWN_STATES_CHECKED_MAX,
+    };
+    for i in order {
+        if own.ask.cancelled() {
+            return Err(Stopped::Interrupted);
+        }
+        let mut stopped = None;
+        let rejected = &mut |d: &StateDesc| {
+            if d.damage() == 0 && known.outcome(cache, d).is_none() && stopped.is_none() {
+                if let Err(e) = own.check(known, cache, d) {
+                    stopped = Some(e);
+                }
+            }
+            known.rejected(cache, d)
+        };
+        let reason = fail_reason(&failing[i].outcome);
+        causes.push((
+            i,
+            explain::explain(cx, &failing[i].desc(), reason, rejected),
+        ));
+        if let Some(e) = stopped {
+            return Err(e);
+        }
+    }
+    causes.sort_unstable_by_key(|(i, _)| *i);
+    Ok(causes.into_iter().map(|(_, c)| c).collect())
+}
+
 /// Failing states (simplest first) grouped into causes: one per kind and
 /// place, over the window of crash points and ops where it bites, most
 /// serious first (what it breaks), then in the order of their simplest
@@ -445,42 +490,8 @@ fn group_causes(
     let mut known = Known::new(s.trace, s.outputs, s.sector);
     let synced = Synced::of(s.trace);
     let mut groups: Vec<Building> = Vec::new();
-    // Explained in crash-point order (the keys it asks for are made along
-    // the crash points), grouped simplest first.
-    let mut order: Vec<usize> = (0..failing.len()).collect();
-    order.sort_by_key(|&i| failing[i].crash);
-    let mut causes: Vec<(usize, explain::Cause)> = Vec::with_capacity(failing.len());
-    // An explanation asks whether crash points fail with nothing lost; on
-    // a sample some of those states were not checked: they are checked
-    // now (a few: OWN_STATES_CHECKED_MAX).
-    let mut own = OwnStates {
-        ask,
-        left: OWN_STATES_CHECKED_MAX,
-    };
-    for i in order {
-        if own.ask.cancelled() {
-            return Err(Stopped::Interrupted);
-        }
-        let mut stopped = None;
-        let rejected = &mut |d: &StateDesc| {
-            if d.damage() == 0 && known.outcome(cache, d).is_none() && stopped.is_none() {
-                if let Err(e) = own.check(&mut known, cache, d) {
-                    stopped = Some(e);
-                }
-            }
-            known.rejected(cache, d)
-        };
-        let reason = fail_reason(&failing[i].outcome);
-        causes.push((
-            i,
-            explain::explain(&cx, &failing[i].desc(), reason, rejected),
-        ));
-        if let Some(e) = stopped {
-            return Err(e);
-        }
-    }
-    causes.sort_unstable_by_key(|(i, _)| *i);
-    for (c, (_, cause)) in failing.iter().zip(causes) {
+    let causes = explain_all(&cx, failing, &mut known, cache, ask)?;
+    for (c, cause) in failing.iter().zip(causes) {
         let desc = c.desc();
         let source = s.trace.ops[cause.blamed.op]
             .origin
