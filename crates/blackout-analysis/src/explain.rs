@@ -750,6 +750,42 @@ impl Lost<'_, '_> {
             .filter(|&s| self.promise_op.is_some_and(|p| p > i && p < s) && s >= k)
     }
 
+    /// A lost data op of file `f` (`data` in words) followed before the
+    /// crash only by what is not a durability barrier: a sync_file_range,
+    /// or an fsync that failed and the program went on.
+    fn no_barrier(&self, f: Ino, data: &str, path: &str, fix: &SyncFix) -> Option<Cause> {
+        let (cx, k, before) = (self.cx, self.k, &self.before);
+        let ops = cx.ops();
+        for (j, later) in ops.iter().enumerate().take(k).skip(self.u.op + 1) {
+            match &later.kind {
+                OpKind::SyncFileRange { ino } if *ino == f => {
+                    return Some(self.mk(
+                        CauseKind::SyncFileRangeOnly,
+                        format!(
+                            "{data} is followed only by sync_file_range (op {}, log line {}), which is not a durability barrier, before {before}",
+                            cx.n(j),
+                            ops[j].line
+                        ),
+                        Some(fix.clone()),
+                    ))
+                }
+                OpKind::FailedSync { ino, errno } if *ino == f => {
+                    return Some(self.mk(
+                        CauseKind::FailedSync,
+                        format!(
+                            "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
+                            cx.n(j),
+                            ops[j].line
+                        ),
+                        Some(fix.clone()),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
     /// A lost write, truncate or fallocate of file `f`.
     fn data(&self, f: Ino) -> Cause {
         let (cx, k, desc) = (self.cx, self.k, self.desc);
@@ -784,32 +820,8 @@ impl Lost<'_, '_> {
                 Some(fix),
             );
         }
-        for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
-            match &later.kind {
-                OpKind::SyncFileRange { ino } if *ino == f => {
-                    return mk(
-                        CauseKind::SyncFileRangeOnly,
-                        format!(
-                            "{data} is followed only by sync_file_range (op {}, log line {}), which is not a durability barrier, before {before}",
-                            cx.n(j),
-                            ops[j].line
-                        ),
-                        Some(fix),
-                    )
-                }
-                OpKind::FailedSync { ino, errno } if *ino == f => {
-                    return mk(
-                        CauseKind::FailedSync,
-                        format!(
-                            "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
-                            cx.n(j),
-                            ops[j].line
-                        ),
-                        Some(fix),
-                    )
-                }
-                _ => {}
-            }
+        if let Some(cause) = self.no_barrier(f, &data, &path, &fix) {
+            return cause;
         }
         if let Some(j) = publishing_rename(cx, i, f, desc) {
             let (sentence, fix) = published_unsynced(cx, &data, j, fix);
