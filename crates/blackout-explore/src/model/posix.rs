@@ -79,81 +79,14 @@ fn posix_at(
     cov: &mut Coverage,
     emit: &mut dyn FnMut(StateDesc),
 ) {
-    let (ops, k, cfg) = (point.ops, point.k, point.cfg);
-    let n = pending.len();
-    let state = |lost: Vec<Unit>| StateDesc {
-        crash: k,
-        lost: lost.into(),
-        torn: None,
-    };
-    if n <= cfg.exhaustive_limit {
-        for mask in 0u64..(1u64 << n) {
-            if point.stopped() {
-                return;
-            }
-            let lost = (0..n)
-                .filter(|b| mask & (1 << b) != 0)
-                .map(|b| pending[b])
-                .collect();
-            emit(state(lost));
-        }
+    let (ops, k) = (point.ops, point.k);
+    let finished = if pending.len() <= point.cfg.exhaustive_limit {
+        every_subset(point, pending, emit)
     } else {
-        // The subsets emitted, by digest: with thousands of pending units a
-        // family is millions of units, which a set of the subsets would
-        // hold a second time.
-        let mut seen: FxHashSet<[u8; 32]> = FxHashSet::default();
-        let mut push = |lost: Vec<Unit>, emit: &mut dyn FnMut(StateDesc)| {
-            if seen.insert(digest(&lost)) {
-                emit(state(lost));
-            }
-        };
-        push(Vec::new(), emit);
-        push(pending.to_vec(), emit);
-        for i in chosen(point, pending) {
-            if point.stopped() {
-                return;
-            }
-            let u = &pending[i];
-            push(vec![*u], emit);
-            push(pending.iter().filter(|p| *p != u).copied().collect(), emit);
-        }
-        // Per-inode prefixes: an inode's pending data ops reach the disk in
-        // order up to some point, everything else kept.
-        let mut by_ino: std::collections::BTreeMap<u32, Vec<Unit>> = Default::default();
-        for u in pending {
-            if let OpKind::Write { ino, .. }
-            | OpKind::Truncate { ino, .. }
-            | OpKind::Fallocate { ino, .. } = ops[u.op].kind
-            {
-                by_ino.entry(ino).or_default().push(*u);
-            }
-        }
-        for units in by_ino.values() {
-            let cuts = units.get(1..).unwrap_or_default();
-            for j in chosen(point, cuts) {
-                if point.stopped() {
-                    return;
-                }
-                push(units[j + 1..].to_vec(), emit);
-            }
-        }
-        let mut rng = SplitMix(cfg.seed ^ (k as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
-        for _ in 0..samples(cfg.budget, n) {
-            if point.stopped() {
-                return;
-            }
-            let lost: Vec<Unit> = pending
-                .iter()
-                .filter(|_| rng.next() & 1 == 1)
-                .copied()
-                .collect();
-            push(lost, emit);
-        }
-        let total: u128 = if n >= 127 { u128::MAX } else { 1u128 << n };
-        cov.partial_crash_points.push(k);
-        cov.subsets_not_covered = cov
-            .subsets_not_covered
-            .saturating_add(total.saturating_sub(seen.len() as u128));
+        families(point, pending, cov, emit)
+    };
+    if !finished {
+        return;
     }
     // Each pending write torn, everything else kept.
     let writes: Vec<Unit> = pending
@@ -170,6 +103,102 @@ fn posix_at(
             });
         }
     }
+}
+
+/// The state at `point` that loses `lost`, everything else kept.
+fn losing(point: &CrashPoint<'_>, lost: Vec<Unit>) -> StateDesc {
+    StateDesc {
+        crash: point.k,
+        lost: lost.into(),
+        torn: None,
+    }
+}
+
+/// Every subset of the pending units lost. Whether it finished (not
+/// stopped).
+fn every_subset(point: &CrashPoint<'_>, pending: &[Unit], emit: &mut dyn FnMut(StateDesc)) -> bool {
+    let n = pending.len();
+    for mask in 0u64..(1u64 << n) {
+        if point.stopped() {
+            return false;
+        }
+        let lost = (0..n)
+            .filter(|b| mask & (1 << b) != 0)
+            .map(|b| pending[b])
+            .collect();
+        emit(losing(point, lost));
+    }
+    true
+}
+
+/// Past the exhaustive limit, the structured families of subsets and the
+/// seeded sample; what they leave out is counted in `cov`. Whether it
+/// finished (not stopped).
+fn families(
+    point: &CrashPoint<'_>,
+    pending: &[Unit],
+    cov: &mut Coverage,
+    emit: &mut dyn FnMut(StateDesc),
+) -> bool {
+    let (ops, k, cfg) = (point.ops, point.k, point.cfg);
+    let n = pending.len();
+    // The subsets emitted, by digest: with thousands of pending units a
+    // family is millions of units, which a set of the subsets would
+    // hold a second time.
+    let mut seen: FxHashSet<[u8; 32]> = FxHashSet::default();
+    let mut push = |lost: Vec<Unit>, emit: &mut dyn FnMut(StateDesc)| {
+        if seen.insert(digest(&lost)) {
+            emit(losing(point, lost));
+        }
+    };
+    push(Vec::new(), emit);
+    push(pending.to_vec(), emit);
+    for i in chosen(point, pending) {
+        if point.stopped() {
+            return false;
+        }
+        let u = &pending[i];
+        push(vec![*u], emit);
+        push(pending.iter().filter(|p| *p != u).copied().collect(), emit);
+    }
+    // Per-inode prefixes: an inode's pending data ops reach the disk in
+    // order up to some point, everything else kept.
+    let mut by_ino: std::collections::BTreeMap<u32, Vec<Unit>> = Default::default();
+    for u in pending {
+        if let OpKind::Write { ino, .. }
+        | OpKind::Truncate { ino, .. }
+        | OpKind::Fallocate { ino, .. } = ops[u.op].kind
+        {
+            by_ino.entry(ino).or_default().push(*u);
+        }
+    }
+    for units in by_ino.values() {
+        let cuts = units.get(1..).unwrap_or_default();
+        for j in chosen(point, cuts) {
+            if point.stopped() {
+                return false;
+            }
+            push(units[j + 1..].to_vec(), emit);
+        }
+    }
+    let mut rng = SplitMix(cfg.seed ^ (k as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    for _ in 0..samples(cfg.budget, n) {
+        if point.stopped() {
+            return false;
+        }
+        let lost: Vec<Unit> = pending
+            .iter()
+            .filter(|_| rng.next() & 1 == 1)
+            .copied()
+            .collect();
+        push(lost, emit);
+    }
+    let total: u128 = if n >= 127 { u128::MAX } else { 1u128 << n };
+    cov.partial_crash_points.push(k);
+    cov.subsets_not_covered = cov
+        .subsets_not_covered
+        .saturating_add(total.saturating_sub(seen.len() as u128));
+    true
 }
 
 /// Ops a crash point's sampled subsets may lose in all: each loses about
