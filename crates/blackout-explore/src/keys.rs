@@ -974,53 +974,14 @@ impl<'t> Keyer<'t> {
             all.apply(kind);
             let damaged = if self.lost_by[j] == self.stamp {
                 true
-            } else if let (Some((_, tear)), OpKind::Write { off, data, .. }) =
-                (torn.filter(|&(t, _)| t == j), kind)
+            } else if let Some((_, tear)) =
+                torn.filter(|&(t, _)| t == j && matches!(kind, OpKind::Write { .. }))
             {
-                match tear.cut(*off, data.len, kept.size, self.sector) {
-                    Some(Cut::Prefix(n)) => {
-                        kept.write(off + n);
-                        effects.push(Effect::Write {
-                            off: *off,
-                            start: data.start,
-                            len: n,
-                        });
-                    }
-                    Some(Cut::SizeOnly) => {
-                        let size = kept.size.max(off + data.len);
-                        kept.truncate(size);
-                        effects.push(Effect::Truncate { size });
-                    }
-                    None => {
-                        kept.apply(kind);
-                        effects.push(Effect::Write {
-                            off: *off,
-                            start: data.start,
-                            len: data.len,
-                        });
-                    }
-                }
+                effects.extend(torn_effect(kind, tear, &mut kept, self.sector));
                 true
             } else {
                 kept.apply(kind);
-                match kind {
-                    OpKind::Write { off, data, .. } => effects.push(Effect::Write {
-                        off: *off,
-                        start: data.start,
-                        len: data.len,
-                    }),
-                    OpKind::Truncate { size, .. } => effects.push(Effect::Truncate { size: *size }),
-                    OpKind::Fallocate {
-                        off,
-                        len,
-                        zero: true,
-                        ..
-                    } => effects.push(Effect::Zero {
-                        off: *off,
-                        end: off.saturating_add(*len),
-                    }),
-                    _ => {}
-                }
+                effects.extend(kept_effect(kind));
                 false
             };
             top = top.max(all.len).max(kept.len);
@@ -1126,4 +1087,61 @@ impl<'t> Keyer<'t> {
         }
         Term::of_block(i, &buf[..n])
     }
+}
+
+/// What a kept op does to its file's bytes, as an [`Effect`] (`None` for
+/// an op that changes no byte).
+fn kept_effect(kind: &OpKind) -> Option<Effect> {
+    match kind {
+        OpKind::Write { off, data, .. } => Some(Effect::Write {
+            off: *off,
+            start: data.start,
+            len: data.len,
+        }),
+        OpKind::Truncate { size, .. } => Some(Effect::Truncate { size: *size }),
+        OpKind::Fallocate {
+            off,
+            len,
+            zero: true,
+            ..
+        } => Some(Effect::Zero {
+            off: *off,
+            end: off.saturating_add(*len),
+        }),
+        _ => None,
+    }
+}
+
+/// What a torn write leaves (`tear` of it, over a file of `kept`'s
+/// lengths, which it moves): its first bytes, its new size alone, or the
+/// whole write where storage cannot tear it so. Only a write tears: any
+/// other op is kept whole.
+fn torn_effect(kind: &OpKind, tear: Tear, kept: &mut Lengths, sector: u64) -> Option<Effect> {
+    let OpKind::Write { off, data, .. } = kind else {
+        kept.apply(kind);
+        return kept_effect(kind);
+    };
+    Some(match tear.cut(*off, data.len, kept.size, sector) {
+        Some(Cut::Prefix(n)) => {
+            kept.write(off + n);
+            Effect::Write {
+                off: *off,
+                start: data.start,
+                len: n,
+            }
+        }
+        Some(Cut::SizeOnly) => {
+            let size = kept.size.max(off + data.len);
+            kept.truncate(size);
+            Effect::Truncate { size }
+        }
+        None => {
+            kept.apply(kind);
+            Effect::Write {
+                off: *off,
+                start: data.start,
+                len: data.len,
+            }
+        }
+    })
 }
