@@ -419,12 +419,7 @@ pub fn classes(input: &ShapeInput<'_>, per_class: usize) -> Classes {
             ends[*to].push(n);
         }
     }
-    let outputs_before: Vec<usize> = std::iter::once(0)
-        .chain(ops.iter().scan(0, |n, o| {
-            *n += usize::from(matches!(o.kind, OpKind::Output { .. }));
-            Some(*n)
-        }))
-        .collect();
+    let outputs_before = outputs_before(ops);
     let mut pending: BTreeMap<usize, usize> = BTreeMap::new();
     let mut pending_ops: BTreeMap<usize, usize> = BTreeMap::new();
     let mut units_pending = 0usize;
@@ -467,6 +462,29 @@ pub fn classes(input: &ShapeInput<'_>, per_class: usize) -> Classes {
         members[i].1.push(k);
         class_of.push(i);
     }
+    let (explore, counts) = pick(members, per_class);
+    Classes {
+        explore,
+        counts,
+        class_of,
+        unit_shapes,
+    }
+}
+
+/// How many outputs come before each crash point (`0..=ops.len()`).
+fn outputs_before(ops: &[Op]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(ops.iter().scan(0, |n, o| {
+            *n += usize::from(matches!(o.kind, OpKind::Output { .. }));
+            Some(*n)
+        }))
+        .collect()
+}
+
+/// The crash points to explore, `per_class` of each class spread from its
+/// first to its last (sorted), and each class's count; `members` are the
+/// classes' shapes with their crash points in order.
+fn pick(members: Vec<(String, Vec<usize>)>, per_class: usize) -> (Vec<usize>, Vec<ClassCount>) {
     let mut explore = Vec::new();
     let counts = members
         .into_iter()
@@ -481,12 +499,7 @@ pub fn classes(input: &ShapeInput<'_>, per_class: usize) -> Classes {
         })
         .collect();
     explore.sort_unstable();
-    Classes {
-        explore,
-        counts,
-        class_of,
-        unit_shapes,
-    }
+    (explore, counts)
 }
 
 #[cfg(test)]
@@ -591,82 +604,91 @@ mod tests {
             .prop_map(|(steps, initial, sector, limit)| {
                 let mut ops: Vec<Op> = Vec::new();
                 for (what, ino, off, len) in steps {
-                    let i = ops.len();
-                    let data = DataRef { start: 0, len };
-                    let mut o = match what {
-                        0..=3 => op(OpKind::Write { ino, off, data }),
-                        4 => op(OpKind::Truncate { ino, size: off }),
-                        5 => op(OpKind::Fsync {
-                            ino,
-                            barrier: i,
-                            implied: false,
-                        }),
-                        6 => op(OpKind::Fdatasync {
-                            ino: 10,
-                            barrier: i,
-                            implied: false,
-                        }),
-                        7 => {
-                            ops.push(op(OpKind::Write { ino, off, data }));
-                            op(OpKind::Fdatasync {
-                                ino,
-                                barrier: i + 1,
-                                implied: true,
-                            })
-                        }
-                        8 => op(OpKind::Link {
-                            dir: 10,
-                            name: Name(b"t".to_vec()),
-                            ino,
-                            new: true,
-                        }),
-                        9 => op(OpKind::Rename {
-                            from_dir: 10,
-                            from_name: Name(b"t".to_vec()),
-                            to_dir: 10 + (off % 2) as u32,
-                            to_name: Name(b"u".to_vec()),
-                            ino,
-                            replaced: None,
-                            exchange: false,
-                        }),
-                        10 => op(OpKind::Output {
-                            data: DataRef { start: 0, len: 3 },
-                        }),
-                        _ => op(OpKind::Fsync {
-                            ino: 10 + (off % 2) as u32,
-                            barrier: i,
-                            implied: false,
-                        }),
-                    };
-                    o.path = Name(format!("d{}/f{ino}", off % 2).into_bytes());
-                    o.syscall = if what == 4 {
-                        "openat".into()
-                    } else {
-                        "x".into()
-                    };
+                    let o = step_op(&mut ops, what, ino, off, len);
                     ops.push(o);
                 }
-                // The sizes before each op, from the files' initial sizes.
-                let mut size: HashMap<u32, u64> =
-                    (1..4u32).map(|i| (i, initial[i as usize])).collect();
-                let sizes = ops
-                    .iter()
-                    .map(|o| match &o.kind {
-                        OpKind::Write { ino, off, data } => {
-                            let s = size.entry(*ino).or_insert(0);
-                            let before = *s;
-                            *s = (*s).max(off + data.len);
-                            before
-                        }
-                        OpKind::Truncate { ino, size: to } => {
-                            let s = size.entry(*ino).or_insert(0);
-                            std::mem::replace(s, *to)
-                        }
-                        _ => 0,
-                    })
-                    .collect();
+                let sizes = sizes_before(&ops, &initial);
                 (ops, sizes, sector, limit)
             })
+    }
+
+    /// The op of one generated step (`what` picks the kind; an `O_DSYNC`
+    /// write pushes its write first and is its implied fdatasync).
+    fn step_op(ops: &mut Vec<Op>, what: u8, ino: u32, off: u64, len: u64) -> Op {
+        let i = ops.len();
+        let data = DataRef { start: 0, len };
+        let mut o = match what {
+            0..=3 => op(OpKind::Write { ino, off, data }),
+            4 => op(OpKind::Truncate { ino, size: off }),
+            5 => op(OpKind::Fsync {
+                ino,
+                barrier: i,
+                implied: false,
+            }),
+            6 => op(OpKind::Fdatasync {
+                ino: 10,
+                barrier: i,
+                implied: false,
+            }),
+            7 => {
+                ops.push(op(OpKind::Write { ino, off, data }));
+                op(OpKind::Fdatasync {
+                    ino,
+                    barrier: i + 1,
+                    implied: true,
+                })
+            }
+            8 => op(OpKind::Link {
+                dir: 10,
+                name: Name(b"t".to_vec()),
+                ino,
+                new: true,
+            }),
+            9 => op(OpKind::Rename {
+                from_dir: 10,
+                from_name: Name(b"t".to_vec()),
+                to_dir: 10 + (off % 2) as u32,
+                to_name: Name(b"u".to_vec()),
+                ino,
+                replaced: None,
+                exchange: false,
+            }),
+            10 => op(OpKind::Output {
+                data: DataRef { start: 0, len: 3 },
+            }),
+            _ => op(OpKind::Fsync {
+                ino: 10 + (off % 2) as u32,
+                barrier: i,
+                implied: false,
+            }),
+        };
+        o.path = Name(format!("d{}/f{ino}", off % 2).into_bytes());
+        o.syscall = if what == 4 {
+            "openat".into()
+        } else {
+            "x".into()
+        };
+        o
+    }
+
+    /// The size of its file before each op, from the files' initial sizes.
+    fn sizes_before(ops: &[Op], initial: &[u64]) -> Vec<u64> {
+        let mut size: HashMap<u32, u64> = (1..4u32).map(|i| (i, initial[i as usize])).collect();
+        ops.iter()
+            .map(|o| match &o.kind {
+                OpKind::Write { ino, off, data } => {
+                    let s = size.entry(*ino).or_insert(0);
+                    let before = *s;
+                    *s = (*s).max(off + data.len);
+                    before
+                }
+                OpKind::Truncate { ino, size: to } => {
+                    let s = size.entry(*ino).or_insert(0);
+                    std::mem::replace(s, *to)
+                }
+                _ => 0,
+            })
+            .collect()
     }
 
     proptest! {
