@@ -92,26 +92,7 @@ fn main() {
         states as f64 / total.as_secs_f64(),
         keys.rebuilt(),
     );
-    println!("| crash points | states | ops lost or torn per state | time | µs per state |");
-    println!("|---|---|---|---|---|");
-    for (i, (n, t, lost)) in deciles.iter().enumerate() {
-        let lo = i * tenth;
-        if lo >= points.len() {
-            // A trace of fewer than ten crash points has fewer deciles.
-            break;
-        }
-        let hi = ((i + 1) * tenth).min(points.len()) - 1;
-        let per = if *n == 0 {
-            0.0
-        } else {
-            t.as_secs_f64() * 1e6 / *n as f64
-        };
-        println!(
-            "| c{lo}–c{hi} | {n} | {:.1} | {:.2} s | {per:.1} |",
-            *lost as f64 / (*n).max(1) as f64,
-            t.as_secs_f64()
-        );
-    }
+    print_deciles(&deciles, tenth, points.len());
     let started = Instant::now();
     let explored = distinct_states(&trace, &outputs, &[model], &cfg, SECTOR_BYTES_DEFAULT)
         .unwrap_or_else(|e| {
@@ -126,4 +107,29 @@ fn main() {
         explored.distinct.len(),
         n as f64 / wall,
     );
+}
+
+/// The table of states, ops lost or torn and time per tenth of the crash
+/// points (`tenth` of them each, `points` in all).
+fn print_deciles(deciles: &[(usize, Duration, usize)], tenth: usize, points: usize) {
+    println!("| crash points | states | ops lost or torn per state | time | µs per state |");
+    println!("|---|---|---|---|---|");
+    for (i, (n, t, lost)) in deciles.iter().enumerate() {
+        let lo = i * tenth;
+        if lo >= points {
+            // A trace of fewer than ten crash points has fewer deciles.
+            break;
+        }
+        let hi = ((i + 1) * tenth).min(points) - 1;
+        let per = if *n == 0 {
+            0.0
+        } else {
+            t.as_secs_f64() * 1e6 / *n as f64
+        };
+        println!(
+            "| c{lo}–c{hi} | {n} | {:.1} | {:.2} s | {per:.1} |",
+            *lost as f64 / (*n).max(1) as f64,
+            t.as_secs_f64()
+        );
+    }
 }
