@@ -642,6 +642,28 @@ fn env_u64(name: &str, default: u64) -> u64 {
     }
 }
 
+/// The programs to compare, each with its name: the one
+/// `BLACKOUT_DIFFERENTIAL_REPLAY` names alone, else the regression cases
+/// and `BLACKOUT_DIFFERENTIAL_PROGRAMS` generated ones from
+/// `BLACKOUT_DIFFERENTIAL_SEED`.
+fn programs() -> Vec<(String, Program)> {
+    if let Some(file) = std::env::var_os(REPLAY_ENV) {
+        let text = std::fs::read_to_string(&file).expect("the program to replay");
+        return vec![(
+            PathBuf::from(&file).display().to_string(),
+            Program::parse(&text).expect("a program"),
+        )];
+    }
+    let mut programs: Vec<(String, Program)> = regressions()
+        .into_iter()
+        .map(|(p, prog)| (p.display().to_string(), prog))
+        .collect();
+    let n = env_u64(PROGRAMS_ENV, PROGRAMS_DEFAULT);
+    let first = env_u64(SEED_ENV, 1);
+    programs.extend((first..first + n).map(|seed| (format!("seed {seed}"), generate(seed))));
+    programs
+}
+
 fn main() {
     if let Some(file) = std::env::var_os(PROGRAM_ENV) {
         let text = std::fs::read_to_string(&file).expect("the program file");
@@ -656,21 +678,7 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let mut programs: Vec<(String, Program)> = regressions()
-        .into_iter()
-        .map(|(p, prog)| (p.display().to_string(), prog))
-        .collect();
-    if let Some(file) = std::env::var_os(REPLAY_ENV) {
-        let text = std::fs::read_to_string(&file).expect("the program to replay");
-        programs = vec![(
-            PathBuf::from(&file).display().to_string(),
-            Program::parse(&text).expect("a program"),
-        )];
-    } else {
-        let n = env_u64(PROGRAMS_ENV, PROGRAMS_DEFAULT);
-        let first = env_u64(SEED_ENV, 1);
-        programs.extend((first..first + n).map(|seed| (format!("seed {seed}"), generate(seed))));
-    }
+    let programs = programs();
     let scratch = tempfile::Builder::new()
         .prefix("blackout-differential-")
         .tempdir()
