@@ -600,6 +600,38 @@ pub fn every_example(refs: &Path, kvstore: &Path) -> Vec<Example> {
             });
         }
     }
+    out.extend(engine_examples(refs));
+    for bug in [
+        "none",
+        "ack-before-fsync",
+        "no-log-dir-fsync",
+        "snapshot-no-dir-fsync",
+        "snapshot-unsynced-data",
+        "snapshot-in-place",
+        "no-checksum",
+    ] {
+        let kv = kvstore.display();
+        let flag = if bug == "none" {
+            String::new()
+        } else {
+            format!(" --bug {bug}")
+        };
+        out.push(Example {
+            name: format!("kvstore{flag} load 8"),
+            setup: String::new(),
+            checker: format!("{kv}{flag} check"),
+            workload: format!("{kv}{flag} load 8"),
+            flags: vec![],
+        });
+    }
+    out
+}
+
+/// The small engines of `tests/engines/` as examples (the in-place save's
+/// checker compares with the versions in `refs`).
+fn engine_examples(refs: &Path) -> Vec<Example> {
+    let repo = crate::common::repo();
+    let mut out = Vec::new();
     let engines = repo.join("tests/engines");
     let py = |name: &str, args: &str| format!("python3 {} {args}", engines.join(name).display());
     for mode in ["dsync", "append", "page"] {
@@ -639,29 +671,6 @@ pub fn every_example(refs: &Path, kvstore: &Path) -> Vec<Example> {
         workload: inplace("save"),
         flags: vec![],
     });
-    for bug in [
-        "none",
-        "ack-before-fsync",
-        "no-log-dir-fsync",
-        "snapshot-no-dir-fsync",
-        "snapshot-unsynced-data",
-        "snapshot-in-place",
-        "no-checksum",
-    ] {
-        let kv = kvstore.display();
-        let flag = if bug == "none" {
-            String::new()
-        } else {
-            format!(" --bug {bug}")
-        };
-        out.push(Example {
-            name: format!("kvstore{flag} load 8"),
-            setup: String::new(),
-            checker: format!("{kv}{flag} check"),
-            workload: format!("{kv}{flag} load 8"),
-            flags: vec![],
-        });
-    }
     out
 }
 
