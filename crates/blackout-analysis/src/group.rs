@@ -322,7 +322,7 @@ impl Building {
 /// nothing lost is made once, all of them in order up to the latest asked
 /// for; those of states that lost or tore something are cheap when asked
 /// in crash-point order (a run's states are explained in that order).
-pub struct Known<'t> {
+pub struct StateKeys<'t> {
     outputs: &'t Outputs,
     /// Keys of states with nothing lost, made in crash-point order.
     plain_keys: Keyer<'t>,
@@ -336,11 +336,11 @@ pub struct Known<'t> {
     plain: Vec<StateKey>,
 }
 
-impl<'t> Known<'t> {
+impl<'t> StateKeys<'t> {
     /// Keys of states of `trace` (which printed `outputs`), writes torn at
     /// `sector`.
-    pub fn new(trace: &'t Trace, outputs: &'t Outputs, sector: u64) -> Known<'t> {
-        Known {
+    pub fn new(trace: &'t Trace, outputs: &'t Outputs, sector: u64) -> StateKeys<'t> {
+        StateKeys {
             outputs,
             plain_keys: Keyer::new(trace, sector),
             keys: Keyer::new(trace, sector),
@@ -410,7 +410,7 @@ impl OwnStates<'_> {
     /// the checker cannot say of stays unknown).
     fn check(
         &mut self,
-        known: &mut Known<'_>,
+        known: &mut StateKeys<'_>,
         cache: &mut Cache,
         d: &StateDesc,
     ) -> Result<(), Stopped> {
@@ -435,7 +435,7 @@ impl OwnStates<'_> {
 fn explain_all(
     cx: &explain::Context<'_>,
     failing: &[Checked],
-    known: &mut Known<'_>,
+    known: &mut StateKeys<'_>,
     cache: &mut Cache,
     ask: &mut dyn Ask,
 ) -> Result<Vec<explain::Cause>, Stopped> {
@@ -487,7 +487,7 @@ fn group_causes(
         return Ok(Vec::new());
     }
     let cx = explain::Context::new(s.trace, s.outputs).with_alone_outcomes(alone.iter().copied());
-    let mut known = Known::new(s.trace, s.outputs, s.sector);
+    let mut known = StateKeys::new(s.trace, s.outputs, s.sector);
     let synced = Synced::of(s.trace);
     let mut groups: Vec<Building> = Vec::new();
     let causes = explain_all(&cx, failing, &mut known, cache, ask)?;

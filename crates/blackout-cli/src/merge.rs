@@ -7,7 +7,7 @@ use anyhow::{anyhow, Context, Result};
 
 use blackout::export::ExportContext;
 use blackout::run::{merge_parts, MergeError, RunConfig, RunError};
-use blackout::shard::Part;
+use blackout::shard::ShardPart;
 
 use crate::args::state_flags_of;
 use crate::args::MergeArgs;
@@ -22,7 +22,7 @@ pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
     }
     let mut parts = Vec::with_capacity(a.parts.len());
     for path in &a.parts {
-        parts.push(Part::load(path)?);
+        parts.push(ShardPart::load(path)?);
     }
     let trace_path = match (&a.trace, parts[0].trace.as_ref()) {
         (Some(p), _) => p.clone(),

@@ -11,7 +11,7 @@ use blackout::baseline;
 use blackout::explore::model::for_people;
 use blackout::export::ExportContext;
 use blackout::run::{check_shard, check_trace, RunConfig, RunError};
-use blackout::shard::{Part, Shard};
+use blackout::shard::{Shard, ShardPart};
 
 use crate::args::{run_config, Backend, RunArgs};
 use crate::block::cmd_run_block;
@@ -206,7 +206,7 @@ pub(crate) fn shard_of(a: &RunArgs) -> Result<Option<(Shard, PathBuf)>> {
 
 /// Writes a shard's part and says what it holds.
 pub(crate) fn write_part(
-    result: Result<Part, RunError>,
+    result: Result<ShardPart, RunError>,
     path: &std::path::Path,
     trace_path: Option<&std::path::Path>,
 ) -> Result<u8> {

@@ -49,7 +49,7 @@ use blackout_oplog::trace::Trace;
 use blackout_sys::scratch::default_scratch_parent;
 
 use crate::shard::{
-    CannotRun, Known, Part, PartError, PartState, Settings, Shard, PART_FORMAT, PART_SCHEMA,
+    CannotRun, Known, PartError, PartState, Settings, Shard, ShardPart, PART_FORMAT, PART_SCHEMA,
 };
 
 /// How to run.
@@ -231,8 +231,8 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
 /// Checks one shard of a trace: everything [`check_trace`] does before
 /// checking (the pre-check, the nothing-lost check, exploring every model),
 /// then only the distinct states in `shard`. The part it returns names no
-/// trace file (set [`Part::trace`]); `blackout merge` draws the verdict.
-pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part, RunError> {
+/// trace file (set [`ShardPart::trace`]); `blackout merge` draws the verdict.
+pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<ShardPart, RunError> {
     shard
         .validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
@@ -262,7 +262,7 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Part,
         })
     })?;
     let run = pooled.value;
-    Ok(Part {
+    Ok(ShardPart {
         format: PART_FORMAT.into(),
         schema: PART_SCHEMA,
         made_by: concat!("blackout ", env!("CARGO_PKG_VERSION")).into(),
@@ -346,7 +346,7 @@ pub enum MergeError {
 pub fn merge_parts(
     trace: &Trace,
     cfg: &RunConfig,
-    parts: &[Part],
+    parts: &[ShardPart],
 ) -> Result<RunReport, MergeError> {
     let known = Known::of_parts(parts, &trace.content_id(), &cfg.settings())?;
     let pooled = with_pool::<_, MergeError>(trace, cfg, |s, promises| {
@@ -394,7 +394,7 @@ pub fn merge_parts(
     Ok(report)
 }
 
-/// What a shard found, before it becomes a [`Part`].
+/// What a shard found, before it becomes a [`ShardPart`].
 struct ShardRun {
     precheck: Option<Outcome>,
     all_applied: Option<Outcome>,
@@ -1248,9 +1248,9 @@ mod tests {
             "{}",
             sample.reason
         );
-        let parts: Vec<Part> = (1..=2)
+        let parts: Vec<ShardPart> = (1..=2)
             .map(|index| check_shard(&t, &cfg, Shard { index, count: 2 }).unwrap())
-            .map(|p| Part::read(p.to_json().as_bytes()).unwrap())
+            .map(|p| ShardPart::read(p.to_json().as_bytes()).unwrap())
             .collect();
         assert!(parts.iter().any(|p| p.unchecked > 0));
         let merged = merge_parts(&t, &cfg, &parts).unwrap();
@@ -1287,9 +1287,9 @@ mod tests {
         cfg.scratch_parent = Some(dir.path().to_path_buf());
         let single = check_trace(&t, &cfg).unwrap();
         assert_eq!(single.verdict, Verdict::Fail);
-        let parts: Vec<Part> = (1..=3)
+        let parts: Vec<ShardPart> = (1..=3)
             .map(|index| check_shard(&t, &cfg, Shard { index, count: 3 }).unwrap())
-            .map(|p| Part::read(p.to_json().as_bytes()).unwrap())
+            .map(|p| ShardPart::read(p.to_json().as_bytes()).unwrap())
             .collect();
         // Each distinct state but the one where nothing was lost is
         // checked by exactly one shard.
@@ -1297,7 +1297,7 @@ mod tests {
         assert_eq!(checked + 1, single.states_checked);
         let merged = merge_parts(&t, &cfg, &parts).unwrap();
         assert_eq!(without_timings(&single), without_timings(&merged));
-        let refused = |parts: &[Part], cfg: &RunConfig| match merge_parts(&t, cfg, parts) {
+        let refused = |parts: &[ShardPart], cfg: &RunConfig| match merge_parts(&t, cfg, parts) {
             Err(MergeError::Part(e)) => e.to_string(),
             other => panic!("{other:?}"),
         };

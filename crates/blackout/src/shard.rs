@@ -5,7 +5,7 @@
 //! check), then checks only the distinct states whose content key falls in
 //! its [`Shard`]: the first 8 bytes of the content hash, read as a
 //! big-endian integer, modulo N, equal to K − 1. What a shard found is a
-//! [`Part`]: a versioned JSON document naming the trace (its content id),
+//! [`ShardPart`]: a versioned JSON document naming the trace (its content id),
 //! every setting that changes results ([`Settings`], with a fingerprint),
 //! the shard, the outcomes of the two checks every run makes first, and the
 //! outcome of each distinct state it checked, by content key.
@@ -15,7 +15,7 @@
 //! twice or missing, a state filed under the wrong shard; what remains is
 //! the outcomes a single run would have had, which `run::merge_parts`
 //! analyses exactly as a single run does. A part file is hostile input:
-//! [`Part::read`] checks its schema, types, keys and shard before anything
+//! [`ShardPart::read`] checks its schema, types, keys and shard before anything
 //! uses it.
 
 use std::io;
@@ -232,7 +232,7 @@ pub struct CannotRun {
 
 /// What one shard of a run found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Part {
+pub struct ShardPart {
     /// [`PART_FORMAT`].
     pub format: String,
     /// [`PART_SCHEMA`].
@@ -302,7 +302,7 @@ pub enum PartError {
     Mismatch(String),
 }
 
-impl Part {
+impl ShardPart {
     /// The JSON text of the part.
     pub fn to_json(&self) -> String {
         let mut s = serde_json::to_string_pretty(self).unwrap_or_default();
@@ -326,7 +326,7 @@ impl Part {
     }
 
     /// Reads and checks a part file.
-    pub fn load(path: &Path) -> Result<Part, PartError> {
+    pub fn load(path: &Path) -> Result<ShardPart, PartError> {
         let name = path.display().to_string();
         let read = |source| PartError::Read {
             path: name.clone(),
@@ -340,7 +340,7 @@ impl Part {
             });
         }
         let bytes = std::fs::read(path).map_err(read)?;
-        let mut part = Part::read(&bytes).map_err(|message| PartError::Invalid {
+        let mut part = ShardPart::read(&bytes).map_err(|message| PartError::Invalid {
             path: name.clone(),
             message,
         })?;
@@ -350,7 +350,7 @@ impl Part {
 
     /// Reads and checks a part from its JSON text; the error says what is
     /// wrong, in one line.
-    pub fn read(bytes: &[u8]) -> Result<Part, String> {
+    pub fn read(bytes: &[u8]) -> Result<ShardPart, String> {
         let value: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| format!("not a blackout part file (not JSON: {e})"))?;
         if value.get("format").and_then(|f| f.as_str()) != Some(PART_FORMAT) {
@@ -368,7 +368,7 @@ impl Part {
                 ))
             }
         }
-        let part: Part =
+        let part: ShardPart =
             serde_json::from_value(value).map_err(|e| format!("a malformed part: {e}"))?;
         part.validate()?;
         Ok(part)
@@ -443,7 +443,7 @@ impl Known {
     /// content id `trace_id` with these settings, each once, and collects
     /// their outcomes.
     pub fn of_parts(
-        parts: &[Part],
+        parts: &[ShardPart],
         trace_id: &str,
         settings: &Settings,
     ) -> Result<Known, PartError> {
@@ -451,7 +451,7 @@ impl Known {
             return mismatch("no part to merge".into());
         };
         let count = first.shard.count;
-        let mut by_index: Vec<Option<&Part>> = vec![None; count];
+        let mut by_index: Vec<Option<&ShardPart>> = vec![None; count];
         for p in parts {
             p.shard.validate().map_err(PartError::Mismatch)?;
             if p.trace_id != trace_id {
@@ -479,7 +479,7 @@ impl Known {
                 return mismatch(format!(
                     "shard {} is given twice: {} and {}",
                     p.shard,
-                    slot.map(Part::label).unwrap_or_default(),
+                    slot.map(ShardPart::label).unwrap_or_default(),
                     p.label()
                 ));
             }
@@ -501,11 +501,15 @@ impl Known {
                 "missing shard{} {}: merge needs every part of the run (given: {})",
                 if missing.len() == 1 { "" } else { "s" },
                 missing.join(", "),
-                parts.iter().map(Part::label).collect::<Vec<_>>().join(", ")
+                parts
+                    .iter()
+                    .map(ShardPart::label)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         // Shards that explored (the others stopped before) agree on what.
-        let explored: Vec<&Part> = parts.iter().filter(|p| p.distinct > 0).collect();
+        let explored: Vec<&ShardPart> = parts.iter().filter(|p| p.distinct > 0).collect();
         if let Some(a) = explored.iter().find(|p| p.distinct != explored[0].distinct) {
             return mismatch(format!(
                 "{} explored {} distinct states, {} {}: made by different blackout versions?",
@@ -515,13 +519,13 @@ impl Known {
                 explored[0].distinct
             ));
         }
-        let ordered: Vec<&Part> = by_index.into_iter().flatten().collect();
+        let ordered: Vec<&ShardPart> = by_index.into_iter().flatten().collect();
         Ok(Known::collect(&ordered))
     }
 
     /// The outcomes of parts already checked to make one whole, in shard
     /// order.
-    fn collect(parts: &[&Part]) -> Known {
+    fn collect(parts: &[&ShardPart]) -> Known {
         let one = parts[0];
         Known {
             precheck: one.precheck.clone(),
@@ -575,7 +579,7 @@ mod tests {
             b"{\"format\": \"blackout-part\", \"schema\": 2, \"trace\": 3}",
             b"\xff\xfe",
         ] {
-            let e = Part::read(bad).unwrap_err();
+            let e = ShardPart::read(bad).unwrap_err();
             assert!(!e.contains('\n'), "{e}");
         }
     }

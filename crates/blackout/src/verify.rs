@@ -19,7 +19,7 @@ use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
 use blackout_analysis::explain::{self, SyncFix};
-use blackout_analysis::group::{fail_reason, sorted_results, Analysis, Known};
+use blackout_analysis::group::{fail_reason, sorted_results, Analysis, StateKeys};
 use blackout_analysis::report::{CauseGroup, FixCheck, FixSet, ModelReport, Verdict};
 
 use crate::sweep::{add_rest, RunError, Session};
@@ -572,7 +572,7 @@ pub fn verify_fix(
     let (failing, _) = sorted_results(&s2, m, &results);
     let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
     let still = failing.first().map(|c| {
-        let mut known = Known::new(&trace, &outputs, s.pool.cfg.sector);
+        let mut known = StateKeys::new(&trace, &outputs, s.pool.cfg.sector);
         let reason = fail_reason(&c.outcome);
         let cause = explain::explain(&cx, &c.desc(), reason, &mut |d| known.rejected(cache, d));
         (c.id.clone(), cause.sentence)

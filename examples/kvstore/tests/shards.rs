@@ -7,7 +7,7 @@ mod common;
 use blackout::analysis::report::RunReport;
 use blackout::explore::model::Model;
 use blackout::run::{check_shard, check_trace, merge_parts};
-use blackout::shard::{Part, Shard};
+use blackout::shard::{Shard, ShardPart};
 use common::{bugs, recorded};
 use serde_json::Value;
 
@@ -28,9 +28,9 @@ fn three_shards_merged_equal_one_run_for_every_planted_bug() {
     for bug in all {
         let (trace, cfg) = recorded(&bug, &Model::ALL);
         let one = check_trace(&trace, &cfg).expect("checking kvstore");
-        let parts: Vec<Part> = (1..=3)
+        let parts: Vec<ShardPart> = (1..=3)
             .map(|index| check_shard(&trace, &cfg, Shard { index, count: 3 }).unwrap())
-            .map(|p| Part::read(p.to_json().as_bytes()).unwrap())
+            .map(|p| ShardPart::read(p.to_json().as_bytes()).unwrap())
             .collect();
         let merged = merge_parts(&trace, &cfg, &parts).expect("merging");
         assert_eq!(
