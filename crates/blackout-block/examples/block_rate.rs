@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use blackout_block::log::RecordKind;
-use blackout_block::recording::Recording;
+use blackout_block::recording::DeviceRecording;
 use blackout_block::session::{DeviceSession, FsKind, SessionConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -76,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Times writing states at the recording's crash points, and mounting them.
-fn states(fs: FsKind, recording: &Recording) -> Result<(), Box<dyn std::error::Error>> {
+fn states(fs: FsKind, recording: &DeviceRecording) -> Result<(), Box<dyn std::error::Error>> {
     let points = recording.crash_points();
     let dir = tempfile::tempdir_in(blackout_sys::scratch::default_scratch_parent())?;
     let sample: Vec<usize> = points

@@ -53,7 +53,7 @@ impl std::fmt::Display for Barrier {
 /// assert_eq!(points[0].barrier, Barrier::Base);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CrashPoint {
+pub struct LogPoint {
     /// Records `0..position` are on the device.
     pub position: usize,
     /// What the point is just after.
@@ -94,12 +94,12 @@ pub struct CrashPoint {
 /// assert_eq!(at, [1, 3]);
 /// assert_eq!(points[1].barrier, Barrier::Flush);
 /// ```
-pub fn crash_points(log: &BlockLog, base: usize) -> Vec<CrashPoint> {
+pub fn crash_points(log: &BlockLog, base: usize) -> Vec<LogPoint> {
     points_in(&log.records, base)
 }
 
 /// [`crash_points`] over the records `records` (a log, or its head).
-fn points_in(records: &[Record], base: usize) -> Vec<CrashPoint> {
+fn points_in(records: &[Record], base: usize) -> Vec<LogPoint> {
     let base = base.min(records.len());
     let mut marks = records[..base]
         .iter()
@@ -108,7 +108,7 @@ fn points_in(records: &[Record], base: usize) -> Vec<CrashPoint> {
     let mut in_flight = 0;
     let mut changed = false;
     let nanos = base.checked_sub(1).map_or(0, |i| records[i].nanos);
-    let mut points = vec![CrashPoint {
+    let mut points = vec![LogPoint {
         position: base,
         barrier: Barrier::Base,
         nanos,
@@ -132,7 +132,7 @@ fn points_in(records: &[Record], base: usize) -> Vec<CrashPoint> {
                 Barrier::Mark(name.clone())
             }
         };
-        points.push(CrashPoint {
+        points.push(LogPoint {
             position: i + 1,
             barrier,
             nanos: r.nanos,
@@ -163,7 +163,7 @@ fn points_in(records: &[Record], base: usize) -> Vec<CrashPoint> {
 /// assert_eq!(points.last().unwrap().in_flight, 1);
 /// assert_eq!(crash_points_until(&log, 0, 2).len(), 2);
 /// ```
-pub fn crash_points_until(log: &BlockLog, base: usize, end: usize) -> Vec<CrashPoint> {
+pub fn crash_points_until(log: &BlockLog, base: usize, end: usize) -> Vec<LogPoint> {
     let end = end.min(log.records.len());
     let mut points = points_in(&log.records[..end], base);
     let last = points.last().map_or(0, |p| p.position);
@@ -175,7 +175,7 @@ pub fn crash_points_until(log: &BlockLog, base: usize, end: usize) -> Vec<CrashP
             .filter(|r| matches!(r.kind, RecordKind::Write { .. } | RecordKind::Zero { .. }))
             .count();
         let in_flight = points.last().map_or(0, |p| p.in_flight) + since;
-        points.push(CrashPoint {
+        points.push(LogPoint {
             position: end,
             barrier: Barrier::End,
             nanos: log.records[end - 1].nanos,

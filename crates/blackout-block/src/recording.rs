@@ -5,7 +5,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::crash::{crash_points, CrashPoint};
+use crate::crash::{crash_points, LogPoint};
 use crate::image::{Cursor, Replay};
 use crate::log::BlockLog;
 
@@ -32,7 +32,7 @@ pub const BASE_FILE: &str = "base.img";
 /// # Ok::<(), blackout_block::session::SessionError>(())
 /// ```
 #[derive(Debug)]
-pub struct Recording {
+pub struct DeviceRecording {
     dir: PathBuf,
     data: PathBuf,
     base_image: PathBuf,
@@ -41,7 +41,7 @@ pub struct Recording {
     size: u64,
 }
 
-impl Recording {
+impl DeviceRecording {
     /// A recording of `log` whose directory `dir` holds [`DATA_FILE`] and
     /// [`BASE_FILE`] (the device of `size` bytes at position `base`). The
     /// recording owns `dir` from now on.
@@ -50,12 +50,12 @@ impl Recording {
     ///
     /// ```no_run
     /// use blackout_block::log::BlockLog;
-    /// use blackout_block::recording::Recording;
-    /// let r = Recording::new("/scratch/rec".into(), BlockLog::default(), 0, 1 << 20);
+    /// use blackout_block::recording::DeviceRecording;
+    /// let r = DeviceRecording::new("/scratch/rec".into(), BlockLog::default(), 0, 1 << 20);
     /// assert_eq!(r.base(), 0);
     /// ```
-    pub fn new(dir: PathBuf, log: BlockLog, base: usize, size: u64) -> Recording {
-        Recording {
+    pub fn new(dir: PathBuf, log: BlockLog, base: usize, size: u64) -> DeviceRecording {
+        DeviceRecording {
             data: dir.join(DATA_FILE),
             base_image: dir.join(BASE_FILE),
             dir,
@@ -70,7 +70,7 @@ impl Recording {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) {
     /// println!("{}", r.log().to_text());
     /// # }
     /// ```
@@ -83,7 +83,7 @@ impl Recording {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) {
     /// assert!(r.base() <= r.log().records.len());
     /// # }
     /// ```
@@ -96,7 +96,7 @@ impl Recording {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) {
     /// assert!(r.size() > 0);
     /// # }
     /// ```
@@ -109,7 +109,7 @@ impl Recording {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) {
     /// assert!(r.dir().join("base.img").exists());
     /// # }
     /// ```
@@ -122,11 +122,11 @@ impl Recording {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(r: &blackout_block::recording::Recording) {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) {
     /// assert_eq!(r.crash_points()[0].position, r.base());
     /// # }
     /// ```
-    pub fn crash_points(&self) -> Vec<CrashPoint> {
+    pub fn crash_points(&self) -> Vec<LogPoint> {
         crash_points(&self.log, self.base)
     }
 
@@ -136,7 +136,7 @@ impl Recording {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(r: &blackout_block::recording::Recording) -> std::io::Result<()> {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) -> std::io::Result<()> {
     /// r.replay_to(r.log().records.len(), std::path::Path::new("/tmp/end.img"))?;
     /// # Ok(()) }
     /// ```
@@ -152,7 +152,7 @@ impl Recording {
     ///
     /// ```no_run
     /// # use blackout_block::image::Replay;
-    /// # fn f(r: &blackout_block::recording::Recording) -> std::io::Result<()> {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) -> std::io::Result<()> {
     /// let from_start = Replay { base: None, ..r.replay() };
     /// from_start.write_image(r.base(), std::path::Path::new("/tmp/base.img"))?;
     /// # Ok(()) }
@@ -172,7 +172,7 @@ impl Recording {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn f(r: &blackout_block::recording::Recording) -> std::io::Result<()> {
+    /// # fn f(r: &blackout_block::recording::DeviceRecording) -> std::io::Result<()> {
     /// let mut cursor = r.cursor(std::path::Path::new("/tmp/work.img"))?;
     /// for point in r.crash_points() {
     ///     cursor.advance(point.position)?;
@@ -184,7 +184,7 @@ impl Recording {
     }
 }
 
-impl Drop for Recording {
+impl Drop for DeviceRecording {
     fn drop(&mut self) {
         let _ = blackout_sys::scratch::remove_tree(&self.dir);
     }

@@ -15,11 +15,11 @@ use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::crash::{crash_points, CrashPoint};
+use crate::crash::{crash_points, LogPoint};
 use crate::daemon::{unmount_patiently, Daemon, IMAGE_NAME, OUTPUT_NAME};
 use crate::image::{create_sparse, Replay};
 use crate::log::{BlockLog, LiveLog};
-use crate::recording::{Recording, BASE_FILE, DATA_FILE};
+use crate::recording::{DeviceRecording, BASE_FILE, DATA_FILE};
 
 /// Where tools are looked for besides `$PATH` (root's tools live in sbin).
 const TOOL_DIRS: &[&str] = &["/usr/local/sbin", "/usr/sbin", "/sbin"];
@@ -643,7 +643,7 @@ impl DeviceSession {
     /// }
     /// # }
     /// ```
-    pub fn crash_points(&self) -> Vec<CrashPoint> {
+    pub fn crash_points(&self) -> Vec<LogPoint> {
         crash_points(&self.log.snapshot(), self.base)
     }
 
@@ -730,7 +730,7 @@ impl DeviceSession {
 
     /// Takes the device down — unmount, detach the loop device, stop the
     /// daemon — and keeps the log, its data and the base image as a
-    /// [`Recording`] (the live image and mount points are removed). On a
+    /// [`DeviceRecording`] (the live image and mount points are removed). On a
     /// failure everything is removed, as by [`DeviceSession::close`].
     ///
     /// # Examples
@@ -742,7 +742,7 @@ impl DeviceSession {
     /// println!("{} crash points", recording.crash_points().len());
     /// # Ok(()) }
     /// ```
-    pub fn finish(mut self) -> Result<Recording, SessionError> {
+    pub fn finish(mut self) -> Result<DeviceRecording, SessionError> {
         self.release_device()?;
         let remove =
             |r: io::Result<()>| r.map_err(|e| SessionError::step("removing the live image", e));
@@ -751,7 +751,7 @@ impl DeviceSession {
         remove(fs::remove_dir(self.mount_path()))?;
         self.closed = true;
         let log = self.log.snapshot();
-        Ok(Recording::new(
+        Ok(DeviceRecording::new(
             self.scratch.clone(),
             log,
             self.base,

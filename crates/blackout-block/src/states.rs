@@ -23,7 +23,7 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::crash::{Barrier, CrashPoint};
+use crate::crash::{Barrier, LogPoint};
 use crate::image::{apply, Cursor};
 use crate::log::{BlockLog, Record, RecordKind};
 
@@ -98,7 +98,7 @@ pub struct Window {
 /// assert_eq!(window(&log, 0, &points[1]).writes, [0]);
 /// assert_eq!(window(&log, 0, &points[1]).start, 0);
 /// ```
-pub fn window(log: &BlockLog, base: usize, point: &CrashPoint) -> Window {
+pub fn window(log: &BlockLog, base: usize, point: &LogPoint) -> Window {
     let end = point.position.min(log.records.len());
     let base = base.min(end);
     // A flush point's window is the writes the flush made durable: power
@@ -161,7 +161,7 @@ pub struct SubsetCoverage {
 pub fn enumerate(
     log: &BlockLog,
     base: usize,
-    points: &[CrashPoint],
+    points: &[LogPoint],
     max_subsets: usize,
     seed: u64,
 ) -> (Vec<BlockState>, SubsetCoverage) {

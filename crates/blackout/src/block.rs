@@ -22,10 +22,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use blackout_analysis::report::{Checked, RunReport, Verdict};
-use blackout_block::crash::{crash_points_until, Barrier, CrashPoint};
+use blackout_block::crash::{crash_points_until, Barrier, LogPoint};
 use blackout_block::log::{BlockLog, RecordKind};
 use blackout_block::mount::MountedImage;
-use blackout_block::recording::{Recording as DeviceRecording, DATA_FILE};
+use blackout_block::recording::{DeviceRecording, DATA_FILE};
 use blackout_block::session::{tool_installed, DeviceSession, FsKind, SessionConfig, SessionError};
 use blackout_block::states::{enumerate, window, write_state, BlockState, SubsetCoverage};
 use blackout_check::outcome::Outcome;
@@ -461,7 +461,7 @@ fn listing_key(l: &Listing, promises: &[u8]) -> blake3::Hash {
 /// The crash points explored: up to the end, and with `--settle` only
 /// those at least that long after the last promise (the first of them
 /// placed exactly there).
-fn explored_points(rec: &BlockRecording, settle: Option<Duration>) -> Vec<CrashPoint> {
+fn explored_points(rec: &BlockRecording, settle: Option<Duration>) -> Vec<LogPoint> {
     let log = rec.device.log();
     let base = rec.device.base();
     let points = crash_points_until(log, base, rec.end);
@@ -490,7 +490,7 @@ fn explored_points(rec: &BlockRecording, settle: Option<Duration>) -> Vec<CrashP
         .iter()
         .filter(|r| matches!(r.kind, RecordKind::Mark { .. }))
         .count();
-    let mut kept = vec![CrashPoint {
+    let mut kept = vec![LogPoint {
         position: cut,
         barrier: Barrier::End,
         nanos: cut_nanos,
@@ -683,7 +683,7 @@ fn check_mounted(
 fn report(
     rec: &BlockRecording,
     how: &BlockCheck<'_>,
-    points: &[CrashPoint],
+    points: &[LogPoint],
     (visited, states): (usize, usize),
     coverage: SubsetCoverage,
     distinct: Vec<(BlockChecked, Listing)>,
@@ -781,7 +781,7 @@ fn report(
 }
 
 /// How many ops had returned when power failed at `point`.
-fn ops_done(rec: &BlockRecording, point: &CrashPoint) -> usize {
+fn ops_done(rec: &BlockRecording, point: &LogPoint) -> usize {
     let at = rec.started_unix + point.nanos as f64 / 1e9;
     let mut done = 0;
     let mut last = f64::MIN;
@@ -802,7 +802,7 @@ fn ops_done(rec: &BlockRecording, point: &CrashPoint) -> usize {
 fn blame(
     rec: &BlockRecording,
     posix: Option<&RunReport>,
-    point: &CrashPoint,
+    point: &LogPoint,
     files: &Listing,
 ) -> Blame {
     let k = ops_done(rec, point);
