@@ -34,7 +34,7 @@ pub struct Analysis<'a> {
     /// Enumeration settings.
     pub explore: &'a ExploreConfig,
     /// Only lines starting with this are promises.
-    pub promise_prefix: Option<&'a [u8]>,
+    pub ack_prefix: Option<&'a [u8]>,
     /// Distinct fixes verified per model.
     pub fix_verifications: usize,
     /// When fix verification stops: a re-exploration still running then is

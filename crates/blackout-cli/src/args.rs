@@ -658,7 +658,7 @@ pub(crate) fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
     }
     cfg.explore = a.explore.config();
     cfg.sector = a.explore.sector;
-    cfg.promise_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
+    cfg.ack_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
     cfg.consistency_only = a.consistency_only;
     cfg.fix_verifications = a.verify_fixes;
     cfg.check_budget = (!a.explore.exhaustive).then_some(a.check_budget);

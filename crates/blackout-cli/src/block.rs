@@ -129,7 +129,7 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
         let how = BlockCheck {
             config: bcfg,
             checker: cfg.checker.as_ref(),
-            promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+            ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
             scratch_parent: blackout::sys::scratch::default_scratch_parent(),
             cancel: Some(&INTERRUPTED),
             posix: Some(&posix),
@@ -186,7 +186,7 @@ pub(crate) fn emit_block_run(
         checker_flag: "--checker",
         state_flags: &a.explore.state_flags(),
         all_causes: a.report.all_causes,
-        promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+        ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
     let mut out = std::io::stdout().lock();
     if a.report.json {

@@ -70,7 +70,7 @@ pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
         checker_flag: settings.checker_kind.flag().unwrap_or_default(),
         state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
         all_causes: a.report.all_causes,
-        promise_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
+        ack_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
     };
     a.report.emit(&report, &ctx)
 }

@@ -82,7 +82,7 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
         checker_flag,
         state_flags: &a.explore.state_flags(),
         all_causes: a.report.all_causes,
-        promise_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+        ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
     let code = a.report.emit(&report, &ctx)?;
     match &a.baseline {

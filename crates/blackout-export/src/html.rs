@@ -726,7 +726,7 @@ fn render_crash_points(out: &mut String, report: &RunReport, t: &Timeline) {
 
 fn render_timeline(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>) {
     let trace = ctx.trace;
-    let outputs = Outputs::new(trace, ctx.promise_prefix);
+    let outputs = Outputs::new(trace, ctx.ack_prefix);
     let t = Timeline::new(trace, &outputs, &drawn_ops(trace, report, ctx.all_causes));
     out.push_str("<section id=\"timeline\">\n<h2>Op timeline</h2>\n");
     out.push_str(
@@ -977,7 +977,7 @@ fn render_cause(
 }
 
 fn render_causes(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>) {
-    let outputs = Outputs::new(ctx.trace, ctx.promise_prefix);
+    let outputs = Outputs::new(ctx.trace, ctx.ack_prefix);
     let drawn = drawn_ops(ctx.trace, report, ctx.all_causes);
     let t = Timeline::new(ctx.trace, &outputs, &drawn);
     let any = report.models.iter().any(|m| !m.causes.is_empty());

@@ -57,7 +57,7 @@ pub struct ExportContext<'a> {
     pub all_causes: bool,
     /// Only lines of output starting with this are promises (`--ack-prefix`):
     /// where the timeline puts its promise marks.
-    pub promise_prefix: Option<&'a [u8]>,
+    pub ack_prefix: Option<&'a [u8]>,
 }
 
 /// One output format of a run's report.

@@ -32,9 +32,9 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// Collects the output ops of a trace. With `promise_prefix`, only lines
+    /// Collects the output ops of a trace. With `ack_prefix`, only lines
     /// starting with it are promises.
-    pub fn new(trace: &Trace, promise_prefix: Option<&[u8]>) -> Outputs {
+    pub fn new(trace: &Trace, ack_prefix: Option<&[u8]>) -> Outputs {
         let mut stream = Vec::new();
         let mut upto = Vec::with_capacity(trace.ops.len() + 1);
         upto.push(0);
@@ -47,7 +47,7 @@ impl Outputs {
         let mut out = Outputs {
             stream,
             upto,
-            prefix: promise_prefix.map(<[u8]>::to_vec),
+            prefix: ack_prefix.map(<[u8]>::to_vec),
             promises: Vec::new(),
         };
         out.promises = out.locate_promises(trace);

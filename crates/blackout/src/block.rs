@@ -187,7 +187,7 @@ pub struct BlockCheck<'a> {
     /// The checker, run with its working directory at the mounted state.
     pub checker: &'a dyn Checker,
     /// Only lines starting with this are promises.
-    pub promise_prefix: Option<&'a [u8]>,
+    pub ack_prefix: Option<&'a [u8]>,
     /// Where the scratch directory goes.
     pub scratch_parent: PathBuf,
     /// Set from outside to stop (the state being checked is unmounted).
@@ -562,7 +562,7 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         let t = Instant::now();
         write_state(&mut cursor, &log.records, &data, &win, &state.lost, &image)?;
         time.build += t.elapsed().as_secs_f64();
-        let promises = promises_before(log, point.position, how.promise_prefix);
+        let promises = promises_before(log, point.position, how.ack_prefix);
         let target = slot.fs();
         fs::create_dir(&target)?;
         let t = Instant::now();

@@ -65,7 +65,7 @@ pub struct RunConfig {
     /// Sector size for torn writes, in bytes (at least 1).
     pub sector: u64,
     /// Only lines starting with this are promises.
-    pub promise_prefix: Option<Vec<u8>>,
+    pub ack_prefix: Option<Vec<u8>>,
     /// The checker tests consistency alone: no promise is needed and the
     /// pre-check is skipped.
     pub consistency_only: bool,
@@ -113,7 +113,7 @@ impl RunConfig {
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             explore: ExploreConfig::default(),
             sector: SECTOR_BYTES_DEFAULT,
-            promise_prefix: None,
+            ack_prefix: None,
             consistency_only: false,
             scratch_parent: None,
             cancel: None,
@@ -156,7 +156,7 @@ impl RunConfig {
             seed: self.explore.seed,
             representatives: self.explore.representatives,
             sector: self.sector,
-            ack_prefix: self.promise_prefix.as_deref().map(Name::from),
+            ack_prefix: self.ack_prefix.as_deref().map(Name::from),
             consistency_only: self.consistency_only,
             verify_fixes: self.fix_verifications,
             checker: self.checker.command().to_string(),
@@ -189,7 +189,7 @@ impl RunConfig {
             representatives: settings.representatives,
         };
         cfg.sector = settings.sector;
-        cfg.promise_prefix = settings.ack_prefix.as_ref().map(|p| p.0.clone());
+        cfg.ack_prefix = settings.ack_prefix.as_ref().map(|p| p.0.clone());
         cfg.consistency_only = settings.consistency_only;
         cfg.fix_verifications = settings.verify_fixes;
         cfg.check_budget = match settings.check_budget_seconds {
@@ -455,7 +455,7 @@ fn with_pool<T, E: From<RunError>>(
     body: impl FnOnce(&Session<'_>, Vec<String>) -> Result<T, E>,
 ) -> Result<Pooled<T>, E> {
     cfg.validate().map_err(RunError::from)?;
-    let outputs = Outputs::new(trace, cfg.promise_prefix.as_deref());
+    let outputs = Outputs::new(trace, cfg.ack_prefix.as_deref());
     let promises: Vec<String> = outputs
         .all_promises()
         .iter()
@@ -487,7 +487,7 @@ fn with_pool<T, E: From<RunError>>(
             outputs: &outputs,
             sector: cfg.sector,
             explore: &cfg.explore,
-            promise_prefix: cfg.promise_prefix.as_deref(),
+            ack_prefix: cfg.ack_prefix.as_deref(),
             fix_verifications: cfg.fix_verifications,
             fix_deadline: None,
             check_rest: cfg.checks_rest(),
@@ -617,7 +617,7 @@ fn nothing_promised(cfg: &RunConfig, promises: &[String]) -> Stop {
     if !promises.is_empty() || cfg.consistency_only {
         return None;
     }
-    let reason = match &cfg.promise_prefix {
+    let reason = match &cfg.ack_prefix {
         Some(p) => format!(
             "nothing was promised: no line the workload printed starts with `{}` (or pass --consistency-only if the checker tests consistency alone)",
             String::from_utf8_lossy(p)
@@ -1021,11 +1021,11 @@ fn expected(
 pub fn write_state(
     trace: &Trace,
     desc: &StateDesc,
-    promise_prefix: Option<&[u8]>,
+    ack_prefix: Option<&[u8]>,
     sector: u64,
     out: &Path,
 ) -> io::Result<(PathBuf, PathBuf)> {
-    let outputs = Outputs::new(trace, promise_prefix);
+    let outputs = Outputs::new(trace, ack_prefix);
     match std::fs::create_dir(out) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
@@ -1166,7 +1166,7 @@ mod tests {
             checker_flag: "--checker",
             state_flags: "",
             all_causes: true,
-            promise_prefix: None,
+            ack_prefix: None,
         };
         let text = blackout_export::text::render(&report, &cx);
         let fix_line = text

@@ -557,7 +557,7 @@ impl Report {
             checker_flag: "",
             state_flags: "",
             all_causes: true,
-            promise_prefix: None,
+            ack_prefix: None,
         };
         let text = String::from_utf8_lossy(&TextExporter { color: false }.export(&report, &cx))
             .replace(

@@ -542,7 +542,7 @@ pub fn verify_fix(
     if s.fix_deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(Some(cut_short));
     }
-    let outputs = Outputs::new(&trace, s.promise_prefix);
+    let outputs = Outputs::new(&trace, s.ack_prefix);
     let explore = explore_as_the_run(s.explore, &s.pool.trace.ops);
     let s2 = Session {
         pool: s.pool.for_trace(&trace, &outputs),
@@ -690,7 +690,7 @@ mod tests {
                 outputs: &outputs,
                 sector: 512,
                 explore: &explore,
-                promise_prefix: None,
+                ack_prefix: None,
                 fix_verifications: FIX_VERIFICATIONS_MAX,
                 fix_deadline: deadline,
                 check_rest: true,

@@ -28,7 +28,7 @@ fn report(bug: &str) -> String {
         checker_flag: "--checker",
         state_flags: "",
         all_causes: false,
-        promise_prefix: None,
+        ack_prefix: None,
     };
     render(&report, &ctx).replace(kvstore, "kvstore")
 }
