@@ -6,8 +6,9 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context, Result};
 
 use blackout::export::ExportContext;
-use blackout::run::{merge_parts, MergeError, RunConfig, RunError};
+use blackout::run::{RunConfig, RunError};
 use blackout::shard::ShardPart;
+use blackout::sharded::{merge_parts, MergeError};
 
 use crate::args::state_flags_of;
 use crate::args::MergeArgs;

@@ -10,8 +10,9 @@ use blackout::analysis::report::{RunReport, Verdict};
 use blackout::baseline;
 use blackout::explore::model::for_people;
 use blackout::export::ExportContext;
-use blackout::run::{check_shard, check_trace, RunConfig, RunError};
+use blackout::run::{check_trace, RunConfig, RunError};
 use blackout::shard::{Shard, ShardPart};
+use blackout::sharded::check_shard;
 
 use crate::args::{run_config, Backend, RunArgs};
 use crate::block::cmd_run_block;

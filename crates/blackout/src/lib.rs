@@ -33,7 +33,7 @@
 //! accept the state with every op applied), exploration, checking, analysis.
 //! [`shard`] splits a run across machines: each shard explores everything
 //! and checks the distinct states whose content key falls in its share
-//! ([`run::check_shard`]), and [`run::merge_parts`] turns every shard's
+//! ([`sharded::check_shard`]), and [`sharded::merge_parts`] turns every shard's
 //! part into the report one run would have made.
 //! [`scenario`] runs all of it inside `cargo test`: a [`Scenario`]'s
 //! workload closure is recorded in a re-executed copy of the test, and its
@@ -97,7 +97,9 @@ pub mod block;
 pub mod run;
 pub mod scenario;
 pub mod shard;
+pub mod sharded;
 pub mod sweep;
+pub mod verdict;
 pub mod verify;
 
 pub use baseline::assert_no_worse_than;

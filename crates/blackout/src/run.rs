@@ -25,32 +25,27 @@ use std::time::{Duration, Instant};
 
 pub use crate::sweep::RunError;
 use crate::sweep::{add_rest, check_all, check_rest, PoolAsk, Session};
+use crate::verdict::{verdict_of, Covered};
 use crate::verify::{verify_fixes, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
 use blackout_analysis::report::fix_time_bound;
-use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
+use blackout_analysis::report::{Checked, Promised, RunReport, Verdict};
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{outcomes, Cache, Parallel, Pool, PoolConfig, Release, Scratch};
+use blackout_check::pool::{outcomes, Cache, Pool, PoolConfig, Release, Scratch};
 use blackout_check::server::ServerChecker;
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
 use blackout_check::{Checker, CheckerKind};
-use blackout_explore::dedup::{
-    distinct_states_watched, state_key, Distinct, Explored, StateKey, Watch,
-};
+use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
-use blackout_explore::model::with_commas;
 use blackout_explore::model::Model;
-use blackout_explore::rest::{check_order, REST_BOUND};
 use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::ops::Name;
 use blackout_oplog::promises::{join_lines, Outputs};
 use blackout_oplog::trace::Trace;
 use blackout_sys::scratch::default_scratch_parent;
 
-use crate::shard::{
-    CannotRun, Known, PartError, PartState, Settings, Shard, ShardPart, PART_FORMAT, PART_SCHEMA,
-};
+use crate::shard::{Known, Settings};
 
 /// How to run.
 pub struct RunConfig {
@@ -126,7 +121,7 @@ impl RunConfig {
     }
 
     /// Whether checking goes on past the representatives.
-    fn checks_rest(&self) -> bool {
+    pub(crate) fn checks_rest(&self) -> bool {
         self.check_budget != Some(Duration::ZERO)
     }
 
@@ -228,214 +223,17 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
     .map(Pooled::report)
 }
 
-/// Checks one shard of a trace: everything [`check_trace`] does before
-/// checking (the pre-check, the nothing-lost check, exploring every model),
-/// then only the distinct states in `shard`. The part it returns names no
-/// trace file (set [`ShardPart::trace`]); `blackout merge` draws the verdict.
-pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<ShardPart, RunError> {
-    shard
-        .validate()
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let settings = cfg.settings();
-    let pooled = with_pool::<_, RunError>(trace, cfg, |s, promises| {
-        let mut start = match begin(s, cfg, promises, None)? {
-            Begun::Stopped(report) => return Ok(ShardRun::stopped(&report)),
-            Begun::Going(start) => start,
-        };
-        let t1 = Instant::now();
-        let explored_before = start.explore_seconds;
-        let ((checked, cannot), unchecked) = check_share(s, cfg, &mut start, shard)?;
-        let distinct = &start.explored.distinct;
-        Ok(ShardRun {
-            precheck: start.precheck.map(|c| c.outcome),
-            all_applied: start.all_applied.map(|c| c.outcome),
-            stop: cannot.as_ref().map(|(id, reason)| cannot_run(id, reason).1),
-            cannot_run: cannot.map(|(state, reason)| CannotRun { state, reason }),
-            states: checked
-                .iter()
-                .map(|(i, o)| PartState::new(distinct[*i].desc.id(), &distinct[*i].key, o))
-                .collect(),
-            unchecked,
-            distinct: distinct.len(),
-            check_seconds: t1.elapsed().as_secs_f64() - (start.explore_seconds - explored_before),
-            explore_seconds: start.explore_seconds,
-        })
-    })?;
-    let run = pooled.value;
-    Ok(ShardPart {
-        format: PART_FORMAT.into(),
-        schema: PART_SCHEMA,
-        made_by: concat!("blackout ", env!("CARGO_PKG_VERSION")).into(),
-        trace: None,
-        trace_id: trace.content_id(),
-        fingerprint: settings.fingerprint(),
-        settings,
-        shard,
-        distinct: run.distinct,
-        precheck: run.precheck,
-        all_applied: run.all_applied,
-        stop: run.stop,
-        cannot_run: run.cannot_run,
-        states: run.states,
-        unchecked: run.unchecked,
-        explore_seconds: run.explore_seconds,
-        check_seconds: run.check_seconds,
-        orphans_killed: pooled.orphans_killed,
-        origin: None,
-    })
-}
-
-/// A shard's share of a run's states checked: its representatives' states,
-/// then (with a check budget above zero) its share of the rest, most novel
-/// first, until the budget ends. Returns each state checked (by index in
-/// the exploration, which grows by the rest), where the checker could not
-/// be run if it could not, and how many states of the share the budget
-/// left unchecked.
-fn check_share(
-    s: &Session<'_>,
-    cfg: &RunConfig,
-    start: &mut Start,
-    shard: Shard,
-) -> Result<(Parallel, usize), RunError> {
-    let ours = |cache: &Cache, d: &Distinct| shard.holds(&d.key) && !cache.contains_key(&d.key);
-    let distinct = &start.explored.distinct;
-    let todo: Vec<usize> = (0..distinct.len())
-        .filter(|&i| ours(&start.cache, &distinct[i]))
-        .collect();
-    let (mut checked, cannot) = s.pool.check_parallel(distinct, &todo)?;
-    if cannot.is_some() || !cfg.checks_rest() {
-        return Ok(((checked, cannot), 0));
-    }
-    let deadline = cfg.check_budget.map(|b| Instant::now() + b);
-    for (i, o) in &checked {
-        start
-            .cache
-            .insert(start.explored.distinct[*i].key, o.clone());
-    }
-    start.add_rest(s, cfg)?;
-    let order = check_order(&start.explored, |k| {
-        start.cache.contains_key(k) || !shard.holds(k)
-    });
-    let (more, cannot) = s
-        .pool
-        .check_until(&start.explored.distinct, &order, deadline)?;
-    let unchecked = order.len() - more.len();
-    checked.extend(more);
-    Ok(((checked, cannot), unchecked))
-}
-
-/// Why parts could not be merged.
-#[derive(Debug, thiserror::Error)]
-pub enum MergeError {
-    /// The parts do not make one run of this trace with these settings.
-    #[error(transparent)]
-    Part(#[from] PartError),
-    /// The merge itself could not finish (its fix verifications run the
-    /// checker).
-    #[error(transparent)]
-    Run(#[from] RunError),
-}
-
-/// Merges the parts of a sharded run of `trace` into the report a single
-/// [`check_trace`] with `cfg` would have made: every shard of one split
-/// must be there once, made from this trace with `cfg`'s settings
-/// ([`RunConfig::settings`]). The trace is explored again, every distinct
-/// state's outcome taken from the parts (a state no part holds is an
-/// error, never a pass), and the analysis runs as in a single run: fix
-/// verifications run the checker on the states they add.
-pub fn merge_parts(
-    trace: &Trace,
-    cfg: &RunConfig,
-    parts: &[ShardPart],
-) -> Result<RunReport, MergeError> {
-    let known = Known::of_parts(parts, &trace.content_id(), &cfg.settings())?;
-    let pooled = with_pool::<_, MergeError>(trace, cfg, |s, promises| {
-        let mut start = match begin(s, cfg, promises, Some(&known))? {
-            Begun::Stopped(report) => return Ok(report),
-            Begun::Going(start) => start,
-        };
-        if let Some(c) = &known.cannot_run {
-            return Ok(start.stop(cannot_run(&c.state, &c.reason)));
-        }
-        if cfg.checks_rest() {
-            start.add_rest(s, cfg)?;
-        }
-        if known.distinct != start.explored.distinct.len() {
-            return Err(PartError::Mismatch(format!(
-                "the parts explored {} distinct states, this merge {}: were they made by another blackout version?",
-                known.distinct,
-                start.explored.distinct.len()
-            ))
-            .into());
-        }
-        for (key, outcome) in &known.outcomes {
-            start.cache.entry(*key).or_insert_with(|| outcome.clone());
-        }
-        let results = outcomes(&start.explored, &start.cache);
-        let mut missing = start
-            .explored
-            .distinct
-            .iter()
-            .zip(&results)
-            .filter(|(_, o)| o.is_none());
-        let count = missing.clone().count();
-        if count != known.unchecked {
-            let first = missing.next().map(|(d, _)| d.desc.id()).unwrap_or_default();
-            return Err(PartError::Mismatch(format!(
-                "state {first} is in no part: the parts do not hold every state of this exploration ({count} held by none, {} left unchecked by the check budget)",
-                known.unchecked
-            ))
-            .into());
-        }
-        Ok(finish(s, cfg, start, results, known.check_seconds)?)
-    })?;
-    let mut report = pooled.report();
-    report.orphans_killed += known.orphans_killed;
-    Ok(report)
-}
-
-/// What a shard found, before it becomes a [`ShardPart`].
-struct ShardRun {
-    precheck: Option<Outcome>,
-    all_applied: Option<Outcome>,
-    stop: Option<String>,
-    cannot_run: Option<CannotRun>,
-    states: Vec<PartState>,
-    unchecked: usize,
-    distinct: usize,
-    explore_seconds: f64,
-    check_seconds: f64,
-}
-
-impl ShardRun {
-    /// A shard whose run stopped before checking any state.
-    fn stopped(report: &RunReport) -> ShardRun {
-        let outcome = |c: &Option<Checked>| c.as_ref().map(|c| c.outcome.clone());
-        ShardRun {
-            precheck: outcome(&report.precheck),
-            all_applied: outcome(&report.all_applied),
-            stop: Some(format!("{}: {}", report.verdict.name(), report.reason)),
-            cannot_run: None,
-            states: Vec::new(),
-            unchecked: 0,
-            distinct: 0,
-            explore_seconds: 0.0,
-            check_seconds: 0.0,
-        }
-    }
-}
-
 /// What every kind of run shares around its own steps, and what it found.
-struct Pooled<T> {
-    value: T,
+pub(crate) struct Pooled<T> {
+    pub(crate) value: T,
     /// Processes checkers left running outside their groups, killed.
-    orphans_killed: usize,
+    pub(crate) orphans_killed: usize,
     /// Whether the checker gets every promise in a file only.
-    promises_in_file_only: bool,
+    pub(crate) promises_in_file_only: bool,
 }
 
 impl Pooled<RunReport> {
-    fn report(self) -> RunReport {
+    pub(crate) fn report(self) -> RunReport {
         let mut report = self.value;
         report.orphans_killed += self.orphans_killed;
         // The pre-check and the state where nothing was lost hold every
@@ -449,7 +247,7 @@ impl Pooled<RunReport> {
 /// Runs `body` with the pool of a run: the settings validated first, a
 /// scratch directory made for it and removed after, whatever the body's
 /// result, and what checkers detached from their groups killed.
-fn with_pool<T, E: From<RunError>>(
+pub(crate) fn with_pool<T, E: From<RunError>>(
     trace: &Trace,
     cfg: &RunConfig,
     body: impl FnOnce(&Session<'_>, Vec<String>) -> Result<T, E>,
@@ -515,19 +313,19 @@ fn with_pool<T, E: From<RunError>>(
 
 /// A run on its way to checking: the pre-checks passed, every model
 /// explored, the cache holding the state where nothing was lost.
-struct Start {
-    promises: Vec<String>,
-    precheck: Option<Checked>,
-    all_applied: Option<Checked>,
-    explored: Explored,
-    cache: Cache,
-    explore_seconds: f64,
+pub(crate) struct Start {
+    pub(crate) promises: Vec<String>,
+    pub(crate) precheck: Option<Checked>,
+    pub(crate) all_applied: Option<Checked>,
+    pub(crate) explored: Explored,
+    pub(crate) cache: Cache,
+    pub(crate) explore_seconds: f64,
 }
 
 impl Start {
     /// The rest of the trace explored after its representatives and added
     /// to the exploration (the time it took counted as exploring).
-    fn add_rest(&mut self, s: &Session<'_>, cfg: &RunConfig) -> Result<(), RunError> {
+    pub(crate) fn add_rest(&mut self, s: &Session<'_>, cfg: &RunConfig) -> Result<(), RunError> {
         let t0 = Instant::now();
         let watch = Watch {
             cancel: cfg.cancel.as_deref(),
@@ -539,13 +337,13 @@ impl Start {
     }
 
     /// The report of a run that stops here.
-    fn stop(self, stop: (Verdict, String)) -> RunReport {
+    pub(crate) fn stop(self, stop: (Verdict, String)) -> RunReport {
         RunReport::early(stop, self.promises, self.precheck, self.all_applied)
     }
 }
 
 /// Where the first steps of a run lead.
-enum Begun {
+pub(crate) enum Begun {
     /// A verdict before any state was checked.
     Stopped(RunReport),
     /// On to checking.
@@ -555,7 +353,7 @@ enum Begun {
 /// The steps every run makes before checking: promises, the pre-check, the
 /// nothing-lost check, exploring every model. The two checks run the
 /// checker, or (a merge) take the outcomes the shards `known`.
-fn begin(
+pub(crate) fn begin(
     s: &Session<'_>,
     cfg: &RunConfig,
     promises: Vec<String>,
@@ -613,7 +411,7 @@ fn begin(
 
 /// Nothing promised is INCONCLUSIVE, unless the checker tests consistency
 /// alone.
-fn nothing_promised(cfg: &RunConfig, promises: &[String]) -> Stop {
+pub(crate) fn nothing_promised(cfg: &RunConfig, promises: &[String]) -> Stop {
     if !promises.is_empty() || cfg.consistency_only {
         return None;
     }
@@ -628,7 +426,7 @@ fn nothing_promised(cfg: &RunConfig, promises: &[String]) -> Stop {
 }
 
 /// The verdict of a run stopped where the checker could not be run.
-fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
+pub(crate) fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
     (
         Verdict::Error,
         format!("the checker could not be run on state {id}: {reason}"),
@@ -639,7 +437,7 @@ fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
 /// state must pass, then each model's report (causes, fixes verified, for
 /// at most as long as exploring and checking took: [`fix_time_bound`]),
 /// then the verdict, which says how much was checked.
-fn finish(
+pub(crate) fn finish(
     s: &Session<'_>,
     cfg: &RunConfig,
     mut start: Start,
@@ -725,160 +523,13 @@ fn finish(
     })
 }
 
-/// How much of a run's exploration was checked: what its verdict may
-/// claim.
-struct Covered {
-    /// Distinct states checked.
-    checked: usize,
-    /// Distinct states explored.
-    distinct: usize,
-    /// Every crash point explored in full and every distinct state checked.
-    exact: bool,
-    /// Every crash point explored in full.
-    in_full: bool,
-    /// With representatives: how many classes.
-    classes: Option<usize>,
-    /// The check budget past the representatives.
-    budget: Option<Duration>,
-    /// The enumeration sampled subsets past the exhaustive limit.
-    subsets_left_out: bool,
-    /// The exhaustive limit.
-    limit: usize,
-}
-
-impl Covered {
-    /// What was checked, for people: `2,449 of 2,449 distinct states
-    /// checked`; when the rest of the trace was not explored, how many
-    /// distinct states there are is not known: `1,369 distinct states
-    /// checked`.
-    fn counts(&self) -> String {
-        if self.in_full {
-            format!(
-                "{} of {} distinct states checked",
-                with_commas(self.checked),
-                with_commas(self.distinct)
-            )
-        } else {
-            format!("{} distinct states checked", with_commas(self.checked))
-        }
-    }
-
-    /// Why a run checked a sample: `representatives of all 43 classes; the
-    /// check budget of 60 s ended the rest`.
-    fn why(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(n) = self.classes {
-            parts.push(format!("representatives of all {} classes", with_commas(n)));
-        }
-        if self.budget == Some(Duration::ZERO) {
-            parts.push("--check-budget 0 checked no more".to_string());
-        } else {
-            if !self.in_full {
-                parts.push(format!(
-                    "the rest explored only at the crash points that fit in {} states ({} ops lost or torn)",
-                    with_commas(usize::try_from(REST_BOUND.states).unwrap_or(usize::MAX)),
-                    with_commas(usize::try_from(REST_BOUND.units).unwrap_or(usize::MAX))
-                ));
-            }
-            if let (Some(b), true) = (self.budget, self.checked < self.distinct) {
-                parts.push(format!(
-                    "the check budget of {} s ended the rest",
-                    b.as_secs_f64()
-                ));
-            }
-        }
-        parts.join("; ")
-    }
-}
-
-/// The run's verdict from its models' and why, in one sentence that says
-/// how much was checked: "every crash state was accepted" only when every
-/// distinct state of every crash point was. With `require_exact`, a PASS
-/// on a sample is INCONCLUSIVE.
-fn verdict_of(models: &[ModelReport], covered: &Covered, require_exact: bool) -> (Verdict, String) {
-    let verdict = if models.iter().any(|m| m.verdict == Verdict::Fail) {
-        Verdict::Fail
-    } else if models.iter().any(|m| m.verdict == Verdict::Error) {
-        Verdict::Error
-    } else {
-        Verdict::Pass
-    };
-    let names = |v: Verdict| {
-        models
-            .iter()
-            .filter(|m| m.verdict == v)
-            .map(|m| m.model.name())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let sample = |text: String| {
-        if covered.exact {
-            text
-        } else {
-            format!("{text} ({}, {})", covered.counts(), covered.why())
-        }
-    };
-    match verdict {
-        Verdict::Fail => (
-            verdict,
-            sample(format!(
-                "a crash state violates the checker under {}",
-                names(Verdict::Fail)
-            )),
-        ),
-        Verdict::Error => (
-            verdict,
-            sample(format!(
-                "some states could not be checked (the checker timed out) under {}",
-                names(Verdict::Error)
-            )),
-        ),
-        _ if covered.exact && covered.subsets_left_out => (
-            verdict,
-            format!(
-                "every crash state explored was accepted ({}; past {} pending ops the subsets were sampled: see not covered)",
-                covered.counts(),
-                covered.limit
-            ),
-        ),
-        _ if covered.exact => (
-            verdict,
-            format!("every crash state was accepted ({})", covered.counts()),
-        ),
-        _ if require_exact => (
-            Verdict::Inconclusive,
-            format!(
-                "a PASS on a sample, and --require-exact accepts none: {} ({}), all accepted",
-                covered.counts(),
-                covered.why()
-            ),
-        ),
-        _ => (
-            verdict,
-            format!(
-                "{}, all accepted ({}): a sample, not every crash state",
-                covered.counts(),
-                covered.why()
-            ),
-        ),
-    }
-}
-
-/// An outcome a merge needs that the parts do not hold.
-fn not_in_parts(what: &str) -> RunError {
-    RunError::Io(io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("shard 1 holds no outcome of the {what}, which this merge needs"),
-    ))
-}
-
 /// The verdict that stops a run before it explores, and why; `None` goes on.
-type Stop = Option<(Verdict, String)>;
+pub(crate) type Stop = Option<(Verdict, String)>;
 
 /// The pre-check: the checker on the state before the workload, with every
 /// promise handed to it (or, in a merge, what shard 1 found). It must reject it; the verdict that stops the run
 /// if it does not.
-fn precheck(
+pub(crate) fn precheck(
     s: &Session<'_>,
     cfg: &RunConfig,
     slot: &Slot,
@@ -923,7 +574,7 @@ fn precheck(
 /// The nothing-lost check: the checker on the state with every op applied
 /// and every promise made. It must accept it; the verdict that stops the run
 /// if it does not. Also the state's content key, for the outcome cache.
-fn nothing_lost(
+pub(crate) fn nothing_lost(
     s: &Session<'_>,
     cfg: &RunConfig,
     slot: &Slot,
@@ -967,7 +618,7 @@ fn nothing_lost(
 /// accepted: the program has done nothing and owes nothing. A checker that
 /// rejects it demands more than was promised, so the checker, not the
 /// program, is wrong: HARNESS BROKEN, with its reason.
-fn rejects_the_start(s: &Session<'_>, cache: &Cache) -> Stop {
+pub(crate) fn rejects_the_start(s: &Session<'_>, cache: &Cache) -> Stop {
     let start = StateDesc {
         crash: 0,
         lost: Default::default(),
@@ -989,7 +640,7 @@ fn rejects_the_start(s: &Session<'_>, cache: &Cache) -> Stop {
 /// (`want_pass`) or rejected (otherwise) as it must; else the verdict that
 /// stops the run: `wrong` when it answered the other way, ERROR when it could
 /// not run or did not finish on `state`.
-fn expected(
+pub(crate) fn expected(
     outcome: &Outcome,
     want_pass: bool,
     state: &str,
@@ -1054,9 +705,19 @@ pub fn write_state(
     Ok((acks, output))
 }
 
+/// An outcome a merge needs that the parts do not hold.
+pub(crate) fn not_in_parts(what: &str) -> RunError {
+    RunError::Io(io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("shard 1 holds no outcome of the {what}, which this merge needs"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shard::{Shard, ShardPart};
+    use crate::sharded::{check_shard, merge_parts, MergeError};
     use blackout_explore::enumerate::Representatives;
     use blackout_explore::model::Model;
 

@@ -13,7 +13,7 @@
 //! A merge takes every part of one run: [`Known::of_parts`] refuses parts of
 //! another trace, with other settings, of another split, a shard given
 //! twice or missing, a state filed under the wrong shard; what remains is
-//! the outcomes a single run would have had, which `run::merge_parts`
+//! the outcomes a single run would have had, which `sharded::merge_parts`
 //! analyses exactly as a single run does. A part file is hostile input:
 //! [`ShardPart::read`] checks its schema, types, keys and shard before anything
 //! uses it.

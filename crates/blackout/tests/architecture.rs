@@ -107,7 +107,8 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout",
         &[
-            "shard", "sweep", "verify", "run", "scenario", "baseline", "block",
+            "shard", "sweep", "verify", "verdict", "run", "sharded", "scenario", "baseline",
+            "block",
         ],
     ),
     (

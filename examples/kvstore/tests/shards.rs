@@ -6,8 +6,9 @@ mod common;
 
 use blackout::analysis::report::RunReport;
 use blackout::explore::model::Model;
-use blackout::run::{check_shard, check_trace, merge_parts};
+use blackout::run::check_trace;
 use blackout::shard::{Shard, ShardPart};
+use blackout::sharded::{check_shard, merge_parts};
 use common::{bugs, recorded};
 use serde_json::Value;
 
