@@ -451,3 +451,48 @@ fn the_table_check_reads_what_a_row_may_use() {
     );
     assert!(t["blackout-y"].is_empty());
 }
+
+/// The most lines of library code (up to its unit tests) a file may hold
+/// unless ARCHITECTURE.md says why.
+const FILE_LINES_MAX: usize = 1000;
+
+/// Library files over [`FILE_LINES_MAX`] lines that ARCHITECTURE.md does
+/// not name in its section on them (`crate/src/path.rs` as it writes
+/// them).
+fn unexplained_large_files(doc: &str) -> Vec<String> {
+    let section = doc
+        .split("### Files over 1,000 lines of library code")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (name, _) in CRATES {
+        let src = crates_dir().join(name).join("src");
+        for file in rust_files(&src) {
+            let lines = library_code(&file).lines().count();
+            let shown = format!("{name}/src/{}", file.strip_prefix(&src).unwrap().display());
+            if lines > FILE_LINES_MAX && !section.contains(&format!("`{shown}`")) {
+                out.push(format!("{shown}: {lines} lines"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_library_file_is_over_1000_lines_unless_architecture_md_says_why() {
+    let doc = fs::read_to_string(crates_dir().join("../ARCHITECTURE.md")).unwrap();
+    let large = unexplained_large_files(&doc);
+    assert!(
+        large.is_empty(),
+        "split these, or say in ARCHITECTURE.md why they are one room: {large:?}"
+    );
+    // And the check sees a large file the section does not name.
+    let without = doc.replace("`blackout-explore/src/keys.rs`", "keys");
+    assert!(
+        unexplained_large_files(&without)
+            .iter()
+            .any(|f| f.starts_with("blackout-explore/src/keys.rs")),
+        "the check must find keys.rs when ARCHITECTURE.md does not name it"
+    );
+}
