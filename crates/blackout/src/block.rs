@@ -541,12 +541,11 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
     let slot = scratch.slot()?;
     let data = fs::File::open(rec.device.dir().join(DATA_FILE))?;
     let mut cursor = rec.device.cursor(&slot.root.join("work.img"))?;
-    let mut seen: HashMap<blake3::Hash, usize> = HashMap::new();
-    let mut distinct: Vec<(BlockChecked, Listing)> = Vec::new();
-    let mut errors = Vec::new();
     let mount_opts = how.config.session.mount_opts.join(",");
-    let mut time = Timings::default();
-    let mut complaints = how.config.fsck.then(Vec::new);
+    let mut tally = Tally {
+        complaints: how.config.fsck.then(Vec::new),
+        ..Tally::default()
+    };
     let mut visited = 0usize;
     for state in &states {
         if how.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
@@ -557,52 +556,22 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         }
         visited += 1;
         let point = &points[state.point];
-        let win = window(log, base, point);
         let image = slot.root.join("state.img");
+        let win = window(log, base, point);
         let t = Instant::now();
         write_state(&mut cursor, &log.records, &data, &win, &state.lost, &image)?;
-        time.build += t.elapsed().as_secs_f64();
+        tally.time.build += t.elapsed().as_secs_f64();
         let promises = promises_before(log, point.position, how.ack_prefix);
-        let target = slot.fs();
-        fs::create_dir(&target)?;
-        let t = Instant::now();
-        let mounted = MountedImage::mount(&image, &target, rec.fs, &mount_opts);
-        time.mount += t.elapsed().as_secs_f64();
-        let checked = match mounted {
-            Err(e) => {
-                errors.push(checked_entry(state, &promises, cannot_mount(rec.fs, &e)));
-                None
-            }
-            Ok(mounted) => {
-                let r = check_mounted(
-                    &slot,
-                    state,
-                    &promises,
-                    how,
-                    &mut seen,
-                    &mut distinct,
-                    &mut time,
-                );
-                let t = Instant::now();
-                let unmounted = mounted.unmount();
-                time.unmount += t.elapsed().as_secs_f64();
-                let r = r?;
-                unmounted?;
-                r
-            }
-        };
-        fs::remove_dir(&target)?;
-        if let Some(list) = complaints.as_mut() {
-            let t = Instant::now();
-            list.extend(fsck(rec.fs, &image, &state.id())?);
-            time.fsck += t.elapsed().as_secs_f64();
-        }
-        fs::remove_file(&image)?;
-        if let Some(c) = checked {
-            if !matches!(c.outcome, Outcome::Pass | Outcome::Fail { .. }) {
-                errors.push(c);
-            }
-        }
+        visit(
+            rec,
+            how,
+            &slot,
+            &image,
+            &mount_opts,
+            state,
+            &promises,
+            &mut tally,
+        )?;
     }
     drop(cursor);
     drop(slot);
@@ -614,13 +583,75 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         &points,
         (visited, states.len()),
         coverage,
-        distinct,
-        errors,
+        tally.distinct,
+        tally.errors,
         seconds,
     );
-    out.time = time;
-    out.fsck = complaints;
+    out.time = tally.time;
+    out.fsck = tally.complaints;
     Ok(out)
+}
+
+/// What checking a block recording's states found so far: each distinct
+/// files-and-promises once (by key), the states that could not be judged,
+/// the time by step, fsck's complaints (when asked for).
+#[derive(Default)]
+struct Tally {
+    seen: HashMap<blake3::Hash, usize>,
+    distinct: Vec<(BlockChecked, Listing)>,
+    errors: Vec<BlockChecked>,
+    time: Timings,
+    complaints: Option<Vec<FsckComplaint>>,
+}
+
+/// One state's image (written at `image`) mounted (its recovery runs),
+/// read and checked unless the same files and promises were, unmounted,
+/// fsck'd when asked, and removed.
+#[allow(clippy::too_many_arguments)]
+fn visit(
+    rec: &BlockRecording,
+    how: &BlockCheck<'_>,
+    slot: &blackout_check::slot::Slot,
+    image: &Path,
+    mount_opts: &str,
+    state: &BlockState,
+    promises: &[String],
+    tally: &mut Tally,
+) -> Result<(), BlockError> {
+    let target = slot.fs();
+    fs::create_dir(&target)?;
+    let t = Instant::now();
+    let mounted = MountedImage::mount(image, &target, rec.fs, mount_opts);
+    tally.time.mount += t.elapsed().as_secs_f64();
+    let checked = match mounted {
+        Err(e) => {
+            let c = checked_entry(state, promises, cannot_mount(rec.fs, &e));
+            tally.errors.push(c);
+            None
+        }
+        Ok(mounted) => {
+            let r = check_mounted(slot, state, promises, how, tally);
+            let t = Instant::now();
+            let unmounted = mounted.unmount();
+            tally.time.unmount += t.elapsed().as_secs_f64();
+            let r = r?;
+            unmounted?;
+            r
+        }
+    };
+    fs::remove_dir(&target)?;
+    if let Some(list) = tally.complaints.as_mut() {
+        let t = Instant::now();
+        list.extend(fsck(rec.fs, image, &state.id())?);
+        tally.time.fsck += t.elapsed().as_secs_f64();
+    }
+    fs::remove_file(image)?;
+    if let Some(c) = checked {
+        if !matches!(c.outcome, Outcome::Pass | Outcome::Fail { .. }) {
+            tally.errors.push(c);
+        }
+    }
+    Ok(())
 }
 
 fn cannot_mount(fs: FsKind, e: &io::Error) -> Outcome {
@@ -643,16 +674,19 @@ fn checked_entry(state: &BlockState, promises: &[String], outcome: Outcome) -> B
 
 /// Reads the mounted state; checks it unless the same files and promises
 /// were checked already. Returns a new distinct state's entry.
-#[allow(clippy::too_many_arguments)]
 fn check_mounted(
     slot: &blackout_check::slot::Slot,
     state: &BlockState,
     promises: &[String],
     how: &BlockCheck<'_>,
-    seen: &mut HashMap<blake3::Hash, usize>,
-    distinct: &mut Vec<(BlockChecked, Listing)>,
-    time: &mut Timings,
+    tally: &mut Tally,
 ) -> Result<Option<BlockChecked>, BlockError> {
+    let Tally {
+        seen,
+        distinct,
+        time,
+        ..
+    } = tally;
     let t = Instant::now();
     let files = listing(&slot.fs())?;
     time.read += t.elapsed().as_secs_f64();
@@ -690,19 +724,7 @@ fn report(
     errors: Vec<BlockChecked>,
     seconds: f64,
 ) -> BlockReport {
-    let log = rec.device.log();
-    let start_nanos = log.records.get(rec.device.base()).map_or(0, |r| r.nanos);
-    let infos: Vec<PointInfo> = points
-        .iter()
-        .enumerate()
-        .map(|(index, p)| PointInfo {
-            index,
-            after: p.barrier.to_string(),
-            seconds: p.nanos.saturating_sub(start_nanos) as f64 / 1e9,
-            position: p.position,
-            in_flight: window(log, rec.device.base(), p).writes.len(),
-        })
-        .collect();
+    let infos = point_infos(rec, points);
     let count = distinct.len();
     let mut posix_misses = Vec::new();
     let failing: Vec<BlockChecked> = distinct
@@ -717,43 +739,12 @@ fn report(
             c
         })
         .collect();
-    let errors: Vec<BlockChecked> = errors;
-    let (verdict, reason) = if !failing.is_empty() {
-        (
-            Verdict::Fail,
-            format!(
-                "{} of {count} distinct states after {}'s recovery failed",
-                failing.len(),
-                rec.fs
-            ),
-        )
-    } else if !errors.is_empty() {
-        (
-            Verdict::Inconclusive,
-            format!("{} states could not be judged", errors.len()),
-        )
-    } else if visited < states {
-        (
-            Verdict::Pass,
-            format!(
-                "{count} distinct states after {}'s recovery passed, from {} of {} states: the check budget{} ended the rest, a sample, not every crash state",
-                rec.fs,
-                for_people(visited as u128),
-                for_people(states as u128),
-                how.budget
-                    .map(|b| format!(" of {} s", b.as_secs_f64()))
-                    .unwrap_or_default()
-            ),
-        )
-    } else {
-        (
-            Verdict::Pass,
-            format!(
-                "every one of {count} distinct states after {}'s recovery passed",
-                rec.fs
-            ),
-        )
-    };
+    let (verdict, reason) = block_verdict(
+        rec.fs,
+        how.budget,
+        (failing.len(), errors.len(), count),
+        (visited, states),
+    );
     BlockReport {
         fs: rec.fs.name().to_string(),
         verdict,
@@ -777,6 +768,70 @@ fn report(
         },
         time: Timings::default(),
         fsck: None,
+    }
+}
+
+/// Each explored point as the report shows it: what it is after, when,
+/// where in the log and how many writes were in flight.
+fn point_infos(rec: &BlockRecording, points: &[LogPoint]) -> Vec<PointInfo> {
+    let log = rec.device.log();
+    let start_nanos = log.records.get(rec.device.base()).map_or(0, |r| r.nanos);
+    points
+        .iter()
+        .enumerate()
+        .map(|(index, p)| PointInfo {
+            index,
+            after: p.barrier.to_string(),
+            seconds: p.nanos.saturating_sub(start_nanos) as f64 / 1e9,
+            position: p.position,
+            in_flight: window(log, rec.device.base(), p).writes.len(),
+        })
+        .collect()
+}
+
+/// The verdict on `fs` and its sentence, from how many distinct states
+/// failed, could not be judged and were checked in all, and how many of
+/// the states were visited before the check `budget` ended.
+fn block_verdict(
+    fs: FsKind,
+    budget: Option<Duration>,
+    (failing, errors, count): (usize, usize, usize),
+    (visited, states): (usize, usize),
+) -> (Verdict, String) {
+    if failing > 0 {
+        (
+            Verdict::Fail,
+            format!(
+                "{} of {count} distinct states after {}'s recovery failed",
+                failing, fs
+            ),
+        )
+    } else if errors > 0 {
+        (
+            Verdict::Inconclusive,
+            format!("{} states could not be judged", errors),
+        )
+    } else if visited < states {
+        (
+            Verdict::Pass,
+            format!(
+                "{count} distinct states after {}'s recovery passed, from {} of {} states: the check budget{} ended the rest, a sample, not every crash state",
+                fs,
+                for_people(visited as u128),
+                for_people(states as u128),
+                budget
+                    .map(|b| format!(" of {} s", b.as_secs_f64()))
+                    .unwrap_or_default()
+            ),
+        )
+    } else {
+        (
+            Verdict::Pass,
+            format!(
+                "every one of {count} distinct states after {}'s recovery passed",
+                fs
+            ),
+        )
     }
 }
 
@@ -875,52 +930,59 @@ fn place(after: &str) -> String {
 }
 
 impl BlockReport {
+    /// A failing (or unjudged) state's lines: when power was lost, what
+    /// was lost, the checker's word, the calls before it and the posix
+    /// state that holds the same files.
+    fn state_text(&self, c: &BlockChecked, out: &mut String) {
+        let p = &self.points[c.point];
+        let promised = match c.promises.last() {
+            Some(l) => format!("; promised: {l}"),
+            None => "; nothing promised yet".to_string(),
+        };
+        out.push_str(&format!(
+            "  {}: power lost {:.3} s in, {}{promised}\n",
+            c.id,
+            p.seconds,
+            place(&p.after)
+        ));
+        if !c.lost.is_empty() {
+            out.push_str(&format!(
+                "    {} of the {} writes since the last flush did not reach the disk\n",
+                c.lost.len(),
+                p.in_flight
+            ));
+        }
+        out.push_str(&format!("    checker: {}\n", c.outcome.describe()));
+        if let Some(b) = &c.blame {
+            out.push_str(&format!(
+                "    the last calls before it: {}\n",
+                if b.last_calls.is_empty() {
+                    "none (before the workload's first)".to_string()
+                } else {
+                    b.last_calls.join("; ")
+                }
+            ));
+            if let Some(s) = &b.posix_state {
+                let lost = if b.posix_lost.is_empty() {
+                    "nothing lost".to_string()
+                } else {
+                    format!("lost there: {}", b.posix_lost.join("; "))
+                };
+                out.push_str(&format!(
+                    "    posix finds it too: its failing state {s} holds the same files; {lost}\n"
+                ));
+                if let Some((n, sentence)) = &b.posix_cause {
+                    out.push_str(&format!("    posix cause {n}: {sentence}\n"));
+                }
+            }
+        }
+    }
+
     /// The report for people.
     pub fn text(&self) -> String {
         let mut out = format!("{}: {} — {}\n", self.fs, self.verdict.name(), self.reason);
         for c in self.failing.iter().chain(&self.errors) {
-            let p = &self.points[c.point];
-            let promised = match c.promises.last() {
-                Some(l) => format!("; promised: {l}"),
-                None => "; nothing promised yet".to_string(),
-            };
-            out.push_str(&format!(
-                "  {}: power lost {:.3} s in, {}{promised}\n",
-                c.id,
-                p.seconds,
-                place(&p.after)
-            ));
-            if !c.lost.is_empty() {
-                out.push_str(&format!(
-                    "    {} of the {} writes since the last flush did not reach the disk\n",
-                    c.lost.len(),
-                    p.in_flight
-                ));
-            }
-            out.push_str(&format!("    checker: {}\n", c.outcome.describe()));
-            if let Some(b) = &c.blame {
-                out.push_str(&format!(
-                    "    the last calls before it: {}\n",
-                    if b.last_calls.is_empty() {
-                        "none (before the workload's first)".to_string()
-                    } else {
-                        b.last_calls.join("; ")
-                    }
-                ));
-                if let Some(s) = &b.posix_state {
-                    let lost = if b.posix_lost.is_empty() {
-                        "nothing lost".to_string()
-                    } else {
-                        format!("lost there: {}", b.posix_lost.join("; "))
-                    };
-                    out.push_str(&format!(
-                        "    posix finds it too: its failing state {s} holds the same files; {lost}\n"
-                    ));
-                    if let Some((n, sentence)) = &b.posix_cause {
-                        out.push_str(&format!("    posix cause {n}: {sentence}\n"));
-                    }
-                }
-            }
+            self.state_text(c, &mut out);
         }
         out.push_str(&format!(
             "  coverage: {} crash points (the base, each flush, each promise, the end); {} states from the subsets of the writes in flight (deepest window {} writes; {} subsets left out){}; {} distinct after recovery; {:.1} s, {:.0} states/s\n",
