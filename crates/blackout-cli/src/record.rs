@@ -9,6 +9,7 @@ use blackout::oplog::trace::Trace;
 use blackout::record::{RecordConfig, Recorder, StraceRecorder};
 
 use crate::args::RecordArgs;
+use crate::report::dir_of;
 use crate::INTERRUPTED;
 
 /// Records a workload into a trace, saved at `output` if given.
@@ -21,13 +22,9 @@ pub(crate) fn record_trace(
     // the path itself (another run may be using a trace there): the trace
     // is written beside it and renamed into place at the end.
     if let Some(out) = output {
-        let parent = match out.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => std::path::Path::new("."),
-        };
         tempfile::Builder::new()
             .prefix(".blackout-trace-")
-            .tempfile_in(parent)
+            .tempfile_in(dir_of(out))
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     let result = recorder.record(&cfg);
