@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod block;
 pub mod explain;
 pub mod group;
 pub mod report;

@@ -56,6 +56,22 @@ impl Serialize for Verdict {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Verdict {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Verdict, D::Error> {
+        let name = String::deserialize(d)?;
+        [
+            Verdict::Pass,
+            Verdict::Fail,
+            Verdict::Inconclusive,
+            Verdict::HarnessBroken,
+            Verdict::Error,
+        ]
+        .into_iter()
+        .find(|v| v.name() == name)
+        .ok_or_else(|| serde::de::Error::custom(format!("no verdict is called {name:?}")))
+    }
+}
+
 /// The promises made before a crash point: the first ones of a run's
 /// promises, shared by every state of the run (a run of thousands of
 /// promises holds them once, not once per state). Serialized as the list.
@@ -356,6 +372,10 @@ pub struct RunReport {
     /// them all at least.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub promises_in_file_only: bool,
+    /// With `--backend block`: the real file system's side of the run
+    /// (the JSON report puts it beside this one, not inside).
+    #[serde(skip)]
+    pub block: Option<crate::block::BlockSide>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -363,6 +383,15 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl RunReport {
+    /// The verdict that sets the exit code: the real file system's when a
+    /// block run checked it, else this report's.
+    pub fn final_verdict(&self) -> Verdict {
+        match self.block.as_ref().and_then(|b| b.report.as_ref()) {
+            Some(b) => b.verdict,
+            None => self.verdict,
+        }
+    }
+
     /// A report of a run that stopped before exploring.
     pub fn early(
         (verdict, reason): (Verdict, String),
@@ -388,6 +417,7 @@ impl RunReport {
             explore: ExploreConfig::default(),
             orphans_killed: 0,
             promises_in_file_only: false,
+            block: None,
         }
     }
 }

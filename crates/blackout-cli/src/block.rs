@@ -1,22 +1,20 @@
 //! `blackout run --backend block`: the workload on a real file system
 //! through the block device, `--repeat`, and its report.
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context, Result};
 
+use blackout::analysis::block::BlockSide;
 use blackout::analysis::report::{RunReport, Verdict};
 use blackout::block::{check_block, record_block, BlockCheck, BlockConfig, BlockError};
 use blackout::block_device::session::FsKind;
 use blackout::explore::model::Model;
-use blackout::export::json::JsonExporter;
-use blackout::export::text::TextExporter;
-use blackout::export::{ExportContext, Exporter};
+use blackout::export::ExportContext;
 use blackout::run::{check_trace, RunConfig, RunError};
 
 use crate::args::{run_config, RunArgs};
-use crate::report::use_color;
+use crate::report::check_writable;
 use crate::INTERRUPTED;
 
 /// The block backend's settings from the run's flags.
@@ -47,13 +45,13 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
         ("--trace", a.trace.is_some()),
         ("--shard", a.shard.is_some()),
         ("--baseline", a.baseline.is_some()),
-        ("--junit", a.report.junit.is_some()),
-        ("--markdown", a.report.markdown.is_some()),
-        ("--html", a.report.html.is_some()),
         ("--checker-server", a.checker_server.is_some()),
     ];
     if let Some((flag, _)) = unsupported.iter().find(|(_, set)| *set) {
         return Err(anyhow!("{flag} does not work with --backend block"));
+    }
+    for (flag, path, _) in a.report.files() {
+        check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
     let bcfg = block_config(&a)?;
     let (mut cfg, _) = run_config(&a)?;
@@ -79,8 +77,7 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
         }
     }
     let run = worst.ok_or_else(|| anyhow!("--repeat must be at least 1"))?;
-    let repeat_line = (repeat > 1).then(|| repeat_summary(&runs));
-    emit_block_run(&a, &cfg, &run, repeat_line.as_deref(), &runs)
+    emit_block_run(&a, &cfg, run, runs)
 }
 
 /// One recording on the real file system, the posix model checked on its
@@ -146,40 +143,28 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
     Ok(BlockRun { rec, posix, block })
 }
 
-/// `--repeat`'s line: whether every run gave the same verdict.
-pub(crate) fn repeat_summary(runs: &[(Verdict, usize)]) -> String {
-    let counts: Vec<String> = runs.iter().map(|r| r.1.to_string()).collect();
-    if runs.iter().all(|r| r.0 == runs[0].0) {
-        format!(
-            "the verdict held over {} runs: {} each time (failing states per run: {}); the worst run is shown",
-            runs.len(),
-            runs[0].0.name(),
-            counts.join(", ")
-        )
-    } else {
-        let verdicts: Vec<&str> = runs.iter().map(|r| r.0.name()).collect();
-        format!(
-            "THE VERDICT VARIED over {} runs: {} (failing states per run: {}); the worst run is shown",
-            runs.len(),
-            verdicts.join(", "),
-            counts.join(", ")
-        )
-    }
-}
-
-/// Prints a block run: the posix report, then the block report (or both
-/// as one JSON document), then `--repeat`'s line.
+/// Writes a block run's report through every exporter asked for: the
+/// posix report with the file system's beside it, and `--repeat`'s runs.
 pub(crate) fn emit_block_run(
     a: &RunArgs,
     cfg: &RunConfig,
-    run: &BlockRun,
-    repeat_line: Option<&str>,
-    runs: &[(Verdict, usize)],
+    run: BlockRun,
+    runs: Vec<(Verdict, usize)>,
 ) -> Result<u8> {
-    let trace_id = run.rec.trace.content_id();
+    let BlockRun {
+        rec,
+        mut posix,
+        block,
+    } = run;
+    posix.block = Some(BlockSide {
+        fs: rec.fs.name().to_string(),
+        report: block,
+        repeat: if runs.len() > 1 { runs } else { Vec::new() },
+    });
+    let trace_id = rec.trace.content_id();
     let shown = a.output.as_ref().map(|p| p.display().to_string());
     let ctx = ExportContext {
-        trace: &run.rec.trace,
+        trace: &rec.trace,
         trace_path: shown.as_deref(),
         trace_id: &trace_id,
         checker: cfg.checker.command(),
@@ -188,39 +173,5 @@ pub(crate) fn emit_block_run(
         all_causes: a.report.all_causes,
         ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
-    let mut out = std::io::stdout().lock();
-    if a.report.json {
-        let posix_json: serde_json::Value =
-            serde_json::from_slice(&JsonExporter.export(&run.posix, &ctx))?;
-        let mut doc = serde_json::json!({ "posix": posix_json, "block": run.block });
-        if repeat_line.is_some() {
-            let verdicts: Vec<&str> = runs.iter().map(|r| r.0.name()).collect();
-            let failing: Vec<usize> = runs.iter().map(|r| r.1).collect();
-            doc["repeat"] = serde_json::json!({
-                "verdicts": verdicts,
-                "failing": failing,
-                "varied": runs.iter().any(|r| r.0 != runs[0].0),
-            });
-        }
-        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
-    } else {
-        let text = TextExporter {
-            color: use_color(a.report.color),
-        };
-        out.write_all(&text.export(&run.posix, &ctx))?;
-        match &run.block {
-            Some(b) => write!(out, "\n{}", b.text())?,
-            None => writeln!(
-                out,
-                "\n{}: not checked: the posix run says {} (fix the checker first)",
-                run.rec.fs,
-                run.posix.verdict.name()
-            )?,
-        }
-        if let Some(line) = repeat_line {
-            writeln!(out, "{line}")?;
-        }
-    }
-    out.flush()?;
-    Ok(run.outcome().0.exit_code())
+    a.report.emit(&posix, &ctx)
 }

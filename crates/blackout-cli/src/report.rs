@@ -73,7 +73,7 @@ impl ReportArgs {
         let mut out = std::io::stdout().lock();
         exporter.write_to(report, ctx, &mut out)?;
         out.flush()?;
-        Ok(report.verdict.exit_code())
+        Ok(report.final_verdict().exit_code())
     }
 }
 

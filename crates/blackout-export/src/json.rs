@@ -1,9 +1,11 @@
 //! The JSON report: the layout's version, the verdict, its exit code, what
-//! ran, and the whole [`RunReport`] under `result`. docs/JSON.md documents
+//! ran, and the whole [`RunReport`] under `result`; for a block run, that
+//! document under `posix` with the file system's report beside it. docs/JSON.md documents
 //! every field.
 
 use std::io::{self, BufWriter, Write};
 
+use blackout_analysis::block::BlockReport;
 use blackout_analysis::report::RunReport;
 
 use crate::{ExportContext, Exporter};
@@ -29,6 +31,24 @@ struct Document<'a> {
     ops: usize,
     checker: &'a str,
     result: &'a RunReport,
+}
+
+/// A block run's document (docs/JSON.md, "The block backend"): the posix
+/// model's document and the real file system's report beside it.
+#[derive(serde::Serialize)]
+struct BlockDocument<'a> {
+    posix: Document<'a>,
+    block: Option<&'a BlockReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    repeat: Option<Repeat>,
+}
+
+/// `--repeat`'s runs: each one's verdict and failing states.
+#[derive(serde::Serialize)]
+struct Repeat {
+    verdicts: Vec<&'static str>,
+    failing: Vec<usize>,
+    varied: bool,
 }
 
 impl JsonExporter {
@@ -63,7 +83,21 @@ impl Exporter for JsonExporter {
         out: &mut dyn Write,
     ) -> io::Result<()> {
         let mut out = BufWriter::new(out);
-        serde_json::to_writer_pretty(&mut out, &Self::document(report, cx))?;
+        match &report.block {
+            None => serde_json::to_writer_pretty(&mut out, &Self::document(report, cx))?,
+            Some(side) => serde_json::to_writer_pretty(
+                &mut out,
+                &BlockDocument {
+                    posix: Self::document(report, cx),
+                    block: side.report.as_ref(),
+                    repeat: (side.repeat.len() > 1).then(|| Repeat {
+                        verdicts: side.repeat.iter().map(|r| r.0.name()).collect(),
+                        failing: side.repeat.iter().map(|r| r.1).collect(),
+                        varied: side.varied(),
+                    }),
+                },
+            )?,
+        }
         out.write_all(b"\n")?;
         out.flush()
     }

@@ -25,6 +25,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod block;
 pub mod html;
 pub mod json;
 pub mod junit;

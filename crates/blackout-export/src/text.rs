@@ -28,7 +28,11 @@ pub struct TextExporter {
 
 impl Exporter for TextExporter {
     fn export(&self, report: &RunReport, cx: &ExportContext<'_>) -> Vec<u8> {
-        render_styled(report, cx, self.color).into_bytes()
+        let mut text = render_styled(report, cx, self.color);
+        if let Some(side) = &report.block {
+            text.push_str(&crate::block::side_text(side, report.verdict.name()));
+        }
+        text.into_bytes()
     }
 }
 

@@ -520,6 +520,7 @@ pub(crate) fn finish(
         explore: s.explore.clone(),
         orphans_killed: 0,
         promises_in_file_only: false,
+        block: None,
     })
 }
 

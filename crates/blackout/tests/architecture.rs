@@ -99,7 +99,10 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-check",
         &["outcome", "slot", "shell", "closure", "server", "pool"],
     ),
-    ("blackout-analysis", &["explain", "report", "group"]),
+    (
+        "blackout-analysis",
+        &["explain", "report", "block", "group"],
+    ),
     (
         "blackout-export",
         &["text", "json", "junit", "markdown", "html"],

@@ -11,8 +11,6 @@
 //! the lost operation in the model backend's terms — and a real failure
 //! the posix model does not reproduce is the differential check's finding.
 
-mod text;
-
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
 use std::fs;
@@ -23,7 +21,10 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use blackout_analysis::report::{Checked, RunReport, Verdict};
+pub use blackout_analysis::block::{
+    block_verdict, Blame, BlockChecked, BlockReport, FsckComplaint, PointInfo, Timings,
+};
+use blackout_analysis::report::{Checked, RunReport};
 use blackout_block::crash::{crash_points_until, Barrier, LogPoint};
 use blackout_block::log::{BlockLog, RecordKind};
 use blackout_block::mount::MountedImage;
@@ -33,7 +34,7 @@ use blackout_block::states::{enumerate, window, write_state, BlockState, SubsetC
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::Scratch;
 use blackout_check::Checker;
-use blackout_explore::model::{for_people, Model};
+use blackout_explore::model::Model;
 use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{Part, Unit};
@@ -202,117 +203,6 @@ pub struct BlockCheck<'a> {
     pub budget: Option<std::time::Duration>,
 }
 
-/// One crash point as reported.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct PointInfo {
-    /// Its index (the `7` of `b7`).
-    pub index: usize,
-    /// What it is just after (`flush`, `mark "saved"`, `base`, `end`).
-    pub after: String,
-    /// Seconds since the workload started.
-    pub seconds: f64,
-    /// The block log position.
-    pub position: usize,
-    /// Writes in flight.
-    pub in_flight: usize,
-}
-
-/// A distinct state after recovery and what the checker said.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct BlockChecked {
-    /// The first state that recovered to these files (`b7.lost2`).
-    pub id: String,
-    /// Its crash point.
-    pub point: usize,
-    /// Its writes in flight that were lost (0-based).
-    pub lost: Vec<usize>,
-    /// The promises made before its crash point.
-    pub promises: Vec<String>,
-    /// How many states recovered to the same files and promises.
-    pub states: usize,
-    /// The checker's outcome.
-    #[serde(flatten)]
-    pub outcome: Outcome,
-    /// The blame, for a failing state.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub blame: Option<Blame>,
-}
-
-/// Why a failing state fails, in the model backend's terms.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Blame {
-    /// Ops completed when power failed (the op-level crash point).
-    pub ops_done: usize,
-    /// The last calls completed before the crash, latest last
-    /// (`rename doc.txt.tmp -> doc.txt (log line 31)`).
-    pub last_calls: Vec<String>,
-    /// The posix model's failing state holding the same files, if any.
-    pub posix_state: Option<String>,
-    /// What that state lost, in the op log's terms.
-    pub posix_lost: Vec<String>,
-    /// The posix report's cause that state falls under: its number
-    /// (from 1) and sentence.
-    pub posix_cause: Option<(usize, String)>,
-}
-
-/// The block backend's report for one file system.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct BlockReport {
-    /// The file system.
-    pub fs: String,
-    /// The verdict.
-    pub verdict: Verdict,
-    /// One line saying why.
-    pub reason: String,
-    /// The crash points explored.
-    pub points: Vec<PointInfo>,
-    /// States enumerated.
-    pub states: usize,
-    /// Of them, built, mounted and checked (all of them unless the check
-    /// budget ended the rest).
-    pub states_checked: usize,
-    /// Whether every state was checked.
-    pub exact: bool,
-    /// Distinct states after recovery (files and promises), each checked
-    /// once.
-    pub distinct: usize,
-    /// The distinct states that failed, first found first.
-    pub failing: Vec<BlockChecked>,
-    /// States the checker could not judge, or the file system not mount.
-    pub errors: Vec<BlockChecked>,
-    /// What the subsets covered.
-    #[serde(skip)]
-    pub coverage: SubsetCoverage,
-    /// Subsets left out (exact, as a string: it can exceed 2^64).
-    pub subsets_left_out: String,
-    /// The deepest window: most writes in flight at one crash point.
-    pub deepest_window: usize,
-    /// Failing states no failing posix state holds the same files as
-    /// (the differential check: should be none).
-    pub posix_misses: Vec<String>,
-    /// Seconds spent checking, and states per second.
-    pub seconds: f64,
-    /// States built, mounted, checked and unmounted per second.
-    pub states_per_second: f64,
-    /// Where the time went.
-    pub time: Timings,
-    /// With `--fsck`: the states the file system's checker complained
-    /// about (none is the file system consistent after every crash).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fsck: Option<Vec<FsckComplaint>>,
-}
-
-/// What the file system's own checker said about a state.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FsckComplaint {
-    /// The state (`b7.lost2`).
-    pub id: String,
-    /// How the checker exited.
-    pub status: String,
-    /// Its first line that is not progress.
-    pub line: String,
-}
-
 /// Runs the file system's checker read-only on `image`: `None` when it
 /// finds nothing wrong.
 fn fsck(fs: FsKind, image: &Path, id: &str) -> io::Result<Option<FsckComplaint>> {
@@ -356,24 +246,6 @@ fn fsck(fs: FsKind, image: &Path, id: &str) -> io::Result<Option<FsckComplaint>>
         status: out.status.to_string(),
         line,
     }))
-}
-
-/// Seconds spent on each step over all states.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Timings {
-    /// Writing each state's image (the cursor copied, the writes applied).
-    pub build: f64,
-    /// Setting up the loop device and mounting (the file system's
-    /// recovery).
-    pub mount: f64,
-    /// Reading the mounted files (to deduplicate).
-    pub read: f64,
-    /// Running the checker on distinct states.
-    pub check: f64,
-    /// Unmounting.
-    pub unmount: f64,
-    /// The file system's checker (`--fsck`).
-    pub fsck: f64,
 }
 
 /// A directory as a reader sees it: every path (relative, bytes) with what
@@ -742,7 +614,7 @@ fn report(
         })
         .collect();
     let (verdict, reason) = block_verdict(
-        rec.fs,
+        rec.fs.name(),
         how.budget,
         (failing.len(), errors.len(), count),
         (visited, states),
@@ -760,7 +632,6 @@ fn report(
         errors,
         subsets_left_out: coverage.subsets_left_out.to_string(),
         deepest_window: coverage.deepest_window,
-        coverage,
         posix_misses,
         seconds,
         states_per_second: if seconds > 0.0 {
@@ -789,52 +660,6 @@ fn point_infos(rec: &BlockRecording, points: &[LogPoint]) -> Vec<PointInfo> {
             in_flight: window(log, rec.device.base(), p).writes.len(),
         })
         .collect()
-}
-
-/// The verdict on `fs` and its sentence, from how many distinct states
-/// failed, could not be judged and were checked in all, and how many of
-/// the states were visited before the check `budget` ended.
-fn block_verdict(
-    fs: FsKind,
-    budget: Option<Duration>,
-    (failing, errors, count): (usize, usize, usize),
-    (visited, states): (usize, usize),
-) -> (Verdict, String) {
-    if failing > 0 {
-        (
-            Verdict::Fail,
-            format!(
-                "{} of {count} distinct states after {}'s recovery failed",
-                failing, fs
-            ),
-        )
-    } else if errors > 0 {
-        (
-            Verdict::Inconclusive,
-            format!("{} states could not be judged", errors),
-        )
-    } else if visited < states {
-        (
-            Verdict::Pass,
-            format!(
-                "{count} distinct states after {}'s recovery passed, from {} of {} states: the check budget{} ended the rest, a sample, not every crash state",
-                fs,
-                for_people(visited as u128),
-                for_people(states as u128),
-                budget
-                    .map(|b| format!(" of {} s", b.as_secs_f64()))
-                    .unwrap_or_default()
-            ),
-        )
-    } else {
-        (
-            Verdict::Pass,
-            format!(
-                "every one of {count} distinct states after {}'s recovery passed",
-                fs
-            ),
-        )
-    }
 }
 
 /// How many ops had returned when power failed at `point`.
