@@ -14,7 +14,7 @@ use blackout::export::ExportContext;
 use blackout::run::{check_trace, RunConfig, RunError};
 
 use crate::args::{run_config, RunArgs};
-use crate::report::check_writable;
+use crate::report::{baseline_mode, check_writable, ratchet_after};
 use crate::INTERRUPTED;
 
 /// The block backend's settings from the run's flags.
@@ -44,7 +44,6 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
     let unsupported = [
         ("--trace", a.trace.is_some()),
         ("--shard", a.shard.is_some()),
-        ("--baseline", a.baseline.is_some()),
         ("--checker-server", a.checker_server.is_some()),
     ];
     if let Some((flag, _)) = unsupported.iter().find(|(_, set)| *set) {
@@ -53,6 +52,7 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
     for (flag, path, _) in a.report.files() {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
+    let mode = baseline_mode(&a)?;
     let bcfg = block_config(&a)?;
     let (mut cfg, _) = run_config(&a)?;
     cfg.models = vec![Model::Posix];
@@ -77,7 +77,7 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
         }
     }
     let run = worst.ok_or_else(|| anyhow!("--repeat must be at least 1"))?;
-    emit_block_run(&a, &cfg, run, runs)
+    emit_block_run(&a, &cfg, run, runs, mode)
 }
 
 /// One recording on the real file system, the posix model checked on its
@@ -144,12 +144,15 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
 }
 
 /// Writes a block run's report through every exporter asked for: the
-/// posix report with the file system's beside it, and `--repeat`'s runs.
+/// posix report with the file system's beside it, and `--repeat`'s runs;
+/// then, with `--baseline`, the ratchet on its rows (the posix model's and
+/// the file system's).
 pub(crate) fn emit_block_run(
     a: &RunArgs,
     cfg: &RunConfig,
     run: BlockRun,
     runs: Vec<(Verdict, usize)>,
+    mode: blackout::baseline::Mode,
 ) -> Result<u8> {
     let BlockRun {
         rec,
@@ -173,5 +176,6 @@ pub(crate) fn emit_block_run(
         all_causes: a.report.all_causes,
         ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
-    a.report.emit(&posix, &ctx)
+    let code = a.report.emit(&posix, &ctx)?;
+    ratchet_after(a, &posix, mode, code)
 }

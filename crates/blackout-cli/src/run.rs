@@ -6,8 +6,6 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 
-use blackout::analysis::report::{RunReport, Verdict};
-use blackout::baseline;
 use blackout::explore::model::for_people;
 use blackout::export::ExportContext;
 use blackout::run::{check_trace, RunConfig, RunError};
@@ -17,7 +15,7 @@ use blackout::sharded::check_shard;
 use crate::args::{run_config, Backend, RunArgs};
 use crate::block::cmd_run_block;
 use crate::record::{load_trace, record_trace};
-use crate::report::check_writable;
+use crate::report::{baseline_mode, check_writable, ratchet_after};
 
 pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
@@ -31,19 +29,7 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     for (flag, path, _) in a.report.files() {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
-    // So does a baseline that cannot be read (or, to record, written).
-    let mode = match a.baseline {
-        Some(_) => baseline::Mode::from_env(),
-        None => baseline::Mode::default(),
-    };
-    if let Some(path) = &a.baseline {
-        if mode.rewrites() {
-            check_writable(path)
-                .with_context(|| format!("cannot write --baseline {}", path.display()))?;
-        } else {
-            baseline::Baseline::load(path)?;
-        }
-    }
+    let mode = baseline_mode(&a)?;
     let (trace, trace_path) = match &a.trace {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
@@ -86,60 +72,7 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
         ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
     };
     let code = a.report.emit(&report, &ctx)?;
-    match &a.baseline {
-        None => Ok(code),
-        Some(path) => {
-            let case = a
-                .case
-                .clone()
-                .unwrap_or_else(|| baseline::case_of_run(a.trace.as_deref(), &a.command));
-            ratchet_exit(path, &case, &report, mode, a.report.json)
-        }
-    }
-}
-
-/// The ratchet after a run: compares it with the baseline (or records it)
-/// and prints the violations after the report (on stderr with --json).
-/// Exit 0 when no rule is broken, 1 when one is, 2 when the run could not
-/// check its states (verdict ERROR).
-pub(crate) fn ratchet_exit(
-    path: &std::path::Path,
-    case: &str,
-    report: &RunReport,
-    mode: baseline::Mode,
-    json: bool,
-) -> Result<u8> {
-    let code = match baseline::check_run(path, case, report, mode)? {
-        baseline::Ratchet::Updated { rows } => {
-            eprintln!(
-                "baseline {}: case `{case}` recorded ({rows} rows in the file)",
-                path.display()
-            );
-            0
-        }
-        baseline::Ratchet::Compared(c) => {
-            eprint!("{}", c.better_text(path));
-            let rerun = format!("blackout run ... --baseline {}", path.display());
-            let mut said = c.violations_text(path, &rerun);
-            if c.passed() {
-                said = format!(
-                    "baseline {}: case `{case}` is no worse than recorded (only its rows compared)\n",
-                    path.display()
-                );
-            }
-            if json {
-                eprint!("{said}");
-            } else {
-                print!("{said}");
-            }
-            u8::from(!c.passed())
-        }
-    };
-    Ok(if report.verdict == Verdict::Error {
-        2
-    } else {
-        code
-    })
+    ratchet_after(&a, &report, mode, code)
 }
 
 /// The progress shown on standard error while states are built and

@@ -26,10 +26,20 @@
 //! into one mark that says how many ops of which kinds it holds, and it
 //! says so. Each cause's windows are bands on the timeline that its
 //! section links to.
+//!
+//! A block run (`--backend block`) adds a section for the real file system
+//! after the posix report (`<section id="block">`): its verdict and
+//! reason, a table of the failing distinct states after recovery (when
+//! power was lost and after what, the checker's reason, the last calls,
+//! the posix state holding the same files and its cause), then the states
+//! that could not be judged, the coverage, fsck's summary, the
+//! differential check and `--repeat`'s line (or, when the file system was
+//! not checked, why), every piece escaped like the rest.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use blackout_analysis::block::{BlockReport, BlockSide};
 use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
 use blackout_explore::model::{for_people, Model};
 use blackout_oplog::naming::{describe_unit, DirPaths};
@@ -37,6 +47,9 @@ use blackout_oplog::ops::{escape_controls, synced_by, Ino, InodeKind, OpKind, Pa
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
+use crate::block::{
+    coverage_text as block_coverage_text, fsck_text, misses_text, not_checked_text, state_words,
+};
 use crate::text::{
     all_applied_text, cause_details, coverage_text, fix_set_text, precheck_text, reproduce_command,
     simplest_text, workload_name, Detail, CAUSES_SHOWN,
@@ -161,6 +174,7 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: 4px 12px; margi
 dt { font-weight: 700; } dd { margin: 0; }
 .verified { color: #1a7f37; font-weight: 700; }
 .note { color: #57606a; }
+.block { border: 1px solid #d0d7de; border-radius: 6px; padding: 2px 14px 8px; margin: 14px 0; }
 "#;
 
 /// Which lane an op is drawn on.
@@ -1038,6 +1052,77 @@ fn render_coverage(out: &mut String, report: &RunReport) {
     out.push_str("</ul>\n");
 }
 
+/// The failing states' table of a file system's section: one row per
+/// distinct state after recovery.
+fn render_block_failing(out: &mut String, r: &BlockReport) {
+    if r.failing.is_empty() {
+        return;
+    }
+    out.push_str("<table class=\"block-states\">\n<tr><th>state</th><th>power lost</th><th>checker</th><th>last calls</th><th>posix state</th><th>posix cause</th></tr>\n");
+    for c in &r.failing {
+        let w = state_words(r, c);
+        let mut when = format!("{}; {}", w.when, w.promised);
+        if let Some(lost) = &w.writes_lost {
+            let _ = write!(when, "; {lost}");
+        }
+        let posix = match &w.posix_state {
+            Some((s, lost)) => format!("<code>{}</code> ({})", html_escape(s), html_escape(lost)),
+            None => "none holds the same files".into(),
+        };
+        let cause = w
+            .posix_cause
+            .as_ref()
+            .map_or_else(|| "-".into(), |(n, s)| html_escape(&format!("{n}: {s}")));
+        let _ = writeln!(
+            out,
+            "<tr class=\"fail\"><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{posix}</td><td>{cause}</td></tr>",
+            html_escape(&w.id),
+            html_escape(&when),
+            html_escape(&w.checker),
+            html_escape(w.last_calls.as_deref().unwrap_or("-")),
+        );
+    }
+    out.push_str("</table>\n");
+}
+
+/// The real file system's section after the posix report: its verdict and
+/// why, the failing states, the states not judged, coverage, fsck, the
+/// differential check and `--repeat`'s line (or why it was not checked).
+fn render_block(out: &mut String, side: &BlockSide, posix: Verdict) {
+    let _ = writeln!(
+        out,
+        "<section id=\"block\" class=\"block\" data-fs=\"{fs}\">\n<h2>{fs} (real file system) {}</h2>",
+        side.report
+            .as_ref()
+            .map_or_else(String::new, |r| verdict_badge(r.verdict)),
+        fs = html_escape(&side.fs),
+    );
+    let mut notes = Vec::new();
+    match &side.report {
+        None => notes.push(not_checked_text(posix.name())),
+        Some(r) => {
+            let _ = writeln!(out, "<p class=\"reason\">{}</p>", html_escape(&r.reason));
+            render_block_failing(out, r);
+            for c in &r.errors {
+                let w = state_words(r, c);
+                notes.push(format!(
+                    "state {} (power lost {}): the checker {}",
+                    w.id, w.when, w.checker
+                ));
+            }
+            notes.push(format!("coverage: {}", block_coverage_text(r)));
+            notes.extend(fsck_text(r).map(|f| format!("fsck: {f}")));
+            notes.extend(misses_text(r));
+        }
+    }
+    notes.extend(side.repeat_line());
+    out.push_str("<ul>\n");
+    for n in &notes {
+        let _ = writeln!(out, "<li>{}</li>", html_escape(n));
+    }
+    out.push_str("</ul>\n</section>\n");
+}
+
 /// The run's result as one self-contained HTML page.
 pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
     let mut out = String::new();
@@ -1046,6 +1131,9 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
     render_timeline(&mut out, report, ctx);
     render_causes(&mut out, report, ctx);
     render_coverage(&mut out, report);
+    if let Some(side) = &report.block {
+        render_block(&mut out, side, report.verdict);
+    }
     let _ = write!(out, "<script>{SCRIPT}</script>\n</body>\n</html>\n");
     out
 }
@@ -1076,6 +1164,33 @@ mod tests {
         let out = child.wait_with_output().unwrap();
         let hash = String::from_utf8(out.stdout).unwrap();
         assert_eq!(SCRIPT_CSP_HASH, format!("sha256-{}", hash.trim()));
+    }
+
+    #[test]
+    fn a_block_run_has_the_file_systems_section_with_hostile_text_escaped() {
+        use crate::block::fixture;
+        let trace = fixture::trace();
+        let cx = fixture::context(&trace);
+        let page = render(&fixture::run(Verdict::Fail, Some(fixture::ext4())), &cx);
+        let at = page.find("<section id=\"block\"").expect(&page);
+        let section = &page[at..at + page[at..].find("</section>").unwrap()];
+        assert!(section.contains(
+            "<h2>ext4 (real file system) <span class=\"verdict v-fail\">FAIL</span></h2>"
+        ));
+        assert!(section.contains("<tr class=\"fail\"><td><code>b1.lost0</code></td><td>0.500 s in, just after the mark &quot;saved&quot;"));
+        assert!(section.contains("&lt;/failure&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert_eq!(page.matches("<script").count(), 1, "only the page's own");
+        assert!(!section.contains('\u{1b}'));
+        assert!(
+            section.contains("<li>state b1 (power lost 0.500 s in"),
+            "{section}"
+        );
+        assert!(section.contains("<li>THE POSIX MODEL MISSES 1"));
+        assert!(section.contains("<li>the verdict held over 2 runs: FAIL each time"));
+        let page = render(&fixture::run(Verdict::Error, None), &cx);
+        assert!(
+            page.contains("<li>not checked: the posix run says ERROR (fix the checker first)</li>")
+        );
     }
 
     #[test]

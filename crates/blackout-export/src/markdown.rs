@@ -10,16 +10,28 @@
 //! [`CAUSES_SHOWN`] causes per model are shown unless every cause was asked
 //! for. Nothing run-specific but the reproduce line's paths: no timings.
 //!
+//! A block run (`--backend block`) adds a section for the real file system
+//! after the posix report: its verdict and reason, a table of the failing
+//! distinct states after recovery (when power was lost and after what, the
+//! checker's reason, the last calls, the posix state holding the same
+//! files and its cause), the states that could not be judged, the
+//! coverage, fsck's summary, the differential check and `--repeat`'s line
+//! (or, when the file system was not checked, why).
+//!
 //! Text from the trace and the checker is escaped ([`md_escape`]): a file
 //! named `*bold*`, `<img>` or `$x$` reads as itself. Code blocks are
 //! fenced with more backticks than their content holds in a row.
 
 use std::fmt::Write as _;
 
+use blackout_analysis::block::{BlockReport, BlockSide};
 use blackout_analysis::report::{ModelReport, RunReport, Verdict};
 use blackout_explore::model::for_people;
 use blackout_oplog::ops::escape_controls;
 
+use crate::block::{
+    coverage_text as block_coverage_text, fsck_text, misses_text, not_checked_text, state_words,
+};
 use crate::text::{
     all_applied_text, cause_details, coverage_text, crash_text, fix_set_text, precheck_text,
     reproduce_command, workload_name, Detail, CAUSES_SHOWN,
@@ -233,12 +245,149 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
             );
         }
     }
+    if let Some(side) = &report.block {
+        render_block(&mut out, side, report.verdict);
+    }
     out
+}
+
+/// A table cell: escaped, and `-` when empty.
+fn cell(s: Option<&str>) -> String {
+    match s {
+        Some(s) if !s.is_empty() => md_escape(s),
+        _ => "-".into(),
+    }
+}
+
+/// The failing states' table: one row per distinct state after recovery.
+fn block_failing_table(out: &mut String, r: &BlockReport) {
+    if r.failing.is_empty() {
+        return;
+    }
+    out.push_str("| state | power lost | checker | last calls | posix state | posix cause |\n");
+    out.push_str("|---|---|---|---|---|---|\n");
+    for c in &r.failing {
+        let w = state_words(r, c);
+        let mut when = format!("{}; {}", w.when, w.promised);
+        if let Some(lost) = &w.writes_lost {
+            let _ = write!(when, "; {lost}");
+        }
+        let posix = w
+            .posix_state
+            .as_ref()
+            .map(|(s, lost)| format!("{s} ({lost})"));
+        let cause = w.posix_cause.as_ref().map(|(n, s)| format!("{n}: {s}"));
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            md_code_span_text(&w.id),
+            md_escape(&when),
+            md_escape(&w.checker),
+            cell(w.last_calls.as_deref()),
+            posix.map_or_else(|| "none holds the same files".into(), |p| md_escape(&p)),
+            cell(cause.as_deref()),
+        );
+    }
+    out.push('\n');
+}
+
+/// The real file system's section after the posix report: its verdict
+/// and why, the failing states, the states not judged, coverage, fsck,
+/// the differential check and `--repeat`'s line.
+fn render_block(out: &mut String, side: &BlockSide, posix: Verdict) {
+    let Some(r) = &side.report else {
+        let _ = writeln!(
+            out,
+            "\n### {} (real file system)\n\n{}\n",
+            md_escape(&side.fs),
+            md_escape(&not_checked_text(posix.name()))
+        );
+        render_repeat(out, side);
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "\n### {} (real file system): {}\n\n{}\n",
+        md_escape(&r.fs),
+        verdict_cell(r.verdict),
+        md_escape(&r.reason)
+    );
+    block_failing_table(out, r);
+    if !r.errors.is_empty() {
+        let _ = writeln!(out, "{} state(s) could not be judged:\n", r.errors.len());
+        for c in &r.errors {
+            let w = state_words(r, c);
+            let _ = writeln!(
+                out,
+                "- `{}` (power lost {}): the checker {}",
+                md_code_span_text(&w.id),
+                md_escape(&w.when),
+                md_escape(&w.checker)
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "- **coverage**: {}",
+        md_escape(&block_coverage_text(r))
+    );
+    if let Some(said) = fsck_text(r) {
+        let _ = writeln!(out, "- **fsck**: {}", md_escape(&said));
+    }
+    if let Some(line) = misses_text(r) {
+        let _ = writeln!(out, "- **differential check**: {}", md_escape(&line));
+    }
+    render_repeat(out, side);
+}
+
+/// `--repeat`'s line, when the run was repeated.
+fn render_repeat(out: &mut String, side: &BlockSide) {
+    if let Some(line) = side.repeat_line() {
+        let _ = writeln!(out, "- **repeat**: {}", md_escape(&line));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::block::fixture;
+
+    #[test]
+    fn a_block_run_has_the_file_systems_section_with_hostile_text_escaped() {
+        let trace = fixture::trace();
+        let cx = fixture::context(&trace);
+        let md = render(&fixture::run(Verdict::Fail, Some(fixture::ext4())), &cx);
+        let section = &md[md.find("### ext4 (real file system): **FAIL**").expect(&md)..];
+        assert!(section.contains("1 of 3 distinct states after ext4's recovery failed"));
+        let header = "| state | power lost | checker | last calls | posix state | posix cause |";
+        assert!(section.contains(header), "{section}");
+        let row = section
+            .lines()
+            .find(|l| l.starts_with("| `b1.lost0` |"))
+            .expect(section);
+        // Six cells: every `|` in the hostile text is escaped.
+        assert_eq!(row.matches(" | ").count(), 5, "{row}");
+        assert!(
+            row.contains("0.500 s in, just after the mark \"saved\""),
+            "{row}"
+        );
+        assert!(row.contains(r"\</failure>\<script>alert(1)\</script> \*b\* \| \`c\`"));
+        assert!(!row.contains('\u{1b}'));
+        assert!(row.contains("none holds the same files"));
+        assert!(
+            section.contains("- `b1` (power lost 0.500 s in"),
+            "{section}"
+        );
+        assert!(section.contains("- **coverage**: 2 crash points"));
+        assert!(section.contains("- **differential check**: THE POSIX MODEL MISSES 1"));
+        assert!(section.contains("- **repeat**: the verdict held over 2 runs: FAIL each time"));
+        let md = render(&fixture::run(Verdict::HarnessBroken, None), &cx);
+        assert!(md.contains(
+            "### ext4 (real file system)\n\nnot checked: the posix run says HARNESS BROKEN"
+        ));
+    }
 
     #[test]
     fn a_fence_is_longer_than_any_backtick_run_inside() {

@@ -343,6 +343,7 @@ impl Start {
 }
 
 /// Where the first steps of a run lead.
+#[allow(clippy::large_enum_variant)] // one per run: its size costs nothing
 pub(crate) enum Begun {
     /// A verdict before any state was checked.
     Stopped(RunReport),

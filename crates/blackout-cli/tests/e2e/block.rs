@@ -331,6 +331,116 @@ fn repeated_runs_agree_and_fsck_finds_every_state_sound() {
     );
 }
 
+/// The JUnit file of a failing block run on ext4: valid, with ext4's
+/// suite after the run's, at least one failing state blamed on posix's
+/// `entry_not_synced` (background writeback can change how many), and
+/// the counts on `<testsuites>` the sums of the suites'.
+fn assert_block_junit(junit: &Path) {
+    if !crate::common::have_tool("xmllint") {
+        return;
+    }
+    crate::exporters::assert_valid_junit(junit);
+    let count = |expr: &str| crate::exporters::xpath_count(junit, expr);
+    assert_eq!(count("//testsuite"), 2);
+    let suite = "//testsuite[@name='block ext4']";
+    assert_eq!(count(&format!("{suite}[@failures > 0]")), 1);
+    let blamed = format!("{suite}/testcase/failure[@type='entry_not_synced']");
+    assert!(count(&blamed) >= 1);
+    let sums =
+        "/testsuites[@tests = sum(//testsuite/@tests) and @failures = sum(//testsuite/@failures)]";
+    assert_eq!(count(sums), 1);
+}
+
+/// The Markdown summary and the HTML page of a failing block run on ext4:
+/// ext4's section after the posix report, its failing state lost just
+/// after "saved" and held by posix's `c5.lost3`; the page rendered by
+/// headless Chromium without an error.
+fn assert_block_sections(s: &Scratch, md: &Path, html: &Path) {
+    let md = fs::read_to_string(md).unwrap();
+    let section = &md[md.find("### ext4 (real file system): **FAIL**").expect(&md)..];
+    assert!(md.find("### Coverage").unwrap() < md.find("### ext4").unwrap());
+    let failing = section
+        .lines()
+        .find(|l| l.starts_with("| `b"))
+        .expect(section);
+    assert!(
+        failing.contains("just after the mark \"saved\""),
+        "{failing}"
+    );
+    assert!(failing.contains("c5.lost3"), "{failing}");
+    assert!(section.contains("- **coverage**: "), "{section}");
+    let page = fs::read_to_string(html).unwrap();
+    assert!(page.contains("<section id=\"block\" class=\"block\" data-fs=\"ext4\">"));
+    if !crate::common::have_tool("chromium") {
+        return;
+    }
+    let (dom, log) = crate::exporters::chromium(s, html, &["--dump-dom"]);
+    let errors = crate::exporters::page_errors(&log);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(dom.contains("data-rendered=\"yes\""));
+    let section = &dom[dom.find("<section id=\"block\"").expect(&dom)..];
+    assert!(section.contains("ext4 (real file system)"), "{section}");
+    assert!(section.contains("<code>c5.lost3</code>"), "{section}");
+}
+
+/// Every report file of a block run, written by one run of the
+/// no-dir-fsync save on ext4: the JUnit file validates and holds ext4's
+/// suite with the failing state, blamed on posix's `entry_not_synced`; the
+/// Markdown summary and the HTML page (rendered by headless Chromium) show
+/// ext4's section after the posix report; the baseline records ext4's row
+/// beside posix's, and a second run compares clean against it.
+#[test]
+fn every_report_file_shows_the_file_system_and_the_baseline_ratchets_it() {
+    if !block_backend_available() {
+        return;
+    }
+    let s = Scratch::new();
+    let [junit, md, html, tsv] = ["r.xml", "r.md", "r.html", "durability.tsv"].map(|f| s.path(f));
+    let mut extra = vec!["--fs", "ext4", "--case", "save"];
+    for (flag, path) in [
+        ("--junit", &junit),
+        ("--markdown", &md),
+        ("--html", &html),
+        ("--baseline", &tsv),
+    ] {
+        extra.extend([flag, path.to_str().unwrap()]);
+    }
+    let args = save_args(&extra, &save_checker(), "no-dir-fsync");
+    let run = |update: bool| {
+        let mut c = s.blackout();
+        c.env_remove("CI").env_remove("BLACKOUT_UPDATE_BASELINE");
+        if update {
+            c.env("BLACKOUT_UPDATE_BASELINE", "1");
+        }
+        let out = c.arg("run").args(&args).output().unwrap();
+        assert_nothing_left(&s);
+        out
+    };
+    // One run writes every file and records the baseline.
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("case `save` recorded (2 rows in the file)"));
+    let tsv_text = fs::read_to_string(&tsv).unwrap();
+    let rows: Vec<&str> = tsv_text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        rows,
+        [
+            "save\tposix\tFAIL\tentry_not_synced",
+            "save\tblock:ext4\tFAIL\tentry_not_synced"
+        ]
+    );
+    assert_block_junit(&junit);
+    assert_block_sections(&s, &md, &html);
+    // A second run compares with it: no worse.
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("case `save` is no worse than recorded"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 /// With `--stacks`, a real failure is blamed in source terms: the last
 /// calls before the crash and what the matching posix state lost name the
 /// C program's lines (the rename at line 9 that no directory fsync

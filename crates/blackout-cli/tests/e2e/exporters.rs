@@ -42,7 +42,7 @@ fn run_on_trace(s: &Scratch, mode: &str, extra: &[&std::ffi::OsStr]) -> Output {
 }
 
 /// How many elements an XPath expression counts in an XML file.
-fn xpath_count(file: &Path, expr: &str) -> usize {
+pub(crate) fn xpath_count(file: &Path, expr: &str) -> usize {
     let out = Command::new("xmllint")
         .args(["--xpath", &format!("count({expr})")])
         .arg(file)
@@ -52,7 +52,7 @@ fn xpath_count(file: &Path, expr: &str) -> usize {
 }
 
 /// Asserts the JUnit file validates against the schema.
-fn assert_valid_junit(file: &Path) {
+pub(crate) fn assert_valid_junit(file: &Path) {
     let out = Command::new("xmllint")
         .args(["--noout", "--schema"])
         .arg(junit_xsd())
@@ -183,7 +183,7 @@ fn markdown_summary_matches_the_checked_in_example() {
 }
 
 /// Headless Chromium on a file: the dumped DOM and what it logged.
-fn chromium(s: &Scratch, page: &Path, extra: &[&str]) -> (String, String) {
+pub(crate) fn chromium(s: &Scratch, page: &Path, extra: &[&str]) -> (String, String) {
     let profile = s.path("chromium-profile");
     let out = Command::new("chromium")
         .args([
@@ -209,7 +209,7 @@ fn chromium(s: &Scratch, page: &Path, extra: &[&str]) -> (String, String) {
 
 /// The page's own errors in what Chromium logged: console messages and
 /// uncaught exceptions, blocked content.
-fn page_errors(log: &str) -> Vec<&str> {
+pub(crate) fn page_errors(log: &str) -> Vec<&str> {
     log.lines()
         .filter(|l| {
             l.contains("CONSOLE")

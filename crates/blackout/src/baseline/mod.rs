@@ -16,7 +16,10 @@
 //!
 //! A *case* is a scenario's label ([`Report::label`]) or, on the command
 //! line, the name `--case` gives. A run that stopped before exploring any
-//! model (INCONCLUSIVE, HARNESS BROKEN) has one row whose model is `-`.
+//! model (INCONCLUSIVE, HARNESS BROKEN) has one row whose model is `-`. A
+//! block run (`--backend block`) adds a row for its file system, model
+//! `block:ext4` ([`BLOCK_MODEL`]): the file system's verdict, and the
+//! kinds of the posix causes its failing states were blamed on.
 //!
 //! The rules ([`compare`]): for each case and model, a verdict worse than
 //! the recorded one (PASS < FAIL; any verdict other than PASS that differs
@@ -39,6 +42,10 @@ use blackout_explore::model::Model;
 
 use crate::scenario::{Report, SCENARIO_ENV};
 
+mod rules;
+
+pub use rules::{compare, Comparison, Rule, Scope, Violation};
+
 /// The environment variable that makes a ratchet rewrite its baseline
 /// instead of comparing with it (any non-empty value).
 ///
@@ -53,6 +60,13 @@ pub const UPDATE_ENV: &str = "BLACKOUT_UPDATE_BASELINE";
 /// assert_eq!(blackout::baseline::NO_MODEL, "-");
 /// ```
 pub const NO_MODEL: &str = "-";
+
+/// How the model column of a block run's file system starts: `block:ext4`.
+///
+/// ```
+/// assert_eq!(blackout::baseline::BLOCK_MODEL, "block:");
+/// ```
+pub const BLOCK_MODEL: &str = "block:";
 
 /// The cause-kinds column of a row without causes.
 const NO_KINDS: &str = "-";
@@ -111,7 +125,9 @@ impl Row {
     }
 
     /// The rows of a run's report under the name `case`: one per model
-    /// explored, or one [`NO_MODEL`] row when it stopped before exploring.
+    /// explored, and for a block run one for its file system
+    /// ([`BLOCK_MODEL`]); or one [`NO_MODEL`] row when it stopped before
+    /// exploring (standing for every model, the file system's too).
     ///
     /// ```
     /// use blackout::analysis::report::{RunReport, Verdict};
@@ -128,14 +144,26 @@ impl Row {
                 Vec::<String>::new(),
             )];
         }
-        report
-            .models
-            .iter()
-            .map(|m| {
-                let kinds = m.causes.iter().map(|c| c.cause.kind.name());
-                Row::new(case, m.model.name(), m.verdict, kinds)
-            })
-            .collect()
+        let models = report.models.iter().map(|m| {
+            let kinds = m.causes.iter().map(|c| c.cause.kind.name());
+            Row::new(case, m.model.name(), m.verdict, kinds)
+        });
+        models.chain(Row::of_block(case, report)).collect()
+    }
+
+    /// A block run's row for its file system: its verdict (the posix
+    /// run's when it was not checked) and the kinds of the posix causes
+    /// its failing states were blamed on.
+    fn of_block(case: &str, report: &RunReport) -> Option<Row> {
+        let side = report.block.as_ref()?;
+        let posix = report.models.iter().find(|m| m.model == Model::Posix);
+        let failing = side.report.iter().flat_map(|r| &r.failing);
+        let kinds = failing.filter_map(|c| {
+            let n = c.blame.as_ref()?.posix_cause.as_ref()?.0;
+            Some(posix?.causes.get(n.checked_sub(1)?)?.cause.kind.name())
+        });
+        let model = format!("{BLOCK_MODEL}{}", side.fs);
+        Some(Row::new(case, model, report.final_verdict(), kinds))
     }
 
     /// The verdict and kinds as a violation names them: `FAIL
@@ -148,7 +176,8 @@ impl Row {
         }
     }
 
-    /// Where the model sorts: [`NO_MODEL`], then weakest first.
+    /// Where the model sorts: [`NO_MODEL`], then weakest first, then the
+    /// file systems ([`BLOCK_MODEL`]) by name.
     fn model_rank(&self) -> (usize, &str) {
         let rank = Model::ALL
             .iter()
@@ -452,10 +481,12 @@ fn parse_row(line: &str) -> Result<Row, String> {
     if case.is_empty() {
         return Err("an empty case".into());
     }
-    if model != NO_MODEL && !Model::ALL.iter().any(|m| m.name() == model) {
+    let fs = model.strip_prefix(BLOCK_MODEL).unwrap_or_default();
+    let block = !fs.is_empty() && fs.bytes().all(|b| b.is_ascii_alphanumeric());
+    if model != NO_MODEL && !block && !Model::ALL.iter().any(|m| m.name() == model) {
         let names: Vec<&str> = Model::ALL.iter().map(|m| m.name()).collect();
         return Err(format!(
-            "`{model}` is not a model ({}, or {NO_MODEL})",
+            "`{model}` is not a model ({}, {BLOCK_MODEL}FS, or {NO_MODEL})",
             names.join(", ")
         ));
     }
@@ -476,278 +507,6 @@ fn parse_row(line: &str) -> Result<Row, String> {
         ));
     }
     Ok(Row::new(case, model, verdict, kinds))
-}
-
-/// Which recorded cases a comparison answers for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scope {
-    /// Every case: a recorded case not among the results has vanished
-    /// (a test's call with all its scenarios).
-    All,
-    /// Only the cases among the results; other rows are left alone (the
-    /// command line, which runs one case).
-    Given,
-}
-
-/// Which rule a result breaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
-    /// A verdict worse than the recorded one.
-    WorseVerdict,
-    /// A cause kind the recorded row did not have, at the same verdict.
-    NewCauseKind,
-    /// A recorded case (or model) not among the results.
-    Vanished,
-    /// A case that became INCONCLUSIVE.
-    BecameInconclusive,
-    /// A case (or model) the baseline does not have.
-    Unrecorded,
-}
-
-impl Rule {
-    /// The rule in a violation's line.
-    fn says(self) -> &'static str {
-        match self {
-            Rule::WorseVerdict => "worse verdict",
-            Rule::NewCauseKind => "new cause kind",
-            Rule::Vanished => "vanished",
-            Rule::BecameInconclusive => "became INCONCLUSIVE",
-            Rule::Unrecorded => "not in the baseline",
-        }
-    }
-}
-
-/// A result that breaks a rule: the case, the model, the recorded row and
-/// the new one.
-///
-/// ```
-/// use blackout::analysis::report::Verdict;
-/// use blackout::baseline::{compare, Baseline, Row, Rule, Scope};
-/// let none = Vec::<String>::new();
-/// let old = Baseline::of_rows(vec![Row::new("save", "posix", Verdict::Pass, none)]).unwrap();
-/// let now = [Row::new("save", "posix", Verdict::Fail, ["entry_not_synced"])];
-/// let c = compare(&old, &now, Scope::All);
-/// assert_eq!(c.violations[0].rule, Rule::WorseVerdict);
-/// assert_eq!(
-///     c.violations[0].to_string(),
-///     "case `save`, model posix: worse verdict: baseline PASS, now FAIL (entry_not_synced)"
-/// );
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
-    /// The rule.
-    pub rule: Rule,
-    /// The case.
-    pub case: String,
-    /// The model (or [`NO_MODEL`]).
-    pub model: String,
-    /// The recorded row, if any.
-    pub old: Option<Row>,
-    /// The new one, if any.
-    pub new: Option<Row>,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let old = self.old.as_ref().map_or("none".into(), Row::result);
-        let new = self.new.as_ref().map_or("not run".into(), Row::result);
-        let mut rule = self.rule.says().to_string();
-        if let (Rule::NewCauseKind, Some(o), Some(n)) = (self.rule, &self.old, &self.new) {
-            let added: Vec<&str> = n
-                .kinds
-                .iter()
-                .filter(|k| !o.kinds.contains(k))
-                .map(String::as_str)
-                .collect();
-            rule = format!("{rule} {}", added.join(", "));
-        }
-        write!(
-            f,
-            "case `{}`, model {}: {rule}: baseline {old}, now {new}",
-            self.case, self.model
-        )
-    }
-}
-
-/// What a comparison found: the violations, and the results better than
-/// recorded (the baseline can be tightened).
-///
-/// ```
-/// let c = blackout::baseline::Comparison::default();
-/// assert!(c.passed());
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Comparison {
-    /// Every violation, in row order.
-    pub violations: Vec<Violation>,
-    /// One line per result better than recorded.
-    pub better: Vec<String>,
-}
-
-impl Comparison {
-    /// Whether no rule is broken.
-    ///
-    /// ```
-    /// assert!(blackout::baseline::Comparison::default().passed());
-    /// ```
-    pub fn passed(&self) -> bool {
-        self.violations.is_empty()
-    }
-
-    /// Every violation, one per line, with a heading naming the file and
-    /// how to accept the change.
-    ///
-    /// ```
-    /// let c = blackout::baseline::Comparison::default();
-    /// assert_eq!(c.violations_text("b.tsv".as_ref(), "cargo test"), "");
-    /// ```
-    pub fn violations_text(&self, path: &Path, rerun: &str) -> String {
-        if self.violations.is_empty() {
-            return String::new();
-        }
-        let mut out = format!(
-            "{} violation(s) of the baseline {}:\n",
-            self.violations.len(),
-            path.display()
-        );
-        for v in &self.violations {
-            out.push_str(&format!("  {v}\n"));
-        }
-        out.push_str(&format!(
-            "If the change is intended, record it with {UPDATE_ENV}=1 {rerun} and review the diff.\n"
-        ));
-        out
-    }
-
-    /// The notes that the baseline can be tightened, one per line.
-    ///
-    /// ```
-    /// let c = blackout::baseline::Comparison::default();
-    /// assert_eq!(c.better_text("b.tsv".as_ref()), "");
-    /// ```
-    pub fn better_text(&self, path: &Path) -> String {
-        self.better
-            .iter()
-            .map(|b| {
-                format!(
-                    "note: {b}: the baseline {} can be tightened ({UPDATE_ENV}=1)\n",
-                    path.display()
-                )
-            })
-            .collect()
-    }
-}
-
-/// Compares results with a baseline: every violation of the rules, and
-/// every result better than recorded.
-///
-/// ```
-/// use blackout::analysis::report::Verdict;
-/// use blackout::baseline::{compare, Baseline, Row, Scope};
-/// // A recorded FAIL with the same kinds is accepted.
-/// let fail = Row::new("create", "posix", Verdict::Fail, ["entry_not_synced"]);
-/// let old = Baseline::of_rows(vec![fail.clone()]).unwrap();
-/// assert!(compare(&old, &[fail], Scope::All).passed());
-/// ```
-pub fn compare(baseline: &Baseline, results: &[Row], scope: Scope) -> Comparison {
-    let mut c = Comparison::default();
-    let cases: BTreeSet<&str> = results.iter().map(|r| r.case.as_str()).collect();
-    for case in &cases {
-        let new: Vec<&Row> = results.iter().filter(|r| r.case == *case).collect();
-        compare_case(&baseline.case(case), &new, &mut c);
-    }
-    if scope == Scope::All {
-        for old in baseline
-            .rows
-            .iter()
-            .filter(|r| !cases.contains(r.case.as_str()))
-        {
-            c.violations
-                .push(violation(Rule::Vanished, Some(old), None));
-        }
-    }
-    c
-}
-
-/// One case's rows against its recorded rows. A [`NO_MODEL`] row on one
-/// side stands for every model on the other.
-fn compare_case(old: &[&Row], new: &[&Row], c: &mut Comparison) {
-    if old.is_empty() {
-        for n in new {
-            c.violations
-                .push(violation(Rule::Unrecorded, None, Some(n)));
-        }
-        return;
-    }
-    let old_any = old.iter().find(|r| r.model == NO_MODEL);
-    if let [n] = new {
-        if n.model == NO_MODEL && old_any.is_none() {
-            for o in old {
-                compare_row(o, n, &o.model, c);
-            }
-            return;
-        }
-    }
-    for n in new {
-        match old.iter().find(|o| o.model == n.model).or(old_any) {
-            Some(o) => compare_row(o, n, &n.model, c),
-            None => c
-                .violations
-                .push(violation(Rule::Unrecorded, None, Some(n))),
-        }
-    }
-    let new_any = new.iter().any(|r| r.model == NO_MODEL);
-    for o in old {
-        let matched = new.iter().any(|n| n.model == o.model);
-        if !matched && o.model != NO_MODEL && !new_any {
-            c.violations.push(violation(Rule::Vanished, Some(o), None));
-        }
-    }
-}
-
-/// A recorded row against the new one (shown under `model`).
-fn compare_row(old: &Row, new: &Row, model: &str, c: &mut Comparison) {
-    let at = format!("case `{}`, model {model}", new.case);
-    if old.verdict == new.verdict {
-        if new.kinds.iter().any(|k| !old.kinds.contains(k)) {
-            let mut v = violation(Rule::NewCauseKind, Some(old), Some(new));
-            v.model = model.to_string();
-            c.violations.push(v);
-        } else if old.kinds != new.kinds {
-            c.better.push(format!(
-                "{at}: cause kinds gone: baseline {}, now {}",
-                old.result(),
-                new.result()
-            ));
-        }
-        return;
-    }
-    let rule = match new.verdict {
-        Verdict::Pass => {
-            c.better.push(format!(
-                "{at}: better verdict: baseline {}, now {}",
-                old.result(),
-                new.result()
-            ));
-            return;
-        }
-        Verdict::Inconclusive => Rule::BecameInconclusive,
-        _ => Rule::WorseVerdict,
-    };
-    let mut v = violation(rule, Some(old), Some(new));
-    v.model = model.to_string();
-    c.violations.push(v);
-}
-
-fn violation(rule: Rule, old: Option<&Row>, new: Option<&Row>) -> Violation {
-    let row = new.or(old).expect("a row on one side");
-    Violation {
-        rule,
-        case: row.case.clone(),
-        model: row.model.clone(),
-        old: old.cloned(),
-        new: new.cloned(),
-    }
 }
 
 /// Whether a ratchet compares or rewrites its baseline.
@@ -1175,6 +934,105 @@ mod tests {
             ]
         );
         assert_eq!(Baseline::parse(&text, "b".as_ref()).unwrap(), b);
+    }
+
+    #[test]
+    fn a_block_runs_file_system_has_a_row_with_the_posix_cause_kinds_it_was_blamed_on() {
+        use blackout_analysis::block::{Blame, BlockChecked, BlockReport, BlockSide};
+        use blackout_oplog::outcome::Outcome;
+        // A new file written and "saved" without any fsync: posix fails.
+        let t = blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+              1 write(3, \"\\x68\\x69\", 2) = 2\n\
+              1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
+            b"/d",
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = crate::run::RunConfig::new(
+            r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a 2>/dev/null)" = hi ]"#,
+        );
+        cfg.models = vec![Model::Posix];
+        cfg.fix_verifications = 0;
+        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        let mut report = crate::run::check_trace(&t, &cfg).unwrap();
+        let causes = &report.models[0].causes;
+        assert!(!causes.is_empty(), "{report:#?}");
+        let blamed = causes.last().unwrap().cause.kind.name();
+        let failing = |cause: Option<usize>| BlockChecked {
+            id: "b1".into(),
+            point: 0,
+            lost: Vec::new(),
+            promises: Vec::new(),
+            states: 1,
+            outcome: Outcome::Fail {
+                status: "exit code 1".into(),
+                reason: "lost".into(),
+            },
+            blame: Some(Blame {
+                posix_cause: cause.map(|n| (n, String::new())),
+                ..Blame::default()
+            }),
+        };
+        // One state blamed on the last posix cause, one on none (a cause
+        // number past the report's counts as none).
+        let block = BlockReport {
+            fs: "ext4".into(),
+            verdict: Verdict::Fail,
+            reason: String::new(),
+            points: Vec::new(),
+            states: 2,
+            states_checked: 2,
+            exact: true,
+            distinct: 2,
+            failing: vec![failing(Some(causes.len())), failing(Some(causes.len() + 1))],
+            errors: Vec::new(),
+            subsets_left_out: "0".into(),
+            deepest_window: 1,
+            posix_misses: Vec::new(),
+            seconds: 0.0,
+            states_per_second: 0.0,
+            time: Default::default(),
+            fsck: None,
+        };
+        report.block = Some(BlockSide {
+            fs: "ext4".into(),
+            report: Some(block),
+            repeat: Vec::new(),
+        });
+        let rows = Row::of_run("save", &report);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1], row("save", "block:ext4", Verdict::Fail, &[blamed]));
+        // Not checked: the posix run's verdict stands for the file system.
+        report.block.as_mut().unwrap().report = None;
+        let rows = Row::of_run("save", &report);
+        assert_eq!(rows[1], row("save", "block:ext4", report.verdict, &NONE));
+        // Stopped before exploring: one `-` row stands for every model.
+        report.models.clear();
+        assert_eq!(Row::of_run("save", &report)[0].model, NO_MODEL);
+        assert_eq!(Row::of_run("save", &report).len(), 1);
+    }
+
+    #[test]
+    fn block_rows_sort_after_the_models_and_round_trip() {
+        let b = base(&[
+            row("a", "block:xfs", Verdict::Pass, &NONE),
+            row("a", "posix", Verdict::Fail, &["entry_not_synced"]),
+            row("a", "block:ext4", Verdict::Fail, &["entry_not_synced"]),
+        ]);
+        let models: Vec<&str> = b.rows().iter().map(|r| r.model.as_str()).collect();
+        assert_eq!(models, ["posix", "block:ext4", "block:xfs"]);
+        assert_eq!(Baseline::parse(&b.render(), "b".as_ref()).unwrap(), b);
+        for bad in ["block:", "block:ext 4", "blocks:ext4"] {
+            let line = format!("a\t{bad}\tPASS\t-\n");
+            let e = Baseline::parse(&line, "b".as_ref())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("is not a model (process, ordered, posix, block:FS, or -)"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
