@@ -23,7 +23,7 @@ use std::time::Duration;
 use blackout_explore::model::for_people;
 use blackout_oplog::outcome::Outcome;
 
-use crate::report::Verdict;
+use crate::verdict::Verdict;
 
 /// One crash point as reported.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

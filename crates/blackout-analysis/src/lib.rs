@@ -23,6 +23,7 @@ pub mod block;
 pub mod explain;
 pub mod group;
 pub mod report;
+pub mod verdict;
 
 use std::collections::HashMap;
 

@@ -24,11 +24,13 @@
 #![deny(missing_docs)]
 
 pub mod closure;
+pub mod image;
 pub mod outcome;
 pub mod pool;
 pub mod server;
 pub mod shell;
 pub mod slot;
+pub mod workers;
 
 use std::io;
 use std::path::PathBuf;

@@ -1,17 +1,16 @@
 //! The checker pool: distinct crash states checked in parallel.
 //!
-//! `-j` worker threads pull state indices from a shared counter; each owns
-//! one [`Slot`] under the run's [`Scratch`] directory, builds the state,
-//! writes it into the slot, runs the [`Checker`], and clears the slot. A
-//! checker that cannot be run at all stops every worker at once; so does
-//! the cancel flag (running checkers are killed by the checker itself) and
-//! any I/O error.
+//! The model backend's states through the shared work loop
+//! ([`crate::workers`]): `-j` worker threads pull state indices from a
+//! shared counter; each owns one [`Slot`] under the run's [`Scratch`]
+//! directory, builds the state, writes it into the slot, runs the
+//! [`Checker`], and clears the slot. A checker that cannot be run at all
+//! stops every worker at once; so does the cancel flag (running checkers
+//! are killed by the checker itself) and any I/O error.
 
 use std::collections::HashMap;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use blackout_explore::dedup::{key_of, state_key, Distinct, Explored, StateKey};
@@ -23,96 +22,12 @@ use blackout_oplog::trace::Trace;
 
 use crate::outcome::Outcome;
 use crate::slot::{Slot, StateInput};
-use crate::{lock, Checker};
-
-/// Why checking could not finish (a checker's own failures are outcomes,
-/// not errors).
-#[derive(Debug, thiserror::Error)]
-pub enum PoolError {
-    /// The cancel flag was set.
-    #[error("interrupted")]
-    Interrupted,
-    /// Writing states or running the checker failed.
-    #[error(transparent)]
-    Io(#[from] io::Error),
-}
+pub use crate::workers::{CannotRun, Parallel, PoolError, Release, Scratch};
+use crate::workers::{Source, Step, Workers};
+use crate::Checker;
 
 /// Outcomes by content key, shared by a run and its fix verifications.
 pub type Cache = HashMap<StateKey, Outcome>;
-
-/// The state where the checker could not be run, and why.
-pub type CannotRun = (String, String);
-
-/// Results of checking in parallel, and the state (and reason) where the
-/// checker could not be run, if it could not.
-pub type Parallel = (Vec<(usize, Outcome)>, Option<CannotRun>);
-
-/// A run's scratch directory: one slot per worker under it. Removed (with
-/// whatever a checker left, read-only directories included) by
-/// [`Scratch::remove`], or when dropped.
-pub struct Scratch {
-    dir: Option<PathBuf>,
-    slots: AtomicUsize,
-}
-
-impl Scratch {
-    /// Makes a fresh `blackout-*` directory under `parent`.
-    pub fn new(parent: &Path) -> io::Result<Scratch> {
-        let tmp = tempfile::Builder::new()
-            .prefix("blackout-")
-            .tempdir_in(parent)
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "cannot make a scratch directory for crash states in {} (it comes from TMPDIR, else /dev/shm): {e}",
-                        parent.display()
-                    ),
-                )
-            })?;
-        Ok(Scratch {
-            dir: Some(tmp.keep()),
-            slots: AtomicUsize::new(0),
-        })
-    }
-
-    /// A new slot (removed when dropped).
-    pub fn slot(&self) -> io::Result<Slot> {
-        let n = self.slots.fetch_add(1, Ordering::SeqCst);
-        let dir = self.dir.as_deref().unwrap_or(Path::new("."));
-        Slot::new(&dir.join(format!("w{n}")))
-    }
-
-    /// A new slot for a worker thread of its own, which, where this process
-    /// may make mount namespaces, moves into one where the scratch directory
-    /// holds only this slot: the checkers it starts cannot reach another
-    /// worker's (see [`blackout_sys::isolate`]). The thread must do nothing
-    /// else under the scratch directory.
-    pub fn worker_slot(&self) -> io::Result<Slot> {
-        let slot = self.slot()?;
-        if blackout_sys::isolate::available() {
-            let dir = self.dir.as_deref().unwrap_or(Path::new("."));
-            blackout_sys::isolate::enter(dir, &slot.root)?;
-        }
-        Ok(slot)
-    }
-
-    /// Removes the directory and everything in it.
-    pub fn remove(mut self) -> io::Result<()> {
-        match self.dir.take() {
-            Some(d) => blackout_sys::scratch::remove_tree(&d),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Some(d) = self.dir.take() {
-            let _ = blackout_sys::scratch::remove_tree(&d);
-        }
-    }
-}
 
 /// How the pool checks.
 #[derive(Clone, Copy)]
@@ -261,116 +176,69 @@ impl<'a> Pool<'a> {
         todo: &[usize],
         deadline: Option<Instant>,
     ) -> Result<Parallel, PoolError> {
-        let shared = Shared {
-            next: AtomicUsize::new(0),
-            done: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
-            halt: AtomicBool::new(false),
-            results: Mutex::new(Vec::with_capacity(todo.len())),
-            cannot_run: Mutex::new(None),
-            failure: Mutex::new(None),
+        let workers = Workers {
+            checker: self.cfg.checker,
+            jobs: self.cfg.jobs,
+            cancel: self.cfg.cancel,
+            progress: self.cfg.progress,
+            scratch: self.scratch,
         };
-        let jobs = self.cfg.jobs.max(1).min(todo.len().max(1));
-        let finished = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..jobs)
-                .map(|_| {
-                    let shared = &shared;
-                    scope.spawn(move || self.worker(shared, distinct, todo, deadline))
-                })
-                .collect();
-            // At the deadline (or on Ctrl-C), the checkers still running
-            // are stopped.
-            let watcher = deadline.map(|d| {
-                let (shared, finished) = (&shared, &finished);
-                scope.spawn(move || {
-                    while !finished.load(Ordering::SeqCst) {
-                        if Instant::now() >= d || self.cancelled() {
-                            shared.halt.store(true, Ordering::SeqCst);
-                            return;
-                        }
-                        std::thread::park_timeout(HALT_POLL);
-                    }
-                })
-            });
-            for w in workers {
-                let _ = w.join();
-            }
-            finished.store(true, Ordering::SeqCst);
-            if let Some(w) = watcher {
-                w.thread().unpark();
-            }
-        });
-        if self.cancelled() {
-            return Err(PoolError::Interrupted);
-        }
-        if let Some(e) = into_inner(shared.failure) {
-            return Err(PoolError::Io(e));
-        }
-        Ok((into_inner(shared.results), into_inner(shared.cannot_run)))
+        workers.run(
+            &ModelSource {
+                pool: self,
+                distinct,
+            },
+            todo,
+            deadline,
+        )
+    }
+}
+
+/// The model backend's states as a [`Source`]: each built by the worker's
+/// own [`Keyer`] from the trace (from the state at the crash point before:
+/// the states come in about crash-point order) and written into its slot.
+struct ModelSource<'p, 'a> {
+    pool: &'p Pool<'a>,
+    distinct: &'p [Distinct],
+}
+
+impl<'a> Source for ModelSource<'_, 'a> {
+    type Worker = Keyer<'a>;
+
+    fn start(&self, scratch: &Scratch) -> io::Result<(Slot, Keyer<'a>)> {
+        let keys = Keyer::new(self.pool.trace, self.pool.cfg.sector);
+        Ok((scratch.worker_slot()?, keys))
     }
 
-    /// One worker: its slot, then states until none is left, all stop, or
-    /// the deadline passes.
-    fn worker(
+    fn step(
         &self,
-        shared: &Shared,
-        distinct: &[Distinct],
-        todo: &[usize],
-        deadline: Option<Instant>,
-    ) {
-        let mut keys = Keyer::new(self.trace, self.cfg.sector);
-        let slot = match self.scratch.worker_slot() {
-            Ok(slot) => slot,
-            Err(e) => return shared.fail(e),
-        };
-        let _release = Release {
-            checker: self.cfg.checker,
-            slot: &slot,
-        };
-        loop {
-            if shared.stop.load(Ordering::SeqCst)
-                || self.cancelled()
-                || deadline.is_some_and(|d| Instant::now() >= d)
-            {
-                return;
-            }
-            let j = shared.next.fetch_add(1, Ordering::SeqCst);
-            let Some(&i) = todo.get(j) else { return };
-            let desc = &distinct[i].desc;
-            // Built from the worker's state at the crash point before: the
-            // states come in about crash-point order.
-            let (fs, hash) = keys.state(desc);
-            // Paired with dedup: the state rebuilt for checking must be the
-            // one deduplicated under this key, or its outcome would be
-            // filed under another state. (The files it changed are hashed
-            // from what was built; the others are the crash point's.)
-            if key_of(hash, self.outputs, desc.crash) != distinct[i].key {
-                return shared.fail(io::Error::other(format!(
-                    "internal error: state {} rebuilt with other contents than it was deduplicated with",
-                    desc.id()
-                )));
-            }
-            let halt = match deadline {
-                Some(_) => Some(&shared.halt),
-                None => self.cfg.cancel,
-            };
-            match self.check_one_until(&slot, &desc.id(), &fs, desc.crash, false, halt) {
-                Ok(Some(Outcome::CannotRun { reason })) => {
-                    shared.stop.store(true, Ordering::SeqCst);
-                    lock(&shared.cannot_run).get_or_insert((desc.id(), reason));
-                }
-                Ok(Some(o)) => {
-                    lock(&shared.results).push((i, o));
-                    let n = shared.done.fetch_add(1, Ordering::SeqCst) + 1;
-                    if let Some(p) = self.cfg.progress {
-                        p(n, todo.len());
-                    }
-                }
-                Ok(None) => return,
-                Err(e) => shared.fail(e),
-            }
+        keys: &mut Keyer<'a>,
+        slot: &Slot,
+        i: usize,
+        halt: Option<&AtomicBool>,
+    ) -> io::Result<Step> {
+        let desc = &self.distinct[i].desc;
+        let (fs, hash) = keys.state(desc);
+        // Paired with dedup: the state rebuilt for checking must be the
+        // one deduplicated under this key, or its outcome would be filed
+        // under another state. (The files it changed are hashed from what
+        // was built; the others are the crash point's.)
+        if key_of(hash, self.pool.outputs, desc.crash) != self.distinct[i].key {
+            return Err(io::Error::other(format!(
+                "internal error: state {} rebuilt with other contents than it was deduplicated with",
+                desc.id()
+            )));
         }
+        Ok(
+            match self
+                .pool
+                .check_one_until(slot, &desc.id(), &fs, desc.crash, false, halt)?
+            {
+                Some(Outcome::CannotRun { reason }) => Step::CannotRun((desc.id(), reason)),
+                Some(o) => Step::Checked(o),
+                None => Step::Stopped,
+            },
+        )
     }
 }
 
@@ -382,45 +250,4 @@ pub fn outcomes(explored: &Explored, cache: &Cache) -> Vec<Option<Outcome>> {
         .iter()
         .map(|d| cache.get(&d.key).cloned())
         .collect()
-}
-
-/// Tells the checker a worker's slot is done with, however the worker ends.
-pub struct Release<'a> {
-    /// The checker.
-    pub checker: &'a dyn Checker,
-    /// The worker's slot.
-    pub slot: &'a Slot,
-}
-
-impl Drop for Release<'_> {
-    fn drop(&mut self) {
-        self.checker.release(self.slot);
-    }
-}
-
-/// How often the watcher of a deadline looks at the clock.
-const HALT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
-
-/// What the workers of one [`Pool::check_parallel`] share.
-struct Shared {
-    next: AtomicUsize,
-    done: AtomicUsize,
-    stop: AtomicBool,
-    /// Set at the deadline (or on Ctrl-C): running checkers stop.
-    halt: AtomicBool,
-    results: Mutex<Vec<(usize, Outcome)>>,
-    cannot_run: Mutex<Option<(String, String)>>,
-    failure: Mutex<Option<io::Error>>,
-}
-
-impl Shared {
-    /// Stops every worker, keeping the first error.
-    fn fail(&self, e: io::Error) {
-        self.stop.store(true, Ordering::SeqCst);
-        lock(&self.failure).get_or_insert(e);
-    }
-}
-
-fn into_inner<T>(m: Mutex<T>) -> T {
-    m.into_inner().unwrap_or_else(|e| e.into_inner())
 }

@@ -131,6 +131,7 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
             cancel: Some(&INTERRUPTED),
             posix: Some(&posix),
             budget: cfg.check_budget,
+            jobs: cfg.jobs,
         };
         match check_block(&rec, &how) {
             Ok(r) => Some(r),

@@ -21,7 +21,12 @@ const CRATES: &[(&str, &[&str])] = &[
     ("blackout-explore", &["blackout-oplog"]),
     (
         "blackout-check",
-        &["blackout-oplog", "blackout-sys", "blackout-explore"],
+        &[
+            "blackout-oplog",
+            "blackout-sys",
+            "blackout-block",
+            "blackout-explore",
+        ],
     ),
     ("blackout-analysis", &["blackout-oplog", "blackout-explore"]),
     (
@@ -97,15 +102,17 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-check",
-        &["outcome", "slot", "shell", "closure", "server", "pool"],
+        &[
+            "outcome", "slot", "shell", "closure", "server", "workers", "pool", "image",
+        ],
     ),
     (
         "blackout-analysis",
-        &["explain", "report", "block", "group"],
+        &["verdict", "explain", "block", "report", "group"],
     ),
     (
         "blackout-export",
-        &["text", "json", "junit", "markdown", "html"],
+        &["block", "text", "json", "junit", "markdown", "html"],
     ),
     (
         "blackout",
