@@ -472,9 +472,12 @@ mod tests {
     /// Each `<testsuites>`, `<testsuite>` and `<testcase>` in `xml` with its
     /// attributes, and the names of the elements each test case holds
     /// (parsing the whole document: it is well-formed).
-    fn elements(xml: &str) -> Vec<(String, Vec<(String, String)>, Vec<String>)> {
+    /// An element's name, its attributes and the elements a test case holds.
+    type Element = (String, Vec<(String, String)>, Vec<String>);
+
+    fn elements(xml: &str) -> Vec<Element> {
         let mut reader = quick_xml::Reader::from_str(xml);
-        let mut out: Vec<(String, Vec<(String, String)>, Vec<String>)> = Vec::new();
+        let mut out: Vec<Element> = Vec::new();
         let mut in_case = false;
         loop {
             let (e, start) = match reader.read_event().expect("well-formed XML") {
@@ -494,7 +497,12 @@ mod tests {
                     .map(|a| {
                         let a = a.unwrap();
                         let key = String::from_utf8(a.key.as_ref().to_vec()).unwrap();
-                        (key, a.unescape_value().unwrap().into_owned())
+                        (
+                            key,
+                            a.normalized_value(quick_xml::XmlVersion::default())
+                                .unwrap()
+                                .into_owned(),
+                        )
                     })
                     .collect();
                 out.push((name.clone(), attrs, Vec::new()));
