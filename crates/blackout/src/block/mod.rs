@@ -579,37 +579,3 @@ fn blame(
     }
     blame
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_listing_sees_every_path_and_what_it_holds_and_keys_by_promises() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir(dir.path().join("d")).unwrap();
-        fs::write(dir.path().join("d/f"), b"hi").unwrap();
-        std::os::unix::fs::symlink("../nowhere", dir.path().join("l")).unwrap();
-        // A FIFO is listed, never opened (opening it would block).
-        let made = Command::new("mkfifo").arg(dir.path().join("p")).status();
-        assert!(made.unwrap().success());
-        let l = listing(dir.path()).unwrap();
-        let got: Vec<(&[u8], &Node)> = l.iter().map(|(k, v)| (k.as_slice(), v)).collect();
-        assert_eq!(
-            got,
-            [
-                (&b"d"[..], &Node::Dir),
-                (&b"d/f"[..], &Node::File(2, *blake3::hash(b"hi").as_bytes())),
-                (&b"l"[..], &Node::Symlink(b"../nowhere".to_vec())),
-                (&b"p"[..], &Node::Special("fifo")),
-            ]
-        );
-        assert_ne!(listing_key(&l, b"saved\n"), listing_key(&l, b""));
-        fs::remove_file(dir.path().join("p")).unwrap();
-        fs::write(dir.path().join("d/f"), b"ho").unwrap();
-        assert_ne!(
-            listing_key(&listing(dir.path()).unwrap(), b""),
-            listing_key(&l, b"")
-        );
-    }
-}
