@@ -25,11 +25,12 @@ const LO_FLAGS_AUTOCLEAR: u32 = 4;
 /// retried this many times.
 const ATTACH_TRIES: usize = 16;
 
-/// Held while a loop device is bound and mounted, or unmounted: one at a
-/// time in a process. Workers mounting and unmounting at once were seen to
-/// leave a state's file system mounted after its unmount had returned
-/// (found again on its mount point, which could then not be removed).
-static MOUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// How long to wait, one pause after another, for a busy file system to be
+/// let go before unmounting it lazily. A file of a state is held a moment
+/// after its reader closed it when another thread of this process starts a
+/// command just then: the new process holds a copy of every open file until
+/// it runs its program.
+const UNMOUNT_PAUSES_MS: [u64; 6] = [1, 2, 5, 10, 20, 50];
 
 /// `struct loop_info64` (linux/loop.h).
 #[repr(C)]
@@ -156,7 +157,6 @@ impl MountedImage {
         let data = std::ffi::CString::new(data).map_err(|_| {
             io::Error::new(io::ErrorKind::InvalidInput, "mount options hold a NUL byte")
         })?;
-        let one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
         let mounted = rustix::mount::mount(
             &device,
             target,
@@ -164,7 +164,6 @@ impl MountedImage {
             rustix::mount::MountFlags::empty(),
             data.as_c_str(),
         );
-        drop(one);
         // The mount holds the device now (or nothing does, and closing the
         // handle clears it).
         drop(handle);
@@ -188,12 +187,25 @@ impl MountedImage {
         &self.device
     }
 
-    /// Unmounts; the loop device clears itself.
+    /// Unmounts; the loop device clears itself. While the file system is
+    /// busy it is tried again a few times, then detached: a file of it may
+    /// still be held a moment by a command another thread is starting (see
+    /// [`UNMOUNT_PAUSES_MS`]), or for longer by a process a checker left
+    /// running; the kernel lets the file system go when its last user does.
     pub fn unmount(mut self) -> io::Result<()> {
-        let _one = MOUNTING.lock().unwrap_or_else(|e| e.into_inner());
         self.mounted = false;
-        rustix::mount::unmount(&self.target, rustix::mount::UnmountFlags::empty())
-            .map_err(|e| io::Error::other(format!("umount {}: {e}", self.target.display())))
+        let said = |e: rustix::io::Errno| {
+            io::Error::other(format!("umount {}: {e}", self.target.display()))
+        };
+        for pause in UNMOUNT_PAUSES_MS {
+            match rustix::mount::unmount(&self.target, rustix::mount::UnmountFlags::empty()) {
+                Err(rustix::io::Errno::BUSY) => {
+                    std::thread::sleep(std::time::Duration::from_millis(pause))
+                }
+                done => return done.map_err(said),
+            }
+        }
+        rustix::mount::unmount(&self.target, rustix::mount::UnmountFlags::DETACH).map_err(said)
     }
 }
 

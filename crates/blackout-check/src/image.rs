@@ -318,8 +318,12 @@ impl<'a> Source for ImageSource<'a> {
                 unmounted.and(step)
             }
         };
-        fs::remove_dir(&target).map_err(|e| at("removing the mount point", &target, e))?;
+        // An unmount that failed says why before the mount point that could
+        // then not be removed does.
+        let removed =
+            fs::remove_dir(&target).map_err(|e| at("removing the mount point", &target, e));
         let step = step?;
+        removed?;
         if !matches!(step, Step::Stopped) {
             self.after(i, &image)?;
         }
