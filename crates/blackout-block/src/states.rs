@@ -266,6 +266,54 @@ pub fn write_state(
     apply(&kept, data, &image)
 }
 
+/// What a state's image is made of, in one form whatever window it came
+/// from: every write or zeroed range before position `.0` of the log, and
+/// the records listed in `.1` (all after it). Two states with the same
+/// [`ImageId`] have the same bytes, so the file system recovers both the
+/// same way.
+pub type ImageId = (usize, Vec<usize>);
+
+/// The [`ImageId`] of the state of `window` that lost the window's writes
+/// at `lost` (0-based, ascending): the window's start moved past every
+/// flush, mark and kept write that follows it.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::log::{Record, RecordKind};
+/// use blackout_block::states::{image_id, Window};
+/// let r = |kind| Record { nanos: 0, kind };
+/// let w = || RecordKind::Write { offset: 0, len: 512, data_at: 0 };
+/// let records = [r(w()), r(RecordKind::Flush), r(w()), r(w())];
+/// let window = Window { start: 0, writes: vec![0, 2, 3] };
+/// // Keeping every write: the same image as a window starting after them.
+/// assert_eq!(image_id(&records, &window, &[]), (4, vec![]));
+/// // Losing the second: the first on the disk, the third kept after it.
+/// assert_eq!(image_id(&records, &window, &[1]), (2, vec![3]));
+/// ```
+pub fn image_id(records: &[Record], window: &Window, lost: &[usize]) -> ImageId {
+    let kept: Vec<usize> = window
+        .writes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| lost.binary_search(i).is_err())
+        .map(|(_, &r)| r)
+        .collect();
+    let (mut at, mut k) = (window.start, 0);
+    while let Some(record) = records.get(at) {
+        let data = matches!(
+            record.kind,
+            RecordKind::Write { .. } | RecordKind::Zero { .. }
+        );
+        if data && kept.get(k) != Some(&at) {
+            break;
+        }
+        k += usize::from(data);
+        at += 1;
+    }
+    (at, kept[k..].to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,5 +436,41 @@ mod prefix_tests {
                 );
             }
         }
+    }
+
+    /// Two states share an [`ImageId`] exactly when the same writes and
+    /// zeroed ranges were applied to make their images.
+    #[test]
+    fn image_ids_are_equal_exactly_when_the_same_writes_were_applied() {
+        let is_data =
+            |r: &Record| matches!(r.kind, RecordKind::Write { .. } | RecordKind::Zero { .. });
+        let mut shared = 0;
+        for log in logs() {
+            let points = crash_points(&log, 0);
+            let (states, _) = enumerate(&log, 0, &points, usize::MAX >> 1, 0);
+            let made: Vec<(ImageId, Vec<usize>)> = states
+                .iter()
+                .map(|s| {
+                    let w = window(&log, 0, &points[s.point]);
+                    let mut applied: Vec<usize> =
+                        (0..w.start).filter(|&i| is_data(&log.records[i])).collect();
+                    applied.extend(
+                        w.writes
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| !s.lost.contains(i))
+                            .map(|(_, &r)| r),
+                    );
+                    (image_id(&log.records, &w, &s.lost), applied)
+                })
+                .collect();
+            for (a, (id_a, set_a)) in made.iter().enumerate() {
+                for (id_b, set_b) in &made[a + 1..] {
+                    assert_eq!(id_a == id_b, set_a == set_b, "{id_a:?} {id_b:?} in {log:?}");
+                    shared += usize::from(id_a == id_b);
+                }
+            }
+        }
+        assert!(shared > 0, "no two states of the logs share an image");
     }
 }

@@ -8,7 +8,9 @@
 //! with the same files and promises was. Distinct states are found by
 //! [`listing_key`]; whichever worker meets a key first checks it, and the
 //! state filed under it is the first in enumeration order, so a report
-//! does not depend on `-j`.
+//! does not depend on `-j`. A state whose image has the same bytes as one
+//! mounted before (the same writes applied: [`image_id`]) is not built or
+//! mounted again unless its promises make it new.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
@@ -17,7 +19,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::Instant;
 
 use blackout_block::image::Cursor;
@@ -25,7 +27,7 @@ use blackout_block::log::BlockLog;
 use blackout_block::mount::{fsck, FsckSaid, MountedImage};
 use blackout_block::recording::{DeviceRecording, DATA_FILE};
 use blackout_block::session::FsKind;
-use blackout_block::states::{write_state, BlockState, Window};
+use blackout_block::states::{image_id, write_state, BlockState, ImageId, Window};
 
 use crate::outcome::Outcome;
 use crate::slot::{at, Slot};
@@ -188,6 +190,88 @@ pub struct ImageSource<'a> {
     pub fsck: bool,
     /// What was found so far.
     pub tally: Mutex<ImageTally>,
+    /// How each image recovered, for the states whose image is the same.
+    pub images: Images,
+}
+
+/// How a state's image recovered: its files (`Err`: why it did not mount)
+/// and, with fsck, what the file system's checker said.
+#[derive(Debug, Clone)]
+struct Recovery {
+    files: Result<Listing, String>,
+    fsck: Option<FsckSaid>,
+}
+
+/// The images mounted so far, by [`ImageId`]: a state whose image another
+/// state already had is not built or mounted again (the same bytes recover
+/// the same way) unless its promises make it a new state to check. A
+/// worker meeting an image another worker is mounting waits for it.
+#[derive(Debug, Default)]
+pub struct Images {
+    known: Mutex<HashMap<ImageId, Option<Recovery>>>,
+    settled: Condvar,
+}
+
+/// What [`Images::claim`] found.
+enum Claim {
+    /// Another state had this image.
+    Known(Recovery),
+    /// This state's worker mounts it (and must [`Images::settle`] it).
+    Mine,
+}
+
+impl Images {
+    /// The image's recovery if known; else the caller's to find out (while
+    /// another worker finds it out, waits).
+    fn claim(&self, id: &ImageId) -> Claim {
+        let mut known = lock(&self.known);
+        loop {
+            match known.get(id) {
+                Some(Some(r)) => return Claim::Known(r.clone()),
+                Some(None) => {
+                    known = self.settled.wait(known).unwrap_or_else(|e| e.into_inner());
+                }
+                None => {
+                    known.insert(id.clone(), None);
+                    return Claim::Mine;
+                }
+            }
+        }
+    }
+
+    /// Files a claimed image's recovery (`None`: not found out after all;
+    /// the next state with this image mounts it).
+    fn settle(&self, id: &ImageId, recovery: Option<Recovery>) {
+        let mut known = lock(&self.known);
+        match recovery {
+            Some(r) => known.insert(id.clone(), Some(r)),
+            None => known.remove(id),
+        };
+        self.settled.notify_all();
+    }
+}
+
+/// A claimed image, given up if its state ends before its recovery is
+/// known (an error, a stop).
+struct Claimed<'a> {
+    images: &'a Images,
+    id: Option<ImageId>,
+}
+
+impl Claimed<'_> {
+    fn settle(mut self, recovery: Recovery) {
+        if let Some(id) = self.id.take() {
+            self.images.settle(&id, Some(recovery));
+        }
+    }
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.take() {
+            self.images.settle(&id, None);
+        }
+    }
 }
 
 /// A worker's own: its cursor image and the log's data.
@@ -206,23 +290,20 @@ impl<'a> ImageSource<'a> {
         self.tally.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Reads the mounted state and checks it unless the same files and
-    /// promises were: a new key is claimed before its check runs, so no
+    /// Checks the mounted state, whose files are `files`, unless the same
+    /// files and promises were: a new key is claimed before its check runs, so no
     /// other worker checks it too.
     fn check_mounted(
         &self,
         slot: &Slot,
         i: usize,
-        promises: &[u8],
+        files: Listing,
         halt: Option<&AtomicBool>,
     ) -> io::Result<Step> {
-        let t = Instant::now();
-        let files = listing(&slot.fs()).map_err(|e| at("reading the state", &slot.fs(), e))?;
-        let read = t.elapsed().as_secs_f64();
+        let promises = &self.promises[self.states[i].point];
         let key = listing_key(&files, promises);
         {
             let mut tally = lock(&self.tally);
-            tally.time.read += read;
             if let Some(f) = tally.found.get_mut(&key) {
                 f.states += 1;
                 f.first = f.first.min(i);
@@ -278,9 +359,20 @@ impl<'a> Source for ImageSource<'a> {
         halt: Option<&AtomicBool>,
     ) -> io::Result<Step> {
         let state = &self.states[i];
+        let window = &self.windows[state.point];
+        let id = image_id(&self.log().records, window, &state.lost);
+        let mut claimed = match self.images.claim(&id) {
+            Claim::Known(recovery) => match self.reuse(i, &recovery) {
+                Some(step) => return Ok(step),
+                None => None,
+            },
+            Claim::Mine => Some(Claimed {
+                images: &self.images,
+                id: Some(id),
+            }),
+        };
         let image = slot.root.join("state.img");
         let t = Instant::now();
-        let window = &self.windows[state.point];
         write_state(
             &mut w.cursor,
             &self.log().records,
@@ -301,31 +393,35 @@ impl<'a> Source for ImageSource<'a> {
             tally.time.build += build;
             tally.time.mount += mount;
         }
-        let step = match mounted {
+        let checked = match mounted {
             Err(e) => {
                 let why = format!(
                     "{} did not mount it (its recovery failed): {e}",
                     self.fs.name()
                 );
-                lock(&self.tally).unmounted.push((i, why));
-                Ok(Step::Skipped)
+                lock(&self.tally).unmounted.push((i, why.clone()));
+                self.settle_early(&mut claimed, &Err(why.clone()));
+                Ok((Step::Skipped, Err(why)))
             }
             Ok(mounted) => {
-                let step = self.check_mounted(slot, i, &self.promises[state.point], halt);
+                let checked = self.read_and_check(slot, i, &mut claimed, halt);
                 let t = Instant::now();
                 let unmounted = mounted.unmount();
                 lock(&self.tally).time.unmount += t.elapsed().as_secs_f64();
-                unmounted.and(step)
+                unmounted.and(checked.map(|(step, files)| (step, Ok(files))))
             }
         };
         // An unmount that failed says why before the mount point that could
         // then not be removed does.
         let removed =
             fs::remove_dir(&target).map_err(|e| at("removing the mount point", &target, e));
-        let step = step?;
+        let (step, files) = checked?;
         removed?;
         if !matches!(step, Step::Stopped) {
-            self.after(i, &image)?;
+            let fsck = self.after(i, &image)?;
+            if let Some(claimed) = claimed {
+                claimed.settle(Recovery { files, fsck });
+            }
         }
         fs::remove_file(&image).map_err(|e| at("removing the state's image", &image, e))?;
         Ok(step)
@@ -333,8 +429,9 @@ impl<'a> Source for ImageSource<'a> {
 }
 
 impl ImageSource<'_> {
-    /// A state visited: counted, and fsck'd when asked.
-    fn after(&self, i: usize, image: &Path) -> io::Result<()> {
+    /// A state visited: counted, and fsck'd when asked (what fsck said of
+    /// it, returned).
+    fn after(&self, i: usize, image: &Path) -> io::Result<Option<FsckSaid>> {
         let said = if self.fsck {
             let t = Instant::now();
             let said = fsck(self.fs, image)?;
@@ -345,8 +442,56 @@ impl ImageSource<'_> {
         };
         let mut tally = lock(&self.tally);
         tally.visited += 1;
-        tally.fsck.extend(said.map(|s| (i, s)));
-        Ok(())
+        tally.fsck.extend(said.clone().map(|s| (i, s)));
+        Ok(said)
+    }
+
+    /// Without fsck, an image's recovery is known once its files are read:
+    /// filed then, so a worker waiting for it does not wait for the check.
+    fn settle_early(&self, claimed: &mut Option<Claimed<'_>>, files: &Result<Listing, String>) {
+        if !self.fsck {
+            if let Some(c) = claimed.take() {
+                c.settle(Recovery {
+                    files: files.clone(),
+                    fsck: None,
+                });
+            }
+        }
+    }
+
+    /// A state whose image another state had: counted as visited with
+    /// that image's recovery, unless its files and promises make a key not
+    /// met yet (`None`: it is mounted and checked).
+    fn reuse(&self, i: usize, r: &Recovery) -> Option<Step> {
+        let mut tally = lock(&self.tally);
+        match &r.files {
+            Err(why) => tally.unmounted.push((i, why.clone())),
+            Ok(files) => {
+                let key = listing_key(files, &self.promises[self.states[i].point]);
+                let f = tally.found.get_mut(&key)?;
+                f.states += 1;
+                f.first = f.first.min(i);
+            }
+        }
+        tally.visited += 1;
+        tally.fsck.extend(r.fsck.clone().map(|s| (i, s)));
+        Some(Step::Skipped)
+    }
+
+    /// Reads the mounted state and checks it (see `check_mounted`).
+    fn read_and_check(
+        &self,
+        slot: &Slot,
+        i: usize,
+        claimed: &mut Option<Claimed<'_>>,
+        halt: Option<&AtomicBool>,
+    ) -> io::Result<(Step, Listing)> {
+        let t = Instant::now();
+        let files = listing(&slot.fs()).map_err(|e| at("reading the state", &slot.fs(), e))?;
+        lock(&self.tally).time.read += t.elapsed().as_secs_f64();
+        self.settle_early(claimed, &Ok(files.clone()));
+        let step = self.check_mounted(slot, i, files.clone(), halt)?;
+        Ok((step, files))
     }
 }
 

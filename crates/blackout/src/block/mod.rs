@@ -28,7 +28,7 @@ use blackout_block::log::{BlockLog, RecordKind};
 use blackout_block::recording::DeviceRecording;
 use blackout_block::session::{tool_installed, DeviceSession, FsKind, SessionConfig, SessionError};
 use blackout_block::states::{enumerate, window, BlockState, SubsetCoverage, Window};
-use blackout_check::image::{listing, ImageSource, ImageTally, Listing};
+use blackout_check::image::{listing, ImageSource, ImageTally, Images, Listing};
 use blackout_check::workers::{PoolError, Scratch, Workers};
 use blackout_check::Checker;
 use blackout_explore::model::Model;
@@ -302,6 +302,7 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         checker: how.checker,
         fsck: how.config.fsck,
         tally: Mutex::new(ImageTally::default()),
+        images: Images::default(),
     };
     let workers = Workers {
         checker: how.checker,
