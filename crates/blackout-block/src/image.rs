@@ -59,16 +59,40 @@ pub fn sparse_copy(from: &Path, to: &Path) -> io::Result<()> {
     if rustix::fs::ioctl_ficlone(&dst, &src).is_ok() {
         return Ok(());
     }
-    let mut at = 0;
-    while at < size {
-        let Some(start) = seek(&src, SeekFrom::Data(at))? else {
-            break; // only a hole is left
-        };
-        let end = seek(&src, SeekFrom::Hole(start))?.unwrap_or(size);
-        copy_range(&src, start, &dst, start, end - start)?;
-        at = end;
+    for (start, len) in data_extents(&src)? {
+        copy_range(&src, start, &dst, start, len)?;
     }
     Ok(())
+}
+
+/// The data extents of `file` (`SEEK_DATA`/`SEEK_HOLE`): offset and length
+/// of each, in order; the rest reads as zeros.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_block::image::{create_sparse, data_extents};
+/// use std::os::unix::fs::FileExt;
+/// let path = std::env::temp_dir().join(format!("extents-doc-{}", std::process::id()));
+/// let f = create_sparse(&path, 1 << 24).unwrap();
+/// f.write_all_at(b"data", 1 << 20).unwrap();
+/// let extents = data_extents(&f).unwrap();
+/// assert!(extents.iter().any(|&(at, len)| at <= 1 << 20 && (1 << 20) + 4 <= at + len));
+/// std::fs::remove_file(&path).unwrap();
+/// ```
+pub fn data_extents(file: &File) -> io::Result<Vec<(u64, u64)>> {
+    let size = file.metadata()?.len();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < size {
+        let Some(start) = seek(file, SeekFrom::Data(at))? else {
+            break; // only a hole is left
+        };
+        let end = seek(file, SeekFrom::Hole(start))?.unwrap_or(size);
+        out.push((start, end - start));
+        at = end;
+    }
+    Ok(out)
 }
 
 /// Where `SEEK_DATA`/`SEEK_HOLE` lands, `None` past the last data (`ENXIO`).

@@ -40,7 +40,8 @@ use crate::{lock, Checker};
 pub type Listing = BTreeMap<Vec<u8>, Node>;
 
 /// One entry of a [`Listing`].
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Node {
     /// A directory.
     Dir,
@@ -49,7 +50,7 @@ pub enum Node {
     /// A symlink and its target.
     Symlink(Vec<u8>),
     /// A FIFO, socket or device node: never opened (a FIFO would block).
-    Special(&'static str),
+    Special(String),
 }
 
 /// A file's length and the hash of its bytes.
@@ -82,7 +83,7 @@ pub fn listing(root: &Path) -> io::Result<Listing> {
                 file_node(&entry.path())?
             } else {
                 use std::os::unix::fs::FileTypeExt;
-                Node::Special(if kind.is_fifo() {
+                let special = if kind.is_fifo() {
                     "fifo"
                 } else if kind.is_socket() {
                     "socket"
@@ -90,7 +91,8 @@ pub fn listing(root: &Path) -> io::Result<Listing> {
                     "char device"
                 } else {
                     "block device"
-                })
+                };
+                Node::Special(special.to_string())
             };
             out.insert(path, node);
         }
@@ -517,7 +519,7 @@ mod tests {
                 (&b"d"[..], &Node::Dir),
                 (&b"d/f"[..], &Node::File(2, *blake3::hash(b"hi").as_bytes())),
                 (&b"l"[..], &Node::Symlink(b"../nowhere".to_vec())),
-                (&b"p"[..], &Node::Special("fifo")),
+                (&b"p"[..], &Node::Special("fifo".into())),
             ]
         );
         assert_ne!(listing_key(&l, b"saved\n"), listing_key(&l, b""));

@@ -170,10 +170,12 @@ pub(crate) struct RunArgs {
     /// `fail REASON` (docs/CHECKER.md).
     #[arg(long, value_name = "CMD", conflicts_with = "checker")]
     pub(crate) checker_server: Option<String>,
-    /// Re-explore this trace instead of recording.
+    /// Re-explore this trace instead of recording (with --backend block: a
+    /// recording saved by its -o, checked again without the workload).
     #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "volatile", "command"])]
     pub(crate) trace: Option<PathBuf>,
-    /// Also write the trace here (needed to reproduce a state later).
+    /// Also write the trace here (needed to reproduce a state later; with
+    /// --backend block, the whole recording: trace, block log and data).
     #[arg(short = 'o', long = "output", value_name = "TRACE")]
     pub(crate) output: Option<PathBuf>,
     #[command(flatten)]
@@ -259,9 +261,10 @@ pub(crate) struct BlockArgs {
     /// the posix model's verdict; needs root, /dev/fuse and a loop device).
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Backend::Model)]
     pub(crate) backend: Backend,
-    /// With --backend block: the file system (ext4, xfs, btrfs).
-    #[arg(long = "fs", value_name = "FS", default_value = "ext4", value_parser = parse_fs)]
-    pub(crate) fs: String,
+    /// With --backend block: the file system (ext4, xfs, btrfs; default
+    /// ext4, or with --trace the one the recording was made on).
+    #[arg(long = "fs", value_name = "FS", value_parser = parse_fs)]
+    pub(crate) fs: Option<String>,
     /// With --backend block: the device size, in bytes or with K, M, G
     /// (default 128M, at least what the file system needs).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]

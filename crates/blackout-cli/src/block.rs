@@ -1,25 +1,36 @@
 //! `blackout run --backend block`: the workload on a real file system
 //! through the block device, `--repeat`, and its report.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context, Result};
 
 use blackout::analysis::block::BlockSide;
 use blackout::analysis::report::{RunReport, Verdict};
-use blackout::block::{check_block, record_block, BlockCheck, BlockConfig, BlockError};
+use blackout::block::saved::is_saved_recording;
+use blackout::block::sharded::{check_block_shard, merge_block};
+use blackout::block::{
+    check_block, record_block, BlockCheck, BlockConfig, BlockError, BlockRecording,
+};
 use blackout::block_device::session::FsKind;
 use blackout::explore::model::Model;
 use blackout::export::ExportContext;
 use blackout::run::{check_trace, RunConfig, RunError};
+use blackout::shard::{Shard, ShardPart};
+use blackout::sharded::{check_shard, merge_parts, MergeError};
 
-use crate::args::{run_config, RunArgs};
+use crate::args::{run_config, state_flags_of, MergeArgs, RunArgs};
 use crate::report::{baseline_mode, check_writable, ratchet_after};
+use crate::run::{shard_of, write_part};
 use crate::INTERRUPTED;
 
 /// The block backend's settings from the run's flags.
 pub(crate) fn block_config(a: &RunArgs) -> Result<BlockConfig> {
-    let fs: FsKind = a.block.fs.parse().map_err(|e| anyhow!("--fs: {e}"))?;
+    let fs: FsKind = match &a.block.fs {
+        Some(fs) => fs.parse().map_err(|e| anyhow!("--fs: {e}"))?,
+        None => FsKind::Ext4,
+    };
     let mut bcfg = BlockConfig::new(fs);
     if let Some(size) = a.block.fs_size {
         bcfg.session.size = size;
@@ -41,21 +52,31 @@ pub(crate) fn block_config(a: &RunArgs) -> Result<BlockConfig> {
 /// posix model checked on its trace, then every crash state of the device
 /// mounted and checked.
 pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
-    let unsupported = [
-        ("--trace", a.trace.is_some()),
-        ("--shard", a.shard.is_some()),
-        ("--checker-server", a.checker_server.is_some()),
-    ];
-    if let Some((flag, _)) = unsupported.iter().find(|(_, set)| *set) {
-        return Err(anyhow!("{flag} does not work with --backend block"));
+    if a.trace.is_some() {
+        // A saved recording is checked as it was made.
+        let made_when_recording = [
+            ("--repeat", a.block.repeat > 1),
+            ("--settle", a.block.settle.is_some()),
+            ("--fs-size", a.block.fs_size.is_some()),
+            ("--mkfs-opts", a.block.mkfs_opts.is_some()),
+        ];
+        if let Some((flag, _)) = made_when_recording.iter().find(|(_, set)| *set) {
+            return Err(anyhow!(
+                "{flag} is fixed when recording; with --trace the saved recording is checked as it was made"
+            ));
+        }
     }
     for (flag, path, _) in a.report.files() {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
+    let shard = shard_of(&a)?;
     let mode = baseline_mode(&a)?;
     let bcfg = block_config(&a)?;
     let (mut cfg, _) = run_config(&a)?;
     cfg.models = vec![Model::Posix];
+    if let Some((shard, part)) = shard {
+        return block_shard(&a, &bcfg, &cfg, shard, &part);
+    }
     let repeat = a.block.repeat;
     // Every run's verdict and failing states; the worst run is kept.
     let mut runs: Vec<(Verdict, usize)> = Vec::new();
@@ -83,7 +104,7 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
 /// One recording on the real file system, the posix model checked on its
 /// trace, and the device's states checked.
 pub(crate) struct BlockRun {
-    pub(crate) rec: blackout::block::BlockRecording,
+    pub(crate) rec: BlockRecording,
     pub(crate) posix: RunReport,
     pub(crate) block: Option<blackout::block::BlockReport>,
 }
@@ -99,22 +120,31 @@ impl BlockRun {
 }
 
 pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -> Result<BlockRun> {
-    let rcfg = a.recording.clone().config(a.command.clone());
-    let recorded = record_block(bcfg, &rcfg, &a.recording.recorder());
-    if INTERRUPTED.load(Ordering::SeqCst) {
-        return Err(anyhow!("interrupted"));
-    }
-    let rec = recorded?;
+    let rec = match &a.trace {
+        Some(path) => load_recording(path, Some(a))?,
+        None => {
+            let rcfg = a.recording.clone().config(a.command.clone());
+            let recorded = record_block(bcfg, &rcfg, &a.recording.recorder());
+            if INTERRUPTED.load(Ordering::SeqCst) {
+                return Err(anyhow!("interrupted"));
+            }
+            recorded?
+        }
+    };
     if let Some(out) = &a.output {
-        rec.trace
-            .save(out)
+        rec.save(out)
             .with_context(|| format!("cannot write {}", out.display()))?;
     }
     eprintln!(
-        "recorded {} ops and {} block records on {} (base at record {})",
+        "{} {} ops and {} block records on {} (base at record {})",
+        if a.trace.is_some() {
+            "loaded"
+        } else {
+            "recorded"
+        },
         rec.trace.ops.len(),
         rec.device.log().records.len(),
-        bcfg.session.fs,
+        rec.fs,
         rec.device.base()
     );
     let posix = match check_trace(&rec.trace, cfg) {
@@ -123,17 +153,7 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
         Err(e) => return Err(e).context("checking the posix model's crash states"),
     };
     let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-        let how = BlockCheck {
-            config: bcfg,
-            checker: cfg.checker.as_ref(),
-            ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
-            scratch_parent: blackout::sys::scratch::default_scratch_parent(),
-            cancel: Some(&INTERRUPTED),
-            posix: Some(&posix),
-            budget: cfg.check_budget,
-            jobs: cfg.jobs,
-        };
-        match check_block(&rec, &how) {
+        match check_block(&rec, &block_check(a, bcfg, cfg, Some(&posix))) {
             Ok(r) => Some(r),
             Err(BlockError::Interrupted) => return Err(anyhow!("interrupted")),
             Err(e) => return Err(e).context("checking the block device's crash states"),
@@ -142,6 +162,150 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
         None
     };
     Ok(BlockRun { rec, posix, block })
+}
+
+/// `run --backend block --trace FILE --shard K/N --part PART`: the posix
+/// model's share of the distinct states and the file system's share of the
+/// images, in one part.
+fn block_shard(
+    a: &RunArgs,
+    bcfg: &BlockConfig,
+    cfg: &RunConfig,
+    shard: Shard,
+    part: &Path,
+) -> Result<u8> {
+    let path = a
+        .trace
+        .as_deref()
+        .ok_or_else(|| anyhow!("--shard needs --trace"))?;
+    let rec = load_recording(path, Some(a))?;
+    let how = block_check(a, bcfg, cfg, None);
+    let block = match check_block_shard(&rec, &how, shard) {
+        Ok(b) => b,
+        Err(BlockError::Interrupted) => return Err(anyhow!("interrupted")),
+        Err(e) => return Err(e).context("checking the block device's crash states"),
+    };
+    let posix = check_shard(&rec.trace, cfg, shard).map(|mut p| {
+        p.block = Some(block);
+        p
+    });
+    write_part(posix, part, Some(path))
+}
+
+/// How a run checks its block states.
+fn block_check<'a>(
+    a: &'a RunArgs,
+    bcfg: &'a BlockConfig,
+    cfg: &'a RunConfig,
+    posix: Option<&'a RunReport>,
+) -> BlockCheck<'a> {
+    BlockCheck {
+        config: bcfg,
+        checker: cfg.checker.as_ref(),
+        ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+        scratch_parent: blackout::sys::scratch::default_scratch_parent(),
+        cancel: Some(&INTERRUPTED),
+        posix,
+        budget: cfg.check_budget,
+        jobs: cfg.jobs,
+    }
+}
+
+/// `blackout merge` of a block run's parts: the posix report merged as a
+/// model run's, the file system's from every part's share, blamed against
+/// it.
+pub(crate) fn merge_block_parts(
+    a: &MergeArgs,
+    parts: &[ShardPart],
+    trace_path: &Path,
+    cfg: &RunConfig,
+) -> Result<u8> {
+    let rec = load_recording(trace_path, None)?;
+    let report = merge_parts(&rec.trace, cfg, parts);
+    let mut posix = match report {
+        Ok(r) => r,
+        Err(MergeError::Run(RunError::Interrupted)) => return Err(anyhow!("interrupted")),
+        Err(MergeError::Part(e)) => return Err(e.into()),
+        Err(e) => return Err(e).context("merging the parts"),
+    };
+    let mut shares = Vec::with_capacity(parts.len());
+    for p in parts {
+        let block = p.block.as_ref().ok_or_else(|| {
+            anyhow!(
+                "{} holds no block share, {} does: parts of one run",
+                p.label(),
+                parts[0].label()
+            )
+        })?;
+        shares.push((p.shard, block));
+    }
+    let first = shares[0].1;
+    let mut bcfg = BlockConfig::new(rec.fs);
+    bcfg.session.mount_opts = Some(first.mount_opts.clone())
+        .filter(|o| !o.is_empty())
+        .into_iter()
+        .collect();
+    bcfg.max_subsets = first.max_subsets;
+    bcfg.seed = first.seed;
+    bcfg.fsck = first.fsck;
+    let settings = &parts[0].settings;
+    let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
+        let how = BlockCheck {
+            config: &bcfg,
+            checker: cfg.checker.as_ref(),
+            ack_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
+            scratch_parent: blackout::sys::scratch::default_scratch_parent(),
+            cancel: Some(&INTERRUPTED),
+            posix: Some(&posix),
+            budget: cfg.check_budget,
+            jobs: cfg.jobs,
+        };
+        shares.sort_by_key(|s| s.0.index);
+        Some(merge_block(&rec, &how, &shares)?)
+    } else {
+        None
+    };
+    posix.block = Some(BlockSide {
+        fs: rec.fs.name().to_string(),
+        report: block,
+        repeat: Vec::new(),
+    });
+    let shown = trace_path.display().to_string();
+    let trace_id = rec.trace.content_id();
+    let prefix = settings.ack_prefix.as_ref().map(|p| p.display());
+    let ctx = ExportContext {
+        trace: &rec.trace,
+        trace_path: Some(&shown),
+        trace_id: &trace_id,
+        checker: &settings.checker,
+        checker_flag: settings.checker_kind.flag().unwrap_or_default(),
+        state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
+        all_causes: a.report.all_causes,
+        ack_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
+    };
+    a.report.emit(&posix, &ctx)
+}
+
+/// A block recording saved by `run --backend block -o`, on the file
+/// system `--fs` names if it names one.
+fn load_recording(path: &Path, a: Option<&RunArgs>) -> Result<BlockRecording> {
+    if !is_saved_recording(path) {
+        return Err(anyhow!(
+            "{}: not a block recording (make one with `blackout run --backend block -o FILE ...`)",
+            path.display()
+        ));
+    }
+    let parent = blackout::sys::scratch::default_scratch_parent();
+    let rec = BlockRecording::load(path, &parent).with_context(|| format!("{}", path.display()))?;
+    let named = a.and_then(|a| a.block.fs.as_deref());
+    if let Some(fs) = named.filter(|fs| *fs != rec.fs.name()) {
+        return Err(anyhow!(
+            "--fs {fs}: {} was recorded on {}",
+            path.display(),
+            rec.fs
+        ));
+    }
+    Ok(rec)
 }
 
 /// Writes a block run's report through every exporter asked for: the
@@ -166,7 +330,11 @@ pub(crate) fn emit_block_run(
         repeat: if runs.len() > 1 { runs } else { Vec::new() },
     });
     let trace_id = rec.trace.content_id();
-    let shown = a.output.as_ref().map(|p| p.display().to_string());
+    let shown = a
+        .output
+        .as_ref()
+        .or(a.trace.as_ref())
+        .map(|p| p.display().to_string());
     let ctx = ExportContext {
         trace: &rec.trace,
         trace_path: shown.as_deref(),

@@ -12,6 +12,7 @@ use blackout::sharded::{merge_parts, MergeError};
 
 use crate::args::state_flags_of;
 use crate::args::MergeArgs;
+use crate::block::merge_block_parts;
 use crate::record::load_trace;
 use crate::report::check_writable;
 use crate::run::Bars;
@@ -35,6 +36,16 @@ pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
             ))
         }
     };
+    let settings = parts[0].settings.clone();
+    let mut cfg = RunConfig::from_settings(&settings)
+        .map_err(|e| anyhow!("{}: {e}", a.parts[0].display()))?;
+    if let Some(j) = a.jobs {
+        cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
+    }
+    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    if parts[0].block.is_some() {
+        return merge_block_parts(&a, &parts, &trace_path, &cfg);
+    }
     let trace = match &a.trace {
         Some(_) => load_trace(&trace_path)?,
         None => load_trace(&trace_path).with_context(|| {
@@ -44,13 +55,6 @@ pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
             )
         })?,
     };
-    let settings = parts[0].settings.clone();
-    let mut cfg = RunConfig::from_settings(&settings)
-        .map_err(|e| anyhow!("{}: {e}", a.parts[0].display()))?;
-    if let Some(j) = a.jobs {
-        cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
-    }
-    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
     let bars = Bars::attach(&mut cfg);
     let result = merge_parts(&trace, &cfg, &parts);
     bars.clear();

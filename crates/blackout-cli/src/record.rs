@@ -74,6 +74,11 @@ pub(crate) fn cmd_record(a: RecordArgs) -> Result<u8> {
     Ok(0)
 }
 
+/// A trace file, or the syscall trace of a saved block recording.
 pub(crate) fn load_trace(path: &std::path::Path) -> Result<Trace> {
+    if blackout::block::saved::is_saved_recording(path) {
+        return blackout::block::saved::load_trace_of(path)
+            .with_context(|| format!("{}", path.display()));
+    }
     Trace::load(path).with_context(|| format!("{}", path.display()))
 }

@@ -131,7 +131,7 @@ pub(crate) fn shard_of(a: &RunArgs) -> Result<Option<(Shard, PathBuf)>> {
     let shard = Shard::parse(spec).map_err(|e| anyhow!("--shard: {e}"))?;
     if a.trace.is_none() {
         return Err(anyhow!(
-            "--shard needs --trace: every shard must check the same recording (make it once with `blackout record -o run.trace`)"
+            "--shard needs --trace: every shard must check the same recording (make it once with `blackout record -o run.trace`, or `blackout run --backend block -o run.rec ...`)"
         ));
     }
     check_writable(part).with_context(|| format!("cannot write --part {}", part.display()))?;
@@ -168,6 +168,17 @@ pub(crate) fn write_part(
             for_people(part.distinct as u128),
             path.display()
         )?,
+    }
+    if let Some(b) = &part.block {
+        writeln!(
+            out,
+            "shard {}: {}: {} of the {} states (those whose image is this shard's), {} distinct after recovery",
+            part.shard,
+            b.fs,
+            for_people(b.visited as u128),
+            for_people(b.states as u128),
+            for_people(b.found.len() as u128)
+        )?;
     }
     writeln!(
         out,

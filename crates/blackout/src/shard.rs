@@ -273,6 +273,10 @@ pub struct ShardPart {
     pub check_seconds: f64,
     /// Processes the checker left running, killed.
     pub orphans_killed: usize,
+    /// With `--backend block`: the file system's share (its trace is then a
+    /// saved block recording).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<crate::block::sharded::BlockPart>,
     /// Where the part was read from (not in the file; for messages).
     #[serde(skip)]
     pub origin: Option<String>,

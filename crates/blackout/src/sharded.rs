@@ -74,6 +74,7 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Shard
         explore_seconds: run.explore_seconds,
         check_seconds: run.check_seconds,
         orphans_killed: pooled.orphans_killed,
+        block: None,
         origin: None,
     })
 }

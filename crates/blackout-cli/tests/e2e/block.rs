@@ -1,4 +1,6 @@
 //! `run --backend block`: real ext4, xfs and btrfs on a recorded device.
+//! A saved recording (`-o`) checked again with `--trace`, a checker server
+//! and three shards merged.
 //! The document-save variants and SQLite's rollback journal at FULL and
 //! EXTRA, each on every file system next to the posix model (the tables in
 //! docs/BLOCK.md are regenerated and compared); and nothing — no mount,
@@ -667,7 +669,12 @@ pub fn example_inputs() -> (Scratch, PathBuf) {
         .status()
         .unwrap();
     assert!(built.success());
-    let kvstore = crate::common::repo().join("target/debug/kvstore");
+    // Where cargo put it: CARGO_TARGET_DIR (absolute, or from the
+    // workspace) when set, else the workspace's target.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|t| crate::common::repo().join(t))
+        .unwrap_or_else(|| crate::common::repo().join("target"));
+    let kvstore = target.join("debug/kvstore");
     let refs = Scratch::new();
     let engines = crate::common::repo().join("tests/engines");
     let status = std::process::Command::new("python3")
@@ -839,4 +846,160 @@ fn differential_check_over_every_example() {
     }
     compare_table("differential", &rows.join("\n"));
     assert!(misses.is_empty(), "the posix model misses: {misses:#?}");
+}
+
+/// A JSON report without what varies from run to run (times and rates).
+fn without_times(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| {
+                    !(k.contains("seconds") || *k == "time" || *k == "states_per_second")
+                })
+                .map(|(k, v)| (k.clone(), without_times(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_times).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `-o` saves the block recording (syscall trace, block log, data, base
+/// image) in one file; `--trace` checks it again without the workload and
+/// finds the same; a checker server finds the same failing states; three
+/// shards merged give the one run's report; a recording made on another
+/// file system, or cut short, is one line and exit 2.
+#[test]
+fn a_saved_recording_is_checked_again_in_one_run_or_three_shards() {
+    if !block_backend_available() || !crate::common::have_tool("sqlite3") {
+        return;
+    }
+    let s = Scratch::new();
+    let dir = examples().join("../sqlite").canonicalize().unwrap();
+    let setup = "sqlite3 db 'PRAGMA journal_mode=DELETE; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null";
+    let checker = format!("sh {}", dir.join("check.sh").display());
+    let server = format!("python3 {}", dir.join("check-server.py").display());
+    let saved = s.path("run.rec");
+    let saved = saved.to_str().unwrap();
+    let common = ["--verify-fixes", "0", "--ack-prefix", "ack ", "-j", "2"];
+    let workload = dir.join("workload.sh");
+    let mut first = common.to_vec();
+    first.extend([
+        "--volatile",
+        "*-shm",
+        "--setup",
+        setup,
+        "--checker",
+        &checker,
+    ]);
+    first.extend([
+        "-o",
+        saved,
+        "--",
+        workload.to_str().unwrap(),
+        "DELETE",
+        "FULL",
+    ]);
+    let (code, _, recorded) = run_block(&s, "ext4", &first);
+    assert_eq!(code, 1, "{recorded}");
+    assert_eq!(recorded["verdict"], "FAIL");
+    // Checked again from the file: the same report, no workload run.
+    let again = |checker_flag: &str, checker: &str, extra: &[&str]| {
+        let mut args = vec!["--backend", "block", "--trace", saved];
+        args.extend(common);
+        args.extend([checker_flag, checker]);
+        args.extend(extra);
+        let (code, v, out) = run_json(&s, &args);
+        assert_nothing_left(&s);
+        (code, v, out)
+    };
+    let (code, one, out) = again("--checker", &checker, &[]);
+    assert_eq!(code, 1, "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("loaded "),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(without_times(&one["block"]), without_times(&recorded));
+    let ids = |b: &Value| -> Vec<Value> {
+        b["failing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["id"].clone())
+            .collect()
+    };
+    let (code, served, _) = again("--checker-server", &server, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(served["block"]["verdict"], "FAIL");
+    assert_eq!(ids(&served["block"]), ids(&recorded));
+    // Three shards, merged.
+    let merged = three_shards_merged(&s, saved, &common, &checker);
+    assert_eq!(
+        without_times(&merged["block"]),
+        without_times(&one["block"])
+    );
+    assert_eq!(
+        without_times(&merged["posix"]),
+        without_times(&one["posix"])
+    );
+    refusals(&s, saved);
+}
+
+/// `run --trace SAVED --shard K/3` for each K, then `merge` (JSON).
+fn three_shards_merged(s: &Scratch, saved: &str, common: &[&str], checker: &str) -> Value {
+    let mut parts = Vec::new();
+    for k in 1..=3 {
+        let part = s.path(&format!("p{k}.json")).to_string_lossy().into_owned();
+        let shard = format!("{k}/3");
+        let out = s
+            .blackout()
+            .args(["run", "--backend", "block", "--trace", saved])
+            .args(common)
+            .args(["--checker", checker, "--shard", &shard, "--part", &part])
+            .output()
+            .unwrap();
+        assert_nothing_left(s);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains(&format!("shard {shard}: ext4: ")));
+        parts.push(part);
+    }
+    let out = s
+        .blackout()
+        .arg("merge")
+        .args(&parts)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A saved ext4 recording checked as xfs, or cut short: one line, exit 2.
+fn refusals(s: &Scratch, saved: &str) {
+    let refused = |args: &[&str], says: &str| {
+        let out = s.blackout().arg("run").args(args).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert_nothing_left(s);
+    };
+    let xfs = [
+        "--backend",
+        "block",
+        "--fs",
+        "xfs",
+        "--trace",
+        saved,
+        "--checker",
+        "true",
+    ];
+    refused(&xfs, "was recorded on ext4");
+    let bytes = fs::read(saved).unwrap();
+    let cut = s.path("cut.rec");
+    fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let cut = cut.to_str().unwrap();
+    let args = ["--backend", "block", "--trace", cut, "--checker", "true"];
+    refused(&args, "cut.rec: not a valid block recording");
 }

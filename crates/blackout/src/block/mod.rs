@@ -43,6 +43,9 @@ use blackout_record::Recorder;
 
 pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
 
+pub mod saved;
+pub mod sharded;
+
 /// The block backend's own settings.
 #[derive(Debug, Clone)]
 pub struct BlockConfig {
@@ -113,6 +116,10 @@ pub struct BlockRecording {
     pub end: usize,
     /// The log position when the workload exited.
     pub exited: usize,
+    /// How long the file system was kept up after the workload
+    /// (`--settle`): only crash points at least this long after the last
+    /// promise are checked.
+    pub settle: Option<Duration>,
     /// When the block log began, in seconds since the epoch.
     pub started_unix: f64,
     /// Each op's log line mapped to when its call returned (seconds since
@@ -174,6 +181,7 @@ pub fn record_block(
         device,
         end,
         exited,
+        settle: config.settle,
         started_unix,
         returned: times.into_iter().collect(),
         output,
@@ -206,11 +214,11 @@ pub struct BlockCheck<'a> {
 /// The crash points explored: up to the end, and with `--settle` only
 /// those at least that long after the last promise (the first of them
 /// placed exactly there).
-fn explored_points(rec: &BlockRecording, settle: Option<Duration>) -> Vec<LogPoint> {
+fn explored_points(rec: &BlockRecording) -> Vec<LogPoint> {
     let log = rec.device.log();
     let base = rec.device.base();
     let points = crash_points_until(log, base, rec.end);
-    let Some(settle) = settle else {
+    let Some(settle) = rec.settle else {
         return points;
     };
     let last_mark = log.records[..rec.exited.min(log.records.len())]
@@ -278,55 +286,103 @@ pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockRe
         return Err(BlockError::FsckMissing(rec.fs.fsck().0, rec.fs.package()));
     }
     let started = Instant::now();
-    let log = rec.device.log();
-    let base = rec.device.base();
-    let points = explored_points(rec, how.config.settle);
-    let (states, coverage) = enumerate(log, base, &points, how.config.max_subsets, how.config.seed);
-    let windows: Vec<Window> = points.iter().map(|p| window(log, base, p)).collect();
-    let promised: Vec<Vec<String>> = points
-        .iter()
-        .map(|p| promises_before(log, p.position, how.ack_prefix))
-        .collect();
-    let texts: Vec<Vec<u8>> = promised
-        .iter()
-        .map(|ps| join_lines(&ps.iter().map(|p| p.as_bytes()).collect::<Vec<_>>()))
-        .collect();
-    let scratch = Scratch::new(&how.scratch_parent)?;
-    let source = ImageSource {
-        device: &rec.device,
-        fs: rec.fs,
-        mount_opts: how.config.session.mount_opts.join(","),
-        states: &states,
-        windows: &windows,
-        promises: &texts,
-        checker: how.checker,
-        fsck: how.config.fsck,
-        tally: Mutex::new(ImageTally::default()),
-        images: Images::default(),
-    };
-    let workers = Workers {
-        checker: how.checker,
-        jobs: how.jobs,
-        cancel: how.cancel,
-        progress: None,
-        scratch: &scratch,
-    };
-    let todo: Vec<usize> = (0..states.len()).collect();
-    let ran = workers.run(&source, &todo, how.budget.map(|b| started + b));
-    let removed = scratch.remove();
-    match ran {
-        Err(PoolError::Interrupted) => return Err(BlockError::Interrupted),
-        Err(PoolError::Io(e)) => return Err(e.into()),
-        Ok(_) => removed?,
+    let plan = Plan::new(rec, how);
+    let todo: Vec<usize> = (0..plan.states.len()).collect();
+    let tally = plan.check(rec, how, &todo, started)?;
+    Ok(tallied(
+        rec,
+        how,
+        plan.found(started.elapsed().as_secs_f64()),
+        tally,
+    ))
+}
+
+/// What checking a recording ranges over: the crash points explored, their
+/// states, windows and promises.
+struct Plan {
+    points: Vec<LogPoint>,
+    states: Vec<BlockState>,
+    coverage: SubsetCoverage,
+    windows: Vec<Window>,
+    promised: Vec<Vec<String>>,
+    texts: Vec<Vec<u8>>,
+}
+
+impl Plan {
+    fn new(rec: &BlockRecording, how: &BlockCheck<'_>) -> Plan {
+        let log = rec.device.log();
+        let base = rec.device.base();
+        let points = explored_points(rec);
+        let (states, coverage) =
+            enumerate(log, base, &points, how.config.max_subsets, how.config.seed);
+        let windows: Vec<Window> = points.iter().map(|p| window(log, base, p)).collect();
+        let promised: Vec<Vec<String>> = points
+            .iter()
+            .map(|p| promises_before(log, p.position, how.ack_prefix))
+            .collect();
+        let texts: Vec<Vec<u8>> = promised
+            .iter()
+            .map(|ps| join_lines(&ps.iter().map(|p| p.as_bytes()).collect::<Vec<_>>()))
+            .collect();
+        Plan {
+            points,
+            states,
+            coverage,
+            windows,
+            promised,
+            texts,
+        }
     }
-    let found = Found {
-        points: &points,
-        states: &states,
-        promised: &promised,
-        coverage,
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    Ok(tallied(rec, how, found, source.into_tally()))
+
+    /// Checks the states at `todo` (indexes, in enumeration order) with the
+    /// shared work loop.
+    fn check(
+        &self,
+        rec: &BlockRecording,
+        how: &BlockCheck<'_>,
+        todo: &[usize],
+        started: Instant,
+    ) -> Result<ImageTally, BlockError> {
+        let scratch = Scratch::new(&how.scratch_parent)?;
+        let source = ImageSource {
+            device: &rec.device,
+            fs: rec.fs,
+            mount_opts: how.config.session.mount_opts.join(","),
+            states: &self.states,
+            windows: &self.windows,
+            promises: &self.texts,
+            checker: how.checker,
+            fsck: how.config.fsck,
+            tally: Mutex::new(ImageTally::default()),
+            images: Images::default(),
+        };
+        let workers = Workers {
+            checker: how.checker,
+            jobs: how.jobs,
+            cancel: how.cancel,
+            progress: None,
+            scratch: &scratch,
+        };
+        let ran = workers.run(&source, todo, how.budget.map(|b| started + b));
+        let removed = scratch.remove();
+        match ran {
+            Err(PoolError::Interrupted) => return Err(BlockError::Interrupted),
+            Err(PoolError::Io(e)) => return Err(e.into()),
+            Ok(_) => removed?,
+        }
+        Ok(source.into_tally())
+    }
+
+    /// The plan as the report needs it, checked in `seconds`.
+    fn found(&self, seconds: f64) -> Found<'_> {
+        Found {
+            points: &self.points,
+            states: &self.states,
+            promised: &self.promised,
+            coverage: self.coverage.clone(),
+            seconds,
+        }
+    }
 }
 
 /// What a block check enumerated, for its report.

@@ -1,0 +1,273 @@
+//! A block run split over machines: every shard enumerates the same states
+//! of one saved recording ([`super::saved`]) and mounts and checks those
+//! whose image falls in its [`Shard`] (the first 8 bytes of the BLAKE3 hash
+//! of the state's [`image_id`], big-endian, modulo N, equal to K − 1: states
+//! with the same bytes go to the same shard, so each image is mounted
+//! once). What it found is a [`BlockPart`], carried in the shard's
+//! [`crate::shard::ShardPart`]: each distinct state after recovery by key,
+//! with the first state (in enumeration order) that recovered to it, how
+//! many did, the checker's outcome and, for a failure, the files (the merge
+//! blames it against the merged posix report). [`merge_block`] makes the
+//! one run's block report from every part.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use blackout_block::mount::FsckSaid;
+use blackout_block::states::image_id;
+use blackout_check::image::{Found, ImageTally, Listing, Node, StepTimes};
+use blackout_oplog::outcome::Outcome;
+
+use super::{tallied, BlockCheck, BlockError, BlockRecording, BlockReport, Plan};
+use crate::shard::{PartError, Shard};
+
+/// The block settings every shard must share, and what its share found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockPart {
+    /// The file system.
+    pub fs: String,
+    /// Mount options.
+    pub mount_opts: String,
+    /// Subsets tried per crash point.
+    pub max_subsets: usize,
+    /// Seed of the sampled subsets.
+    pub seed: u64,
+    /// Whether the file system's checker ran on each state.
+    pub fsck: bool,
+    /// States of the whole run (every shard's).
+    pub states: usize,
+    /// States of this shard visited (mounted, or known by their image).
+    pub visited: usize,
+    /// Each distinct state after recovery this shard found.
+    pub found: Vec<PartFound>,
+    /// States that did not mount: index and why.
+    pub unmounted: Vec<(usize, String)>,
+    /// With fsck: states its checker complained about (index, how it
+    /// exited, its line).
+    pub fsck_said: Vec<(usize, String, String)>,
+    /// Seconds per step, summed over this shard's workers: images, mount,
+    /// reading, checker, unmount, fsck.
+    pub time: [f64; 6],
+    /// Seconds this shard spent checking.
+    pub seconds: f64,
+}
+
+/// One distinct state after recovery.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartFound {
+    /// Its key (files and promises), 64 hex digits.
+    pub key: String,
+    /// The first state, in enumeration order, that recovered to it.
+    pub first: usize,
+    /// How many of this shard's states did.
+    pub count: usize,
+    /// The checker's outcome (`None`: stopped by the check budget).
+    pub outcome: Option<Outcome>,
+    /// For a failure: its files, path (bytes) and what each is.
+    pub files: Option<Vec<(Vec<u8>, Node)>>,
+}
+
+impl Shard {
+    /// Whether this shard checks the state whose image is `image`.
+    fn holds_image(&self, image: &blackout_block::states::ImageId) -> bool {
+        let mut h = blake3::Hasher::new();
+        h.update(&(image.0 as u64).to_le_bytes());
+        for r in &image.1 {
+            h.update(&(*r as u64).to_le_bytes());
+        }
+        let hash = h.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&hash.as_bytes()[..8]);
+        let n = u64::try_from(self.count).unwrap_or(u64::MAX);
+        u64::from_be_bytes(first) % n == u64::try_from(self.index - 1).unwrap_or(u64::MAX)
+    }
+}
+
+/// Checks the states of `rec` in `shard` (see the module docs); no blame
+/// (the merge has the posix report to blame with).
+///
+/// # Errors
+///
+/// As [`super::check_block`].
+pub fn check_block_shard(
+    rec: &BlockRecording,
+    how: &BlockCheck<'_>,
+    shard: Shard,
+) -> Result<BlockPart, BlockError> {
+    if how.config.fsck && !blackout_block::session::tool_installed(rec.fs.fsck().0) {
+        return Err(BlockError::FsckMissing(rec.fs.fsck().0, rec.fs.package()));
+    }
+    let started = Instant::now();
+    let plan = Plan::new(rec, how);
+    let records = &rec.device.log().records;
+    let todo: Vec<usize> = (0..plan.states.len())
+        .filter(|&i| {
+            let s = &plan.states[i];
+            shard.holds_image(&image_id(records, &plan.windows[s.point], &s.lost))
+        })
+        .collect();
+    let tally = plan.check(rec, how, &todo, started)?;
+    let t = &tally.time;
+    let found = tally
+        .found
+        .iter()
+        .map(|(key, f)| PartFound {
+            key: key.to_hex().to_string(),
+            first: f.first,
+            count: f.states,
+            outcome: f.outcome.clone(),
+            files: f
+                .outcome
+                .as_ref()
+                .filter(|o| o.is_fail())
+                .map(|_| f.files.clone().into_iter().collect()),
+        })
+        .collect::<Vec<_>>();
+    let mut part = BlockPart {
+        fs: rec.fs.name().to_string(),
+        mount_opts: how.config.session.mount_opts.join(","),
+        max_subsets: how.config.max_subsets,
+        seed: how.config.seed,
+        fsck: how.config.fsck,
+        states: plan.states.len(),
+        visited: tally.visited,
+        found,
+        unmounted: tally.unmounted.clone(),
+        fsck_said: tally
+            .fsck
+            .iter()
+            .map(|(i, s)| (*i, s.status.clone(), s.line.clone()))
+            .collect(),
+        time: [t.build, t.mount, t.read, t.check, t.unmount, t.fsck],
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    part.found.sort_by_key(|f| f.first);
+    part.unmounted.sort_by_key(|u| u.0);
+    part.fsck_said.sort_by_key(|s| s.0);
+    Ok(part)
+}
+
+/// The one run's block report from every shard's part (`parts` in shard
+/// order, already checked to be one run's by the posix side's merge).
+///
+/// # Errors
+///
+/// Parts made with other block settings than `how`'s, or holding a state
+/// that is not in the run or not in their shard.
+pub fn merge_block(
+    rec: &BlockRecording,
+    how: &BlockCheck<'_>,
+    parts: &[(Shard, &BlockPart)],
+) -> Result<BlockReport, PartError> {
+    let plan = Plan::new(rec, how);
+    let records = &rec.device.log().records;
+    let mismatch = |m: String| Err(PartError::Mismatch(m));
+    let mut tally = ImageTally::default();
+    let mut seconds: f64 = 0.0;
+    for (shard, p) in parts {
+        let want = (
+            rec.fs.name(),
+            how.config.session.mount_opts.join(","),
+            how.config.max_subsets,
+            how.config.seed,
+            how.config.fsck,
+            plan.states.len(),
+        );
+        let have = (
+            p.fs.as_str(),
+            p.mount_opts.clone(),
+            p.max_subsets,
+            p.seed,
+            p.fsck,
+            p.states,
+        );
+        if want != have {
+            return mismatch(format!(
+                "shard {shard}'s block settings (file system, mount options, subsets, seed, fsck, states) are {have:?}, not {want:?}"
+            ));
+        }
+        let in_shard = |i: usize| {
+            plan.states.get(i).is_some_and(|s| {
+                shard.holds_image(&image_id(records, &plan.windows[s.point], &s.lost))
+            })
+        };
+        let indexes = p.found.iter().map(|f| f.first);
+        let indexes = indexes.chain(p.unmounted.iter().map(|u| u.0));
+        if let Some(i) = indexes
+            .chain(p.fsck_said.iter().map(|s| s.0))
+            .find(|&i| !in_shard(i))
+        {
+            return mismatch(format!(
+                "shard {shard}'s part names block state {i}, which is not one of its states"
+            ));
+        }
+        tally.visited = tally.visited.saturating_add(p.visited);
+        tally.unmounted.extend(p.unmounted.iter().cloned());
+        tally
+            .fsck
+            .extend(p.fsck_said.iter().map(|(i, status, line)| {
+                (
+                    *i,
+                    FsckSaid {
+                        status: status.clone(),
+                        line: line.clone(),
+                    },
+                )
+            }));
+        add_times(&mut tally.time, &p.time);
+        // As if the shards had run one after another.
+        seconds += p.seconds;
+        for f in &p.found {
+            merge_found(&mut tally.found, f, shard)?;
+        }
+    }
+    Ok(tallied(rec, how, plan.found(seconds), tally))
+}
+
+fn add_times(t: &mut StepTimes, p: &[f64; 6]) {
+    t.build += p[0];
+    t.mount += p[1];
+    t.read += p[2];
+    t.check += p[3];
+    t.unmount += p[4];
+    t.fsck += p[5];
+}
+
+/// Files one part's distinct state: a key two shards found (two images
+/// that recover to the same files) counts both's states, under the first.
+fn merge_found(
+    found: &mut HashMap<blake3::Hash, Found>,
+    f: &PartFound,
+    shard: &Shard,
+) -> Result<(), PartError> {
+    let key = blake3::Hash::from_hex(&f.key).map_err(|_| {
+        PartError::Mismatch(format!(
+            "shard {shard}'s part holds `{}`, which is not a state key",
+            f.key
+        ))
+    })?;
+    if f.outcome.as_ref().is_some_and(Outcome::is_fail) && f.files.is_none() {
+        return Err(PartError::Mismatch(format!(
+            "shard {shard}'s part holds a failing state ({}) without its files",
+            f.first
+        )));
+    }
+    let files: Listing = f.files.clone().unwrap_or_default().into_iter().collect();
+    let entry = found.entry(key).or_insert_with(|| Found {
+        first: f.first,
+        states: 0,
+        files: files.clone(),
+        outcome: f.outcome.clone(),
+    });
+    entry.states = entry.states.saturating_add(f.count);
+    if f.first < entry.first {
+        entry.first = f.first;
+        entry.files = files;
+        entry.outcome = f.outcome.clone();
+    }
+    Ok(())
+}
