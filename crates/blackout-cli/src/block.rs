@@ -21,8 +21,8 @@ use blackout::shard::{Shard, ShardPart};
 use blackout::sharded::{check_shard, merge_parts, MergeError};
 
 use crate::args::{run_config, state_flags_of, MergeArgs, RunArgs};
+use crate::part::{shard_of, write_part};
 use crate::report::{baseline_mode, check_writable, ratchet_after};
-use crate::run::{shard_of, write_part};
 use crate::INTERRUPTED;
 
 /// The block backend's settings from the run's flags.

@@ -13,6 +13,7 @@ mod block;
 mod help;
 mod inspect;
 mod merge;
+mod part;
 mod record;
 mod report;
 mod run;

@@ -124,7 +124,7 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-cli",
         &[
-            "args", "report", "record", "block", "run", "inspect", "merge", "help", "main",
+            "args", "report", "part", "record", "block", "run", "inspect", "merge", "help", "main",
         ],
     ),
 ];

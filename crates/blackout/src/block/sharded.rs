@@ -13,63 +13,13 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use blackout_block::mount::FsckSaid;
 use blackout_block::states::image_id;
-use blackout_check::image::{Found, ImageTally, Listing, Node, StepTimes};
+use blackout_check::image::{Found, ImageTally, Listing, StepTimes};
 use blackout_oplog::outcome::Outcome;
 
 use super::{tallied, BlockCheck, BlockError, BlockRecording, BlockReport, Plan};
-use crate::shard::{PartError, Shard};
-
-/// The block settings every shard must share, and what its share found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BlockPart {
-    /// The file system.
-    pub fs: String,
-    /// Mount options.
-    pub mount_opts: String,
-    /// Subsets tried per crash point.
-    pub max_subsets: usize,
-    /// Seed of the sampled subsets.
-    pub seed: u64,
-    /// Whether the file system's checker ran on each state.
-    pub fsck: bool,
-    /// States of the whole run (every shard's).
-    pub states: usize,
-    /// States of this shard visited (mounted, or known by their image).
-    pub visited: usize,
-    /// Each distinct state after recovery this shard found.
-    pub found: Vec<PartFound>,
-    /// States that did not mount: index and why.
-    pub unmounted: Vec<(usize, String)>,
-    /// With fsck: states its checker complained about (index, how it
-    /// exited, its line).
-    pub fsck_said: Vec<(usize, String, String)>,
-    /// Seconds per step, summed over this shard's workers: images, mount,
-    /// reading, checker, unmount, fsck.
-    pub time: [f64; 6],
-    /// Seconds this shard spent checking.
-    pub seconds: f64,
-}
-
-/// One distinct state after recovery.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PartFound {
-    /// Its key (files and promises), 64 hex digits.
-    pub key: String,
-    /// The first state, in enumeration order, that recovered to it.
-    pub first: usize,
-    /// How many of this shard's states did.
-    pub count: usize,
-    /// The checker's outcome (`None`: stopped by the check budget).
-    pub outcome: Option<Outcome>,
-    /// For a failure: its files, path (bytes) and what each is.
-    pub files: Option<Vec<(Vec<u8>, Node)>>,
-}
+use crate::shard::{BlockPart, PartError, PartFound, Shard};
 
 impl Shard {
     /// Whether this shard checks the state whose image is `image`.
