@@ -32,8 +32,10 @@ pub struct FsState {
 
 /// Turns a built crash state into something a checker can open.
 ///
-/// The directory materializer writes the visible tree into a directory; a
-/// disk-image materializer would write an image a real file system mounts.
+/// The directory materializer writes the visible tree into a directory.
+/// (The block backend's states are not built from the model: each is a
+/// recorded disk image with some of the writes in flight, written and
+/// mounted by `blackout_check::image::ImageSource`.)
 pub trait Materializer: Send + Sync {
     /// Writes `fs` into `root`, an existing empty directory, creating
     /// nothing outside it.
