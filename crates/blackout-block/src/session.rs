@@ -350,6 +350,8 @@ impl DeviceSession {
             .join(format!("blackout-block-{}-{n}", std::process::id()));
         fs::create_dir(&scratch)
             .map_err(|e| SessionError::step(format!("creating {}", scratch.display()), e))?;
+        blackout_sys::scratch::mark_owned(&scratch)
+            .map_err(|e| SessionError::step(format!("marking {}", scratch.display()), e))?;
         let mut session = DeviceSession {
             fs: config.fs,
             size: config.size,

@@ -65,6 +65,7 @@ impl Scratch {
                     ),
                 )
             })?;
+        blackout_sys::scratch::mark_owned(tmp.path())?;
         Ok(Scratch {
             dir: Some(tmp.keep()),
             slots: AtomicUsize::new(0),

@@ -57,12 +57,34 @@ pub(crate) enum Cmd {
     /// Write one crash state of a trace into a directory.
     #[command(after_long_help = STATE_EXAMPLES)]
     State(StateArgs),
+    /// Remove the scratch directories that killed runs left behind.
+    #[command(after_long_help = CLEAN_EXAMPLES)]
+    Clean(CleanArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = COMPLETIONS_EXAMPLES)]
     Completions(CompletionsArgs),
     /// Print the manual page (roff), of blackout or of one command.
     #[command(after_long_help = MAN_EXAMPLES)]
     Man(ManArgs),
+}
+
+pub(crate) const CLEAN_EXAMPLES: &str = "\
+Examples:
+  Remove what runs killed with SIGKILL left in the scratch directory
+  ($TMPDIR, else /dev/shm); every run also does this when it starts:
+    blackout clean
+
+  Look in another directory:
+    blackout clean --dir /var/tmp
+";
+
+/// `blackout clean`.
+#[derive(Args)]
+pub(crate) struct CleanArgs {
+    /// Where to look (default: $TMPDIR, else /dev/shm, else the system's
+    /// temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
 }
 
 pub(crate) const RUN_EXAMPLES: &str = "\
@@ -574,7 +596,9 @@ impl Cmd {
             Cmd::Merge(a) => a.report.json,
             Cmd::Ops(a) => a.json,
             Cmd::States(a) => a.json,
-            Cmd::Record(_) | Cmd::State(_) | Cmd::Completions(_) | Cmd::Man(_) => false,
+            Cmd::Record(_) | Cmd::State(_) | Cmd::Clean(_) | Cmd::Completions(_) | Cmd::Man(_) => {
+                false
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod args;
 mod block;
+mod clean;
 mod help;
 mod inspect;
 mod merge;
@@ -117,6 +118,9 @@ pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 pub(crate) fn run(cli: Cli) -> Result<u8> {
+    if matches!(cli.command, Cmd::Run(_) | Cmd::Record(_) | Cmd::Merge(_)) {
+        clean::before_run();
+    }
     match cli.command {
         Cmd::Run(a) => cmd_run(*a),
         Cmd::Merge(a) => cmd_merge(a),
@@ -124,6 +128,7 @@ pub(crate) fn run(cli: Cli) -> Result<u8> {
         Cmd::Ops(a) => cmd_ops(a),
         Cmd::States(a) => cmd_states(a),
         Cmd::State(a) => cmd_state(a),
+        Cmd::Clean(a) => clean::cmd_clean(a),
         Cmd::Completions(a) => cmd_completions(a),
         Cmd::Man(a) => cmd_man(a),
     }

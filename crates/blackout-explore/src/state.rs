@@ -35,7 +35,7 @@ pub struct FsState {
 /// The directory materializer writes the visible tree into a directory.
 /// (The block backend's states are not built from the model: each is a
 /// recorded disk image with some of the writes in flight, written and
-/// mounted by `blackout_check::image::ImageSource`.)
+/// mounted by the checking stage's `ImageSource`.)
 pub trait Materializer: Send + Sync {
     /// Writes `fs` into `root`, an existing empty directory, creating
     /// nothing outside it.

@@ -275,6 +275,7 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
             .tempdir()
             .map_err(|e| scratch_error(&std::env::temp_dir(), e))?,
     };
+    blackout_sys::scratch::mark_owned(scratch.path())?;
     let base = fs::canonicalize(scratch.path())?;
     let dir = match &cfg.dir {
         Some(dir) => fs::canonicalize(dir)?,

@@ -124,7 +124,8 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-cli",
         &[
-            "args", "report", "part", "record", "block", "run", "inspect", "merge", "help", "main",
+            "args", "report", "clean", "part", "record", "block", "run", "inspect", "merge",
+            "help", "main",
         ],
     ),
 ];

@@ -815,3 +815,80 @@ fn a_check_budget_that_is_not_a_duration_is_refused_in_one_line() {
     }
     s.assert_clean();
 }
+
+/// Kills blackout with SIGKILL while a checker sleeps (and the checker it
+/// left): its scratch stays; `blackout clean` removes it, and so does the
+/// next run when it starts. A live run's scratch is never touched.
+#[test]
+fn scratch_left_by_a_killed_run_is_removed_by_clean_and_by_the_next_run() {
+    let s = Scratch::new();
+    let tmp = s.path("tmp");
+    let killed_run = |s: &Scratch| {
+        let started = s.path("started");
+        let _ = fs::remove_file(&started);
+        let marker = unique_sleep();
+        let checker = format!("touch {}; sleep {marker}", started.display());
+        let mut child = s
+            .blackout()
+            .args(["run", "--checker", &checker, "--"])
+            .args(["sh", "-c", "echo x > f; echo saved"])
+            .spawn()
+            .unwrap();
+        while !started.exists() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for p in processes_with(&marker) {
+            let pid: i32 = p.split(':').next().unwrap().parse().unwrap();
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let left: Vec<_> = fs::read_dir(&tmp)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(!left.is_empty(), "a SIGKILL leaves the scratch behind");
+        left
+    };
+    let left = killed_run(&s);
+    let out = s
+        .blackout()
+        .args(["clean", "--dir"])
+        .arg(&tmp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for dir in &left {
+        assert!(text(&out.stdout).contains(&format!("removed {}", dir.display())));
+    }
+    s.assert_clean();
+    let out = s.blackout().args(["clean"]).output().unwrap();
+    assert!(text(&out.stdout).starts_with("nothing to clean in "));
+    // The next run cleans up before it starts; a directory that looks like
+    // ours but has no owner mark is never judged.
+    killed_run(&s);
+    let foreign = tmp.join("blackout-foreign");
+    fs::create_dir(&foreign).unwrap();
+    let out = s
+        .blackout()
+        .args(["run", "--consistency-only", "--checker", "true", "--"])
+        .args(["sh", "-c", "echo saved"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("scratch director"),
+        "{}",
+        text(&out.stderr)
+    );
+    let left: Vec<_> = fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(left, [foreign]);
+}

@@ -191,6 +191,7 @@ impl BlockRecording {
         let dir = tempfile::Builder::new()
             .prefix("blackout-recording-")
             .tempdir_in(scratch_parent)?;
+        blackout_sys::scratch::mark_owned(dir.path())?;
         let mut r = Reader {
             r: BufReader::new(file),
             left,
