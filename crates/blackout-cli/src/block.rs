@@ -20,9 +20,9 @@ use blackout::run::{check_trace, RunConfig, RunError};
 use blackout::shard::{Shard, ShardPart};
 use blackout::sharded::{check_shard, merge_parts, MergeError};
 
-use crate::args::{run_config, state_flags_of, MergeArgs, RunArgs};
+use crate::args::{run_config, MergeArgs, RunArgs};
 use crate::part::{shard_of, write_part};
-use crate::report::{baseline_mode, check_writable, ratchet_after};
+use crate::report::{baseline_mode, check_writable, emit_merged, ratchet_after};
 use crate::INTERRUPTED;
 
 /// The block backend's settings from the run's flags.
@@ -270,20 +270,7 @@ pub(crate) fn merge_block_parts(
         report: block,
         repeat: Vec::new(),
     });
-    let shown = trace_path.display().to_string();
-    let trace_id = rec.trace.content_id();
-    let prefix = settings.ack_prefix.as_ref().map(|p| p.display());
-    let ctx = ExportContext {
-        trace: &rec.trace,
-        trace_path: Some(&shown),
-        trace_id: &trace_id,
-        checker: &settings.checker,
-        checker_flag: settings.checker_kind.flag().unwrap_or_default(),
-        state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
-        all_causes: a.report.all_causes,
-        ack_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
-    };
-    a.report.emit(&posix, &ctx)
+    emit_merged(&a.report, &posix, &rec.trace, trace_path, settings)
 }
 
 /// A block recording saved by `run --backend block -o`, on the file

@@ -5,16 +5,15 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 
-use blackout::export::ExportContext;
 use blackout::run::{RunConfig, RunError};
 use blackout::shard::ShardPart;
 use blackout::sharded::{merge_parts, MergeError};
 
-use crate::args::state_flags_of;
 use crate::args::MergeArgs;
 use crate::block::merge_block_parts;
 use crate::record::load_trace;
 use crate::report::check_writable;
+use crate::report::emit_merged;
 use crate::run::Bars;
 use crate::INTERRUPTED;
 
@@ -64,18 +63,5 @@ pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
         Err(MergeError::Part(e)) => return Err(e.into()),
         Err(e) => return Err(e).context("merging the parts"),
     };
-    let shown = trace_path.display().to_string();
-    let trace_id = trace.content_id();
-    let prefix = settings.ack_prefix.as_ref().map(|p| p.display());
-    let ctx = ExportContext {
-        trace: &trace,
-        trace_path: Some(&shown),
-        trace_id: &trace_id,
-        checker: &settings.checker,
-        checker_flag: settings.checker_kind.flag().unwrap_or_default(),
-        state_flags: &state_flags_of(prefix.as_deref(), settings.sector),
-        all_causes: a.report.all_causes,
-        ack_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
-    };
-    a.report.emit(&report, &ctx)
+    emit_merged(&a.report, &report, &trace, &trace_path, &settings)
 }

@@ -171,3 +171,28 @@ pub(crate) fn use_color(when: ColorWhen) -> bool {
         }
     }
 }
+
+/// Writes a merged run's report: the reproduce lines name the trace the
+/// parts checked and the settings they were made with.
+pub(crate) fn emit_merged(
+    args: &ReportArgs,
+    report: &RunReport,
+    trace: &blackout::oplog::trace::Trace,
+    trace_path: &std::path::Path,
+    settings: &blackout::shard::Settings,
+) -> Result<u8> {
+    let shown = trace_path.display().to_string();
+    let trace_id = trace.content_id();
+    let prefix = settings.ack_prefix.as_ref().map(|p| p.display());
+    let ctx = ExportContext {
+        trace,
+        trace_path: Some(&shown),
+        trace_id: &trace_id,
+        checker: &settings.checker,
+        checker_flag: settings.checker_kind.flag().unwrap_or_default(),
+        state_flags: &crate::args::state_flags_of(prefix.as_deref(), settings.sector),
+        all_causes: args.all_causes,
+        ack_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
+    };
+    args.emit(report, &ctx)
+}
