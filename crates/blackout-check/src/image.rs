@@ -299,11 +299,11 @@ impl<'a> ImageSource<'a> {
         &self,
         slot: &Slot,
         i: usize,
-        files: Listing,
+        files: &Listing,
         halt: Option<&AtomicBool>,
     ) -> io::Result<Step> {
         let promises = &self.promises[self.states[i].point];
-        let key = listing_key(&files, promises);
+        let key = listing_key(files, promises);
         {
             let mut tally = lock(&self.tally);
             if let Some(f) = tally.found.get_mut(&key) {
@@ -316,7 +316,7 @@ impl<'a> ImageSource<'a> {
                 Found {
                     first: i,
                     states: 1,
-                    files,
+                    files: files.clone(),
                     outcome: None,
                 },
             );
@@ -492,7 +492,7 @@ impl ImageSource<'_> {
         let files = listing(&slot.fs()).map_err(|e| at("reading the state", &slot.fs(), e))?;
         lock(&self.tally).time.read += t.elapsed().as_secs_f64();
         self.settle_early(claimed, &Ok(files.clone()));
-        let step = self.check_mounted(slot, i, files.clone(), halt)?;
+        let step = self.check_mounted(slot, i, &files, halt)?;
         Ok((step, files))
     }
 }

@@ -153,11 +153,9 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
         Err(e) => return Err(e).context("checking the posix model's crash states"),
     };
     let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-        match check_block(&rec, &block_check(a, bcfg, cfg, Some(&posix))) {
-            Ok(r) => Some(r),
-            Err(BlockError::Interrupted) => return Err(anyhow!("interrupted")),
-            Err(e) => return Err(e).context("checking the block device's crash states"),
-        }
+        let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
+        let how = block_check(bcfg, cfg, prefix, Some(&posix));
+        Some(check_block(&rec, &how).map_err(block_error)?)
     } else {
         None
     };
@@ -179,12 +177,9 @@ fn block_shard(
         .as_deref()
         .ok_or_else(|| anyhow!("--shard needs --trace"))?;
     let rec = load_recording(path, Some(a))?;
-    let how = block_check(a, bcfg, cfg, None);
-    let block = match check_block_shard(&rec, &how, shard) {
-        Ok(b) => b,
-        Err(BlockError::Interrupted) => return Err(anyhow!("interrupted")),
-        Err(e) => return Err(e).context("checking the block device's crash states"),
-    };
+    let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
+    let how = block_check(bcfg, cfg, prefix, None);
+    let block = check_block_shard(&rec, &how, shard).map_err(block_error)?;
     let posix = check_shard(&rec.trace, cfg, shard).map(|mut p| {
         p.block = Some(block);
         p
@@ -192,17 +187,25 @@ fn block_shard(
     write_part(posix, part, Some(path))
 }
 
-/// How a run checks its block states.
+/// A block check's error as the command says it.
+fn block_error(e: BlockError) -> anyhow::Error {
+    match e {
+        BlockError::Interrupted => anyhow!("interrupted"),
+        e => anyhow::Error::new(e).context("checking the block device's crash states"),
+    }
+}
+
+/// How a run (or a merge) checks its block states.
 fn block_check<'a>(
-    a: &'a RunArgs,
     bcfg: &'a BlockConfig,
     cfg: &'a RunConfig,
+    ack_prefix: Option<&'a [u8]>,
     posix: Option<&'a RunReport>,
 ) -> BlockCheck<'a> {
     BlockCheck {
         config: bcfg,
         checker: cfg.checker.as_ref(),
-        ack_prefix: a.explore.ack_prefix.as_ref().map(|p| p.as_bytes()),
+        ack_prefix,
         scratch_parent: blackout::sys::scratch::default_scratch_parent(),
         cancel: Some(&INTERRUPTED),
         posix,
@@ -250,16 +253,8 @@ pub(crate) fn merge_block_parts(
     bcfg.fsck = first.fsck;
     let settings = &parts[0].settings;
     let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-        let how = BlockCheck {
-            config: &bcfg,
-            checker: cfg.checker.as_ref(),
-            ack_prefix: settings.ack_prefix.as_ref().map(|p| p.0.as_slice()),
-            scratch_parent: blackout::sys::scratch::default_scratch_parent(),
-            cancel: Some(&INTERRUPTED),
-            posix: Some(&posix),
-            budget: cfg.check_budget,
-            jobs: cfg.jobs,
-        };
+        let prefix = settings.ack_prefix.as_ref().map(|p| p.0.as_slice());
+        let how = block_check(&bcfg, cfg, prefix, Some(&posix));
         shares.sort_by_key(|s| s.0.index);
         Some(merge_block(&rec, &how, &shares)?)
     } else {

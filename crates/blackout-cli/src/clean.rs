@@ -11,8 +11,8 @@ use blackout::sys::scratch::{clean_stale, default_scratch_parent};
 
 use crate::args::CleanArgs;
 
-/// Removes stale scratch under `parent`; one line per directory that could
-/// not be removed, and the count of those that were.
+/// Removes stale scratch under `parent`: the directories removed, and a
+/// line for each that could not be.
 fn clean(parent: &Path) -> (Vec<String>, Vec<String>) {
     let mut removed = Vec::new();
     let mut failed = Vec::new();

@@ -68,8 +68,8 @@ fn make_writable(root: &Path) {
 /// The file in a scratch directory that names its owner.
 pub const OWNER_FILE: &str = ".blackout-owner";
 
-/// This process's identity: its pid, start time (clock ticks since boot)
-/// and pid namespace.
+/// The identity of process `pid`, if it runs: its start time (clock ticks
+/// since boot) and pid namespace.
 fn owner_of(pid: u32) -> Option<(u64, String)> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may hold spaces and parentheses: fields follow the

@@ -88,8 +88,14 @@ impl Shard {
 
     /// Whether this shard checks the state with this content key.
     pub fn holds(&self, key: &StateKey) -> bool {
+        self.holds_hash(&key.0)
+    }
+
+    /// Whether this shard holds what hashes to `hash`: its first 8 bytes,
+    /// big-endian, modulo N, equal to K − 1.
+    pub fn holds_hash(&self, hash: &[u8; 32]) -> bool {
         let mut first = [0u8; 8];
-        first.copy_from_slice(&key.0[..8]);
+        first.copy_from_slice(&hash[..8]);
         let n = u64::try_from(self.count).unwrap_or(u64::MAX);
         u64::from_be_bytes(first) % n == u64::try_from(self.index - 1).unwrap_or(u64::MAX)
     }

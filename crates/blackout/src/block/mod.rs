@@ -282,9 +282,6 @@ fn promises_before(log: &BlockLog, position: usize, prefix: Option<&[u8]>) -> Ve
 /// cancel ([`BlockError::Interrupted`]); the state being checked is
 /// unmounted first.
 pub fn check_block(rec: &BlockRecording, how: &BlockCheck<'_>) -> Result<BlockReport, BlockError> {
-    if how.config.fsck && !tool_installed(rec.fs.fsck().0) {
-        return Err(BlockError::FsckMissing(rec.fs.fsck().0, rec.fs.package()));
-    }
     let started = Instant::now();
     let plan = Plan::new(rec, how);
     let todo: Vec<usize> = (0..plan.states.len()).collect();
@@ -343,6 +340,9 @@ impl Plan {
         todo: &[usize],
         started: Instant,
     ) -> Result<ImageTally, BlockError> {
+        if how.config.fsck && !tool_installed(rec.fs.fsck().0) {
+            return Err(BlockError::FsckMissing(rec.fs.fsck().0, rec.fs.package()));
+        }
         let scratch = Scratch::new(&how.scratch_parent)?;
         let source = ImageSource {
             device: &rec.device,

@@ -29,11 +29,7 @@ impl Shard {
         for r in &image.1 {
             h.update(&(*r as u64).to_le_bytes());
         }
-        let hash = h.finalize();
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&hash.as_bytes()[..8]);
-        let n = u64::try_from(self.count).unwrap_or(u64::MAX);
-        u64::from_be_bytes(first) % n == u64::try_from(self.index - 1).unwrap_or(u64::MAX)
+        self.holds_hash(h.finalize().as_bytes())
     }
 }
 
@@ -48,9 +44,6 @@ pub fn check_block_shard(
     how: &BlockCheck<'_>,
     shard: Shard,
 ) -> Result<BlockPart, BlockError> {
-    if how.config.fsck && !blackout_block::session::tool_installed(rec.fs.fsck().0) {
-        return Err(BlockError::FsckMissing(rec.fs.fsck().0, rec.fs.package()));
-    }
     let started = Instant::now();
     let plan = Plan::new(rec, how);
     let records = &rec.device.log().records;
