@@ -229,7 +229,7 @@ fn sqlite_rollback_journal_full_loses_the_last_commit_and_extra_holds() {
     }
     let s = Scratch::new();
     let dir = examples().join("../sqlite").canonicalize().unwrap();
-    let setup = "sqlite3 db 'PRAGMA journal_mode=DELETE; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null";
+    let setup = &crate::common::sqlite_setup("DELETE");
     let checker = format!("sh {}", dir.join("check.sh").display());
     let workload = dir.join("workload.sh");
     let mut rows = vec![
@@ -710,10 +710,12 @@ pub fn every_example(refs: &Path, kvstore: &Path) -> Vec<Example> {
         for level in ["OFF", "NORMAL", "FULL", "EXTRA"] {
             out.push(Example {
                 name: format!("sqlite {mode} {level}"),
-                setup: format!("sqlite3 db 'PRAGMA journal_mode={mode}; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null"),
+                setup: crate::common::sqlite_setup(mode),
                 checker: format!("sh {}", sqlite.join("check.sh").display()),
                 workload: format!("{} {mode} {level}", sqlite.join("workload.sh").display()),
-                flags: ["--volatile", "*-shm", "--ack-prefix", "ack "].map(String::from).to_vec(),
+                flags: ["--volatile", "*-shm", "--ack-prefix", "ack "]
+                    .map(String::from)
+                    .to_vec(),
             });
         }
     }
@@ -876,7 +878,7 @@ fn a_saved_recording_is_checked_again_in_one_run_or_three_shards() {
     }
     let s = Scratch::new();
     let dir = examples().join("../sqlite").canonicalize().unwrap();
-    let setup = "sqlite3 db 'PRAGMA journal_mode=DELETE; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null";
+    let setup = &crate::common::sqlite_setup("DELETE");
     let checker = format!("sh {}", dir.join("check.sh").display());
     let server = format!("python3 {}", dir.join("check-server.py").display());
     let saved = s.path("run.rec");

@@ -239,3 +239,11 @@ pub fn on_a_small_tmpfs(s: &Scratch, args: &[&std::ffi::OsStr]) -> Option<(Outpu
     let _ = Command::new("umount").arg(&small).status();
     Some((out, left))
 }
+
+/// The SQLite example's `--setup`: a table `t` in `db`, in journal mode
+/// `mode` (as `examples/sqlite/workload.sh` expects it).
+pub fn sqlite_setup(mode: &str) -> String {
+    format!(
+        "sqlite3 db 'PRAGMA journal_mode={mode}; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null"
+    )
+}

@@ -65,9 +65,7 @@ fn stable(sentence: &str) -> String {
 /// verdicts and causes. The spawned checker's result.
 fn record_and_check(s: &Scratch, mode: &str, level: &str, count: &str) -> Value {
     let dir = sqlite_dir();
-    let setup = format!(
-        "sqlite3 db 'PRAGMA journal_mode={mode}; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null"
-    );
+    let setup = crate::common::sqlite_setup(mode);
     let checker = format!("sh {}", dir.join("check.sh").display());
     let workload = dir.join("workload.sh");
     let trace = s.path(&format!("{mode}-{level}-{count}.trace"));
