@@ -314,6 +314,13 @@ pub struct RunReport {
     /// them all at least.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub promises_in_file_only: bool,
+    /// How the states were shown to the checker and what that cost
+    /// (absent when none was).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown: Option<blackout_explore::state::Cost>,
+    /// Why the fast way of showing states was not used, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown_note: Option<String>,
     /// With `--backend block`: the real file system's side of the run
     /// (the JSON report puts it beside this one, not inside).
     #[serde(skip)]
@@ -359,6 +366,8 @@ impl RunReport {
             explore: ExploreConfig::default(),
             orphans_killed: 0,
             promises_in_file_only: false,
+            shown: None,
+            shown_note: None,
             block: None,
         }
     }

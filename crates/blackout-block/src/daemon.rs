@@ -395,15 +395,104 @@ impl Filesystem for ImageFs {
 /// ```
 #[derive(Debug)]
 pub struct Daemon {
-    mountpoint: PathBuf,
-    connection: u32,
-    thread_name: String,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    served: Served,
     failure: Failure,
     output: Output,
 }
 
+/// A FUSE file system mounted at a directory and answered by a thread of
+/// this process (named `bofuse-N`), stopped on every path: unmounted when
+/// it can be, else detached and its connection aborted, so the thread
+/// always ends. The block recorder's [`Daemon`] is one; the checking
+/// stage's view of crash states is another.
+#[derive(Debug)]
+pub struct Served {
+    mountpoint: PathBuf,
+    connection: u32,
+    thread_name: String,
+    thread: Option<JoinHandle<io::Result<()>>>,
+}
+
 static DAEMONS: AtomicUsize = AtomicUsize::new(0);
+
+impl Served {
+    /// Mounts `fs` at `mountpoint` (an existing directory) with `options`
+    /// (in the calling thread's mount namespace) and starts the thread that
+    /// answers it; `io_flusher` asks the kernel to let that thread allocate
+    /// while writeback waits on it (best effort).
+    ///
+    /// # Errors
+    ///
+    /// The mount (no `/dev/fuse`, no right to mount) or the thread.
+    pub fn start<F: Filesystem + Send + 'static>(
+        fs: F,
+        mountpoint: &Path,
+        options: &[MountOption],
+        io_flusher: bool,
+    ) -> io::Result<Served> {
+        let mut session = Session::new(fs, mountpoint, options)?;
+        let thread_name = format!("bofuse-{}", DAEMONS.fetch_add(1, Ordering::Relaxed));
+        let spawned = std::thread::Builder::new()
+            .name(thread_name.clone())
+            .spawn(move || {
+                if io_flusher {
+                    let _ = rustix::process::configure_io_flusher_behavior(true);
+                }
+                session.run()
+            });
+        let thread = match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::DETACH);
+                return Err(e);
+            }
+        };
+        let mut served = Served {
+            mountpoint: mountpoint.to_path_buf(),
+            connection: 0,
+            thread_name,
+            thread: Some(thread),
+        };
+        // Only now: a stat of the mount waits for the thread to answer it.
+        served.connection = rustix::fs::minor(std::fs::metadata(mountpoint)?.dev());
+        Ok(served)
+    }
+
+    /// The name of the thread answering requests (unique in the process).
+    pub fn thread_name(&self) -> &str {
+        &self.thread_name
+    }
+
+    /// Unmounts the file system (from the mount namespace it was mounted
+    /// in) and waits for the thread to end. A mount still busy after a few
+    /// seconds is detached lazily and its connection aborted.
+    ///
+    /// # Errors
+    ///
+    /// The unmount failed (the mount was detached and aborted all the
+    /// same), or the thread failed.
+    pub fn stop(&mut self) -> io::Result<()> {
+        let Some(thread) = self.thread.take() else {
+            return Ok(());
+        };
+        let unmounted = unmount_patiently(&self.mountpoint);
+        if unmounted.is_err() {
+            let _ = rustix::mount::unmount(&self.mountpoint, rustix::mount::UnmountFlags::DETACH);
+            let abort = format!("/sys/fs/fuse/connections/{}/abort", self.connection);
+            let _ = std::fs::write(abort, "1");
+        }
+        let ran = thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the FUSE daemon panicked")));
+        unmounted.and(ran)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
 
 impl Daemon {
     /// Mounts a FUSE file system at `mountpoint` (an empty directory)
@@ -438,35 +527,14 @@ impl Daemon {
             MountOption::RW,
             MountOption::NoAtime,
         ];
-        let mut session = Session::new(fs, mountpoint, &options)?;
-        let thread_name = format!("bofuse-{}", DAEMONS.fetch_add(1, Ordering::Relaxed));
-        let spawned = std::thread::Builder::new()
-            .name(thread_name.clone())
-            .spawn(move || {
-                // It serves the disk the kernel may be flushing to free
-                // memory: its allocations must not wait on that same I/O
-                // (refused without CAP_SYS_RESOURCE: best effort).
-                let _ = rustix::process::configure_io_flusher_behavior(true);
-                session.run()
-            });
-        let thread = match spawned {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::DETACH);
-                return Err(e);
-            }
-        };
-        let mut daemon = Daemon {
-            mountpoint: mountpoint.to_path_buf(),
-            connection: 0,
-            thread_name,
-            thread: Some(thread),
+        // It serves the disk the kernel may be flushing to free memory: its
+        // allocations must not wait on that same I/O.
+        let served = Served::start(fs, mountpoint, &options, true)?;
+        Ok(Daemon {
+            served,
             failure,
             output,
-        };
-        // Only now: a stat of the mount waits for the thread to answer it.
-        daemon.connection = rustix::fs::minor(std::fs::metadata(mountpoint)?.dev());
-        Ok(daemon)
+        })
     }
 
     /// The name of the thread answering requests (unique in the process).
@@ -480,7 +548,7 @@ impl Daemon {
     /// # }
     /// ```
     pub fn thread_name(&self) -> &str {
-        &self.thread_name
+        self.served.thread_name()
     }
 
     /// The first error the daemon met writing the image or the data file,
@@ -533,25 +601,7 @@ impl Daemon {
     /// # Ok(()) }
     /// ```
     pub fn stop(&mut self) -> io::Result<()> {
-        let Some(thread) = self.thread.take() else {
-            return Ok(());
-        };
-        let unmounted = unmount_patiently(&self.mountpoint);
-        if unmounted.is_err() {
-            let _ = rustix::mount::unmount(&self.mountpoint, rustix::mount::UnmountFlags::DETACH);
-            let abort = format!("/sys/fs/fuse/connections/{}/abort", self.connection);
-            let _ = std::fs::write(abort, "1");
-        }
-        let ran = thread
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the FUSE daemon panicked")));
-        unmounted.and(ran)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.stop();
+        self.served.stop()
     }
 }
 

@@ -25,11 +25,13 @@
 
 pub mod closure;
 pub mod image;
+pub mod materialize;
 pub mod outcome;
 pub mod pool;
 pub mod server;
 pub mod shell;
 pub mod slot;
+pub mod view;
 pub mod workers;
 
 use std::io;

@@ -16,10 +16,11 @@ use std::time::Instant;
 use blackout_explore::dedup::{key_of, state_key, Distinct, Explored, StateKey};
 use blackout_explore::enumerate::StateDesc;
 use blackout_explore::keys::Keyer;
-use blackout_explore::state::{FsState, Materializer};
+use blackout_explore::state::FsState;
 use blackout_oplog::promises::{join_lines, Outputs};
 use blackout_oplog::trace::Trace;
 
+use crate::materialize::Materializer;
 use crate::outcome::Outcome;
 use crate::slot::{Slot, StateInput};
 pub use crate::workers::{CannotRun, Parallel, PoolError, Release, Scratch};

@@ -4,8 +4,12 @@
 use std::fs;
 use std::io::{self, Read, Seek};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use blackout_explore::state::{FsState, Materializer};
+use blackout_explore::state::FsState;
+
+pub(crate) use crate::materialize::at;
+use crate::materialize::{Materializer, View};
 
 /// How much of a checker's stdout or stderr is read back for its reason, in
 /// bytes (the tail; the rest stays in the slot's file until the next state).
@@ -15,7 +19,8 @@ pub const CHECKER_OUTPUT_TAIL_BYTES: u64 = 64 * 1024;
 pub struct StateInput<'a> {
     /// The file system.
     pub fs: &'a FsState,
-    /// How to write it out.
+    /// How to show it (the slot's view is opened with it, on the thread
+    /// that writes the slot's first state).
     pub materializer: &'a dyn Materializer,
     /// The promises, one per line.
     pub promises: &'a [u8],
@@ -27,7 +32,8 @@ pub struct StateInput<'a> {
 }
 
 /// A checking worker's directory, reused from state to state: `root/fs`
-/// (the state, the checker's cwd, made afresh for each state), `root/acks`,
+/// (the state, the checker's cwd, shown by the run's [`Materializer`]),
+/// `root/acks`,
 /// `root/output`, and the checker's `root/stdout` and `root/stderr`
 /// (overwritten each time: creating and removing them per state costs more
 /// than the checker itself on a journaled file system).
@@ -36,6 +42,8 @@ pub struct Slot {
     pub root: PathBuf,
     pub(crate) stdout: fs::File,
     pub(crate) stderr: fs::File,
+    /// The view of `root/fs`, opened at the first state.
+    view: Mutex<Option<Box<dyn View>>>,
 }
 
 impl Slot {
@@ -53,6 +61,7 @@ impl Slot {
             root: root.to_path_buf(),
             stdout: open("stdout")?,
             stderr: open("stderr")?,
+            view: Mutex::new(None),
         })
     }
 
@@ -97,12 +106,14 @@ impl Slot {
     /// Writes a state and its promises. An error names the path and what
     /// was being done (a checker may have removed or changed the slot).
     pub fn write(&self, input: &StateInput<'_>) -> io::Result<()> {
-        let fs_dir = self.fs();
-        fs::create_dir(&fs_dir).map_err(|e| at("creating the state directory", &fs_dir, e))?;
-        input
-            .materializer
-            .materialize(input.fs, &fs_dir)
-            .map_err(|e| at("writing the state into", &fs_dir, e))?;
+        {
+            let mut view = crate::lock(&self.view);
+            let view = match &mut *view {
+                Some(v) => v,
+                None => view.insert(input.materializer.open(&self.fs())?),
+            };
+            view.show(input.fs)?;
+        }
         if !input.slot_files {
             return Ok(());
         }
@@ -113,33 +124,20 @@ impl Slot {
         Ok(())
     }
 
-    /// Removes the state directory and everything in it (a checker may have
-    /// left anything there, including directories it made read-only).
+    /// Empties the state directory of the state and everything a checker
+    /// left there (including directories it made read-only).
     pub fn clear(&self) -> io::Result<()> {
-        let fs_dir = self.fs();
-        blackout_sys::scratch::remove_tree(&fs_dir)
-            .map_err(|e| at("removing the state directory", &fs_dir, e))
-    }
-}
-
-/// An I/O error that names what was done to which path, and that a checker
-/// can have caused it (without isolation they run with the slot's parent
-/// reachable).
-pub(crate) fn at(what: &str, path: &Path, e: io::Error) -> io::Error {
-    // A full, read-only or forbidden scratch file system, not a checker.
-    let hint = match e.kind() {
-        io::ErrorKind::StorageFull
-        | io::ErrorKind::ReadOnlyFilesystem
-        | io::ErrorKind::PermissionDenied => {
-            "the scratch directory comes from TMPDIR, else /dev/shm: point TMPDIR at a writable directory with room"
+        match &mut *crate::lock(&self.view) {
+            Some(view) => view.clear(),
+            None => Ok(()),
         }
-        _ => "did a checker change files outside its own state directory?",
-    };
-    io::Error::new(e.kind(), format!("{what} {}: {e} ({hint})", path.display()))
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        // A mounted view goes first (from the thread that mounted it).
+        drop(crate::lock(&self.view).take());
         let _ = blackout_sys::scratch::remove_tree(&self.root);
     }
 }

@@ -228,6 +228,14 @@ pub(crate) struct RunArgs {
     /// INCONCLUSIVE, exit 2: for gates that must not accept a sample.
     #[arg(long)]
     pub(crate) require_exact: bool,
+    /// How crash states are shown to the checker: `fuse`, one FUSE mount
+    /// per worker whose files are read straight from the trace (a state
+    /// costs what the checker reads and writes; needs root and /dev/fuse),
+    /// or `dir`, each state written out as a directory. Chosen
+    /// automatically (fuse where it can be mounted); the run says which on
+    /// standard error.
+    #[arg(long, value_name = "KIND", value_parser = ["dir", "fuse"])]
+    pub(crate) materializer: Option<String>,
     /// Distinct fixes verified per model (each re-explores the trace with
     /// one added fsync); 0 verifies none. Verification takes at most as long
     /// as the run took to explore and check (at least 5 s): a fix still
@@ -690,6 +698,12 @@ pub(crate) fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
     cfg.fix_verifications = a.verify_fixes;
     cfg.check_budget = (!a.explore.exhaustive).then_some(a.check_budget);
     cfg.require_exact = a.require_exact;
+    cfg.materializer = a
+        .materializer
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e: String| anyhow!(e))?;
     cfg.cancel = Some(Arc::clone(&INTERRUPTED));
     Ok((cfg, checker_flag))
 }

@@ -76,7 +76,19 @@ impl ReportArgs {
         let mut out = std::io::stdout().lock();
         exporter.write_to(report, ctx, &mut out)?;
         out.flush()?;
+        shown_lines(report);
         Ok(report.final_verdict().exit_code())
+    }
+}
+
+/// How the states were shown and what it cost, on standard error (with
+/// the reason the FUSE view was not used, when it was not).
+pub(crate) fn shown_lines(report: &RunReport) {
+    if let Some(note) = &report.shown_note {
+        eprintln!("note: {note}");
+    }
+    if let Some(line) = report.shown.as_ref().and_then(|c| c.line()) {
+        eprintln!("{line}");
     }
 }
 

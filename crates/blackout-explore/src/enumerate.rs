@@ -517,6 +517,9 @@ pub enum ConfigError {
     /// Settings that name a closure checker, which no command runs again.
     #[error("a closure checker cannot be rebuilt from settings: only a command can")]
     CheckerKind,
+    /// A materializer asked for that cannot work here (why, in one line).
+    #[error("{0}")]
+    Materializer(String),
 }
 
 /// What an enumeration did not cover.

@@ -694,8 +694,9 @@ impl<'t> Keyer<'t> {
 
     /// The state `desc` describes, built from the state at its crash point
     /// and its damaged inodes alone (the same as [`FsState::build`]), and
-    /// its content hash: its damaged files hashed whole from what was
-    /// built, the others from the shares kept for them. A state before the
+    /// its content hash: its damaged files hashed from what was built
+    /// where they may differ ([`Keyer::built_file_hash`]), the rest from
+    /// the shares kept for them. A state before the
     /// current crash point starts the keyer over.
     pub fn state(&mut self, desc: &StateDesc) -> (FsState, blake3::Hash) {
         let k = desc.crash.min(self.trace.ops.len());
@@ -711,23 +712,66 @@ impl<'t> Keyer<'t> {
             return (fs, hash);
         };
         let mut fs = self.full.clone();
+        let mut built: Vec<(Ino, blake3::Hash)> = Vec::new();
         for &ino in &damaged {
-            fs.inodes[ino as usize] = self.inode_as_kept(ino, k, desc.torn);
+            let node = self.inode_as_kept(ino, k, desc.torn);
+            if node.kind == InodeKind::File {
+                built.push((ino, self.built_file_hash(ino, k, &node)));
+            }
+            fs.inodes[ino as usize] = node;
         }
         let sums = &self.sums;
         let hash = tree_hash(
             |ino| &fs.inodes[ino as usize],
             |ino, node| {
-                let len = node.hashed_len();
-                let hash = if damaged.contains(&ino) {
-                    file_hash(&node.data, len)
-                } else {
-                    sums[ino as usize].file_hash(len)
+                let hash = match built.iter().find(|(f, _)| *f == ino) {
+                    Some(&(_, h)) => h,
+                    None => sums[ino as usize].file_hash(node.hashed_len()),
                 };
                 (node.size, hash)
             },
         );
         (fs, hash)
+    }
+
+    /// The file hash of file `ino` as built for a state at crash point `k`
+    /// (`node`), hashed from what was built wherever it may differ from
+    /// the whole state at `k`: the blocks a pending op on it touches (a
+    /// truncate or zeroing, everything from where it starts), and those
+    /// between the two lengths; the other blocks' shares are the whole
+    /// state's. A state of a 1 GB file costs the blocks its pending ops
+    /// touch, not a GB of hashing.
+    fn built_file_hash(&self, ino: Ino, k: usize, node: &InodeState) -> blake3::Hash {
+        let hashed = node.hashed_len();
+        let hashed_all = self.full.inodes[ino as usize].hashed_len();
+        let top = hashed.max(hashed_all);
+        let mut ranges: Vec<(u64, u64)> = self
+            .window(ino, k)
+            .iter()
+            .map(|&j| match &self.trace.ops[j].kind {
+                OpKind::Truncate { size, .. } => (*size, top),
+                kind => op_range(kind),
+            })
+            .collect();
+        if hashed != hashed_all {
+            ranges.push(between(hashed, hashed_all));
+        }
+        let blocks = blocks_of(&ranges, top);
+        if blocks.len() as u64 * HASH_BLOCK_BYTES as u64 >= top / 2 {
+            return file_hash(&node.data, hashed);
+        }
+        let mut sum = self.sums[ino as usize];
+        let mut buf = Vec::new();
+        for &i in &blocks {
+            let old = self.terms[ino as usize]
+                .get(&i)
+                .copied()
+                .unwrap_or_default();
+            sum = sum
+                .minus(old)
+                .plus(block_term(&node.data, hashed, i, &mut buf));
+        }
+        sum.file_hash(hashed)
     }
 
     /// The lengths of file `ino` (with writes and allocations alone

@@ -4,8 +4,8 @@
 //! says which subsets of the ops still pending at `k` may survive and which
 //! writes may be torn; [`enumerate::enumerate`] walks every crash point and
 //! yields [`enumerate::StateDesc`]s (what was lost or torn), counting what
-//! it did not cover. A [`state::Materializer`] turns a description into
-//! something a checker can open (a directory today, a disk image later);
+//! it did not cover. [`state::FsState::build`] turns a description into
+//! the inodes a crash leaves (the checking stage shows them to a checker);
 //! [`dedup::distinct_states`] hashes every state ([`keys::Keyer`], along the
 //! crash points) and keeps each distinct one once, under its simplest
 //! description.

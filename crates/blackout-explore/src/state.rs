@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -30,25 +31,83 @@ pub struct FsState {
     pub inodes: Vec<InodeState>,
 }
 
-/// Turns a built crash state into something a checker can open.
+/// The materializers, by name.
 ///
-/// The directory materializer writes the visible tree into a directory.
-/// (The block backend's states are not built from the model: each is a
-/// recorded disk image with some of the writes in flight, written and
-/// mounted by the checking stage's `ImageSource`.)
-pub trait Materializer: Send + Sync {
-    /// Writes `fs` into `root`, an existing empty directory, creating
-    /// nothing outside it.
-    fn materialize(&self, fs: &FsState, root: &Path) -> io::Result<()>;
+/// ```
+/// use blackout_explore::state::MaterializerKind;
+/// assert_eq!(MaterializerKind::Fuse.name(), "fuse");
+/// assert_eq!("dir".parse::<MaterializerKind>(), Ok(MaterializerKind::Dir));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MaterializerKind {
+    /// Each state written out as a directory tree.
+    Dir,
+    /// One FUSE mount per worker, a state's bytes served when read.
+    Fuse,
 }
 
-/// Writes crash states as directory trees ([`FsState::write_out`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DirMaterializer;
+impl MaterializerKind {
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MaterializerKind::Dir => "dir",
+            MaterializerKind::Fuse => "fuse",
+        }
+    }
+}
 
-impl Materializer for DirMaterializer {
-    fn materialize(&self, fs: &FsState, root: &Path) -> io::Result<()> {
-        fs.write_out(root)
+impl fmt::Display for MaterializerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for MaterializerKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "dir" => Ok(MaterializerKind::Dir),
+            "fuse" => Ok(MaterializerKind::Fuse),
+            _ => Err(format!("unknown materializer {s:?} (dir or fuse)")),
+        }
+    }
+}
+
+/// What showing states cost, summed over a run's workers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Cost {
+    /// Which materializer.
+    pub kind: Option<MaterializerKind>,
+    /// States shown.
+    pub states: u64,
+    /// Bytes written: the states' files written out (dir), or what checkers
+    /// wrote into them (fuse).
+    pub written: u64,
+    /// Bytes checkers read through the view (fuse; dir cannot see reads).
+    pub read: u64,
+}
+
+impl Cost {
+    /// One line for the coverage block: "states shown by fuse: 0.01 MB
+    /// written, 0.30 MB read per state".
+    pub fn line(&self) -> Option<String> {
+        let kind = self.kind?;
+        if self.states == 0 {
+            return None;
+        }
+        let per = |b: u64| b as f64 / self.states as f64 / 1e6;
+        Some(match kind {
+            MaterializerKind::Dir => format!(
+                "states written as directories: {:.2} MB written per state",
+                per(self.written)
+            ),
+            MaterializerKind::Fuse => format!(
+                "states shown by fuse: {:.2} MB written, {:.2} MB read per state",
+                per(self.written),
+                per(self.read)
+            ),
+        })
     }
 }
 
@@ -109,6 +168,12 @@ impl FsState {
     /// Writes the visible tree into `root`, an existing empty directory.
     /// A file's holes stay holes: only its extents are written.
     pub fn write_out(&self, root: &Path) -> io::Result<()> {
+        self.write_out_counted(root).map(|_| ())
+    }
+
+    /// [`FsState::write_out`], returning how many bytes of files it wrote.
+    pub fn write_out_counted(&self, root: &Path) -> io::Result<u64> {
+        let mut bytes = 0u64;
         let mut written: HashMap<Ino, std::path::PathBuf> = HashMap::new();
         let mut result = Ok(());
         self.walk(|path, ino, first| {
@@ -153,6 +218,7 @@ impl FsState {
                             Ok(())
                         })?;
                         f.write_all_at(&run.1, run.0)?;
+                        bytes += node.data.extent_bytes().min(node.size);
                         written.insert(ino, target.clone());
                         Ok(())
                     })(),
@@ -165,7 +231,7 @@ impl FsState {
                 ));
             }
         });
-        result
+        result.map(|()| bytes)
     }
 }
 

@@ -212,6 +212,37 @@ proptest! {
     }
 }
 
+/// Changes to files of many blocks, each touching a few of them: a built
+/// state's damaged files are hashed by the blocks their pending ops touch,
+/// the others taken from the whole state's shares.
+fn sparse_change() -> impl Strategy<Value = Change> {
+    let off = 0u32..(40 * HASH_BLOCK_BYTES as u32);
+    prop_oneof![
+        6 => (0u8..2, off.clone(), 1u32..(HASH_BLOCK_BYTES as u32 + 100), any::<u8>())
+            .prop_map(|(file, off, len, byte)| Change::Write { file, off, len, byte }),
+        1 => (0u8..2, off.clone()).prop_map(|(file, size)| Change::Truncate { file, size }),
+        1 => (0u8..2, off, 1u32..(2 * HASH_BLOCK_BYTES as u32))
+            .prop_map(|(file, off, len)| Change::ZeroRange { file, off, len }),
+        2 => (0u8..2).prop_map(|file| Change::Fsync { file }),
+    ]
+}
+
+fn big_size() -> impl Strategy<Value = u32> {
+    (20 * HASH_BLOCK_BYTES as u32)..(48 * HASH_BLOCK_BYTES as u32)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn on_few_changes_to_files_of_many_blocks(
+        changes in prop::collection::vec(sparse_change(), 4..14),
+        sizes in [big_size(), big_size()],
+    ) {
+        agree(&trace_of(&changes, sizes), &format!("{changes:?} over {sizes:?}"));
+    }
+}
+
 #[test]
 fn on_more_pending_writes_over_one_block_than_a_word_has_bits() {
     // 70 writes into the first block of `a`, none synced, then one into

@@ -30,6 +30,7 @@ use crate::verify::{verify_fixes, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
 use blackout_analysis::report::fix_time_bound;
 use blackout_analysis::report::{Checked, Promised, RunReport, Verdict};
+use blackout_check::materialize::{choose, Cost, MaterializerKind};
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{outcomes, Cache, Pool, PoolConfig, Release, Scratch};
 use blackout_check::server::ServerChecker;
@@ -39,7 +40,7 @@ use blackout_check::{Checker, CheckerKind};
 use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
-use blackout_explore::state::{DirMaterializer, FsState, SECTOR_BYTES_DEFAULT};
+use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::ops::Name;
 use blackout_oplog::promises::{join_lines, Outputs};
 use blackout_oplog::trace::Trace;
@@ -87,6 +88,9 @@ pub struct RunConfig {
     /// A PASS that did not check every distinct state is INCONCLUSIVE
     /// (for gates that must not accept a sample).
     pub require_exact: bool,
+    /// How states are shown to the checker: `None` chooses (the FUSE view
+    /// where this process can mount it, else directories).
+    pub materializer: Option<MaterializerKind>,
 }
 
 /// The check budget by default: a minute of checking past the
@@ -117,6 +121,7 @@ impl RunConfig {
             fix_verifications: FIX_VERIFICATIONS_MAX,
             check_budget: Some(CHECK_BUDGET_DEFAULT),
             require_exact: false,
+            materializer: None,
         }
     }
 
@@ -230,6 +235,10 @@ pub(crate) struct Pooled<T> {
     pub(crate) orphans_killed: usize,
     /// Whether the checker gets every promise in a file only.
     pub(crate) promises_in_file_only: bool,
+    /// How states were shown, and what it cost.
+    pub(crate) shown: Cost,
+    /// Why the FUSE view was not used, when it was not.
+    pub(crate) shown_note: Option<String>,
 }
 
 impl Pooled<RunReport> {
@@ -240,6 +249,8 @@ impl Pooled<RunReport> {
         // promise: if a checker ran, it ran on those.
         report.promises_in_file_only = (report.precheck.is_some() || report.all_applied.is_some())
             && self.promises_in_file_only;
+        report.shown = Some(self.shown).filter(|c| c.states > 0);
+        report.shown_note = self.shown_note;
         report
     }
 }
@@ -264,12 +275,14 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
         .clone()
         .unwrap_or_else(default_scratch_parent);
     let scratch = Scratch::new(&parent).map_err(RunError::from)?;
+    let (materializer, shown_note) = choose(cfg.materializer, &parent)
+        .map_err(|e| RunError::Config(ConfigError::Materializer(e)))?;
     let pool = Pool {
         trace,
         outputs: &outputs,
         cfg: PoolConfig {
             checker: cfg.checker.as_ref(),
-            materializer: &DirMaterializer,
+            materializer: materializer.as_ref(),
             jobs: cfg.jobs,
             sector: cfg.sector,
             cancel: cfg.cancel.as_deref(),
@@ -308,6 +321,8 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
         value,
         orphans_killed,
         promises_in_file_only,
+        shown: materializer.cost(),
+        shown_note,
     })
 }
 
@@ -521,6 +536,8 @@ pub(crate) fn finish(
         explore: s.explore.clone(),
         orphans_killed: 0,
         promises_in_file_only: false,
+        shown: None,
+        shown_note: None,
         block: None,
     })
 }
@@ -777,6 +794,12 @@ mod tests {
     /// A report as JSON, without its timings.
     fn without_timings(r: &RunReport) -> String {
         let mut text = Vec::new();
+        // What showing states cost differs with the states each process
+        // showed.
+        let r = RunReport {
+            shown: None,
+            ..r.clone()
+        };
         for line in format!("{r:#?}").lines() {
             if !line.contains("_seconds:") {
                 text.push(line.to_string());

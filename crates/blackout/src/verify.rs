@@ -606,10 +606,10 @@ mod tests {
     use std::sync::Arc;
 
     use blackout_check::closure::ClosureChecker;
+    use blackout_check::materialize::DirMaterializer;
     use blackout_check::pool::{Pool, PoolConfig, Scratch};
     use blackout_check::Checker;
     use blackout_explore::enumerate::REPRESENTATIVES_MIN_OPS;
-    use blackout_explore::state::DirMaterializer;
     use blackout_oplog::ops::test_ops::write;
 
     use super::*;
@@ -677,7 +677,7 @@ mod tests {
                 outputs: &outputs,
                 cfg: PoolConfig {
                     checker,
-                    materializer: &DirMaterializer,
+                    materializer: &DirMaterializer::default(),
                     jobs: 2,
                     sector: 512,
                     cancel,

@@ -103,7 +103,16 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-check",
         &[
-            "outcome", "slot", "shell", "closure", "server", "workers", "pool", "image",
+            "outcome",
+            "view",
+            "materialize",
+            "slot",
+            "shell",
+            "closure",
+            "server",
+            "workers",
+            "pool",
+            "image",
         ],
     ),
     (
