@@ -87,7 +87,21 @@ pub fn signal_when(
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(128 + sig as i32), "after {sig}");
     assert!(start.elapsed() < Duration::from_secs(30), "slow to stop");
+    assert_eq!(mounts_under(&s.path("")), Vec::<String>::new());
     s.assert_clean();
+}
+
+/// The mounts this process can see at or under `dir` (a run's FUSE
+/// views and state images must all be gone when it ends).
+pub fn mounts_under(dir: &Path) -> Vec<String> {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let dir = dir.to_string_lossy().trim_end_matches('/').to_string();
+    mounts
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1))
+        .filter(|m| *m == dir || m.starts_with(&format!("{dir}/")))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The processes whose command line contains `marker` (a process-tree scan

@@ -11,6 +11,7 @@ mod distributed;
 mod engines;
 mod explain;
 mod exporters;
+mod materialize;
 mod reports;
 mod representatives;
 mod run;

@@ -865,6 +865,7 @@ fn scratch_left_by_a_killed_run_is_removed_by_clean_and_by_the_next_run() {
     for dir in &left {
         assert!(text(&out.stdout).contains(&format!("removed {}", dir.display())));
     }
+    assert_eq!(crate::common::mounts_under(&tmp), Vec::<String>::new());
     s.assert_clean();
     let out = s.blackout().args(["clean"]).output().unwrap();
     assert!(text(&out.stdout).starts_with("nothing to clean in "));
