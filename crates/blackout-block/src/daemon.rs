@@ -411,6 +411,7 @@ pub struct Served {
     connection: u32,
     thread_name: String,
     thread: Option<JoinHandle<io::Result<()>>>,
+    patience: Duration,
 }
 
 static DAEMONS: AtomicUsize = AtomicUsize::new(0);
@@ -452,6 +453,7 @@ impl Served {
             connection: 0,
             thread_name,
             thread: Some(thread),
+            patience: UNMOUNT_PATIENCE,
         };
         // Only now: a stat of the mount waits for the thread to answer it.
         served.connection = rustix::fs::minor(std::fs::metadata(mountpoint)?.dev());
@@ -463,23 +465,41 @@ impl Served {
         &self.thread_name
     }
 
+    /// How long [`Served::stop`] retries a busy unmount before it detaches
+    /// the mount (30 s unless set).
+    pub fn set_patience(&mut self, patience: Duration) {
+        self.patience = patience;
+    }
+
     /// Unmounts the file system (from the mount namespace it was mounted
-    /// in) and waits for the thread to end. A mount still busy after a few
-    /// seconds is detached lazily and its connection aborted.
+    /// in) and waits for the thread to end. A mount still busy after the
+    /// patience is detached lazily and its connection aborted; where the
+    /// connection cannot be aborted (no `fusectl` mounted), the connection
+    /// ends when the last process holding the mount lets go (a checker's
+    /// leftover process, which the run kills), and the thread is left to
+    /// end then if it has not within a second.
     ///
     /// # Errors
     ///
-    /// The unmount failed (the mount was detached and aborted all the
-    /// same), or the thread failed.
+    /// The unmount failed (the mount was detached all the same), or the
+    /// thread failed.
     pub fn stop(&mut self) -> io::Result<()> {
         let Some(thread) = self.thread.take() else {
             return Ok(());
         };
-        let unmounted = unmount_patiently(&self.mountpoint);
+        let unmounted = unmount_within(&self.mountpoint, self.patience);
         if unmounted.is_err() {
             let _ = rustix::mount::unmount(&self.mountpoint, rustix::mount::UnmountFlags::DETACH);
             let abort = format!("/sys/fs/fuse/connections/{}/abort", self.connection);
-            let _ = std::fs::write(abort, "1");
+            if std::fs::write(abort, "1").is_err() {
+                let deadline = Instant::now() + Duration::from_secs(1);
+                while !thread.is_finished() && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if !thread.is_finished() {
+                    return unmounted;
+                }
+            }
         }
         let ran = thread
             .join()
@@ -608,7 +628,12 @@ impl Daemon {
 /// Unmounts `path`, retrying while it is busy (a loop device lets go of its
 /// backing file a moment after it is detached).
 pub(crate) fn unmount_patiently(path: &Path) -> io::Result<()> {
-    let deadline = Instant::now() + UNMOUNT_PATIENCE;
+    unmount_within(path, UNMOUNT_PATIENCE)
+}
+
+/// Unmounts `path`, retrying while it is busy for at most `patience`.
+fn unmount_within(path: &Path, patience: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + patience;
     loop {
         match rustix::mount::unmount(path, rustix::mount::UnmountFlags::empty()) {
             Ok(()) => return Ok(()),

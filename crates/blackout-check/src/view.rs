@@ -121,7 +121,10 @@ impl FuseView {
             MountOption::NoDev,
             MountOption::NoSuid,
         ];
-        let served = Served::start(fs, dir, &options, false)?;
+        let mut served = Served::start(fs, dir, &options, false)?;
+        // Only a checker's leftover process can hold the view (its group
+        // was killed): detached at once, it goes with that process.
+        served.set_patience(Duration::from_millis(100));
         Ok(FuseView {
             current,
             counters,

@@ -20,8 +20,10 @@ use crate::common::{examples, processes_with, run_json, save_checker, signal_whe
 const FILE_SYSTEMS: [&str; 3] = ["ext4", "xfs", "btrfs"];
 
 /// A checker prefix that is true only in a mounted state (the block
-/// backend's), not in the posix model's state directories.
-const ON_A_MOUNT: &str = r#"[ "$(stat -c %d .)" != "$(stat -c %d ..)" ]"#;
+/// backend's), not in the posix model's states (written out as
+/// directories, or shown through the FUSE view: a `fuseblk` mount).
+const ON_A_MOUNT: &str =
+    r#"[ "$(stat -c %d .)" != "$(stat -c %d ..)" ] && [ "$(stat -f -c %T .)" != fuseblk ]"#;
 
 /// Whether this machine can run the block backend (root, /dev/fuse, the
 /// mkfs tools). Under CI a missing one fails the test (.ci/run installs
@@ -856,7 +858,10 @@ fn without_times(v: &Value) -> Value {
         Value::Object(m) => Value::Object(
             m.iter()
                 .filter(|(k, _)| {
-                    !(k.contains("seconds") || *k == "time" || *k == "states_per_second")
+                    !(k.contains("seconds")
+                        || *k == "time"
+                        || *k == "states_per_second"
+                        || *k == "shown")
                 })
                 .map(|(k, v)| (k.clone(), without_times(v)))
                 .collect(),

@@ -29,12 +29,13 @@ fn record_save(s: &Scratch, mode: &str) -> PathBuf {
     trace
 }
 
-/// A JSON report without its timings.
+/// A JSON report without its timings and what showing states cost (each
+/// process showed its own states).
 fn without_timings(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(
             m.iter()
-                .filter(|(k, _)| !k.ends_with("_seconds"))
+                .filter(|(k, _)| !k.ends_with("_seconds") && *k != "shown")
                 .map(|(k, v)| (k.clone(), without_timings(v)))
                 .collect(),
         ),
