@@ -168,22 +168,32 @@ impl Drop for Mounted {
 /// The materializer for a run: `forced` when given (an error when it cannot
 /// work here), else the FUSE view when this process can mount it under
 /// `scratch_parent`, else the directory materializer with the reason in one
-/// line (for the run to print).
+/// line (for the run to print). An in-process checker (`in_process`) always
+/// reads directories: a FUSE view served by the checker's own process can
+/// deadlock on that process's memory map (a page fault on a mapped file of
+/// the view waits on the daemon thread, which waits for the map's lock).
 ///
 /// # Errors
 ///
-/// `--materializer fuse` where FUSE cannot be mounted.
+/// `--materializer fuse` where FUSE cannot be mounted or the checker runs
+/// in-process.
 pub fn choose(
     forced: Option<MaterializerKind>,
     scratch_parent: &Path,
+    in_process: bool,
 ) -> Result<(Box<dyn Materializer>, Option<String>), String> {
     let dir = || Box::new(DirMaterializer::default()) as Box<dyn Materializer>;
+    const IN_PROCESS: &str = "an in-process checker reads states written as directories (a FUSE view served by its own process could deadlock on its memory map)";
     match forced {
         Some(MaterializerKind::Dir) => Ok((dir(), None)),
+        Some(MaterializerKind::Fuse) if in_process => {
+            Err(format!("--materializer fuse: {IN_PROCESS}"))
+        }
         Some(MaterializerKind::Fuse) => match fuse_unavailable(scratch_parent) {
             None => Ok((Box::new(FuseMaterializer::default()), None)),
             Some(why) => Err(format!("--materializer fuse: {why}")),
         },
+        None if in_process => Ok((dir(), Some(IN_PROCESS.to_string()))),
         None => match fuse_unavailable(scratch_parent) {
             None => Ok((Box::new(FuseMaterializer::default()), None)),
             Some(why) => Ok((

@@ -275,7 +275,8 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
         .clone()
         .unwrap_or_else(default_scratch_parent);
     let scratch = Scratch::new(&parent).map_err(RunError::from)?;
-    let (materializer, shown_note) = choose(cfg.materializer, &parent)
+    let in_process = cfg.checker.kind() == blackout_check::CheckerKind::Closure;
+    let (materializer, shown_note) = choose(cfg.materializer, &parent, in_process)
         .map_err(|e| RunError::Config(ConfigError::Materializer(e)))?;
     let pool = Pool {
         trace,
