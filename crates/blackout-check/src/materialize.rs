@@ -182,25 +182,21 @@ pub fn choose(
     scratch_parent: &Path,
     in_process: bool,
 ) -> Result<(Box<dyn Materializer>, Option<String>), String> {
-    let dir = || Box::new(DirMaterializer::default()) as Box<dyn Materializer>;
-    const IN_PROCESS: &str = "an in-process checker reads states written as directories (a FUSE view served by its own process could deadlock on its memory map)";
-    match forced {
-        Some(MaterializerKind::Dir) => Ok((dir(), None)),
-        Some(MaterializerKind::Fuse) if in_process => {
-            Err(format!("--materializer fuse: {IN_PROCESS}"))
-        }
-        Some(MaterializerKind::Fuse) => match fuse_unavailable(scratch_parent) {
-            None => Ok((Box::new(FuseMaterializer::default()), None)),
-            Some(why) => Err(format!("--materializer fuse: {why}")),
-        },
-        None if in_process => Ok((dir(), Some(IN_PROCESS.to_string()))),
-        None => match fuse_unavailable(scratch_parent) {
-            None => Ok((Box::new(FuseMaterializer::default()), None)),
-            Some(why) => Ok((
-                dir(),
-                Some(format!("states written as directories ({why})")),
-            )),
-        },
+    if forced == Some(MaterializerKind::Dir) {
+        return Ok((Box::new(DirMaterializer::default()), None));
+    }
+    let unavailable = if in_process {
+        Some("the checker runs in-process, and a FUSE view served by its own process could deadlock on its memory map".to_string())
+    } else {
+        fuse_unavailable(scratch_parent)
+    };
+    match (unavailable, forced) {
+        (None, _) => Ok((Box::new(FuseMaterializer::default()), None)),
+        (Some(why), Some(_)) => Err(format!("--materializer fuse: {why}")),
+        (Some(why), None) => Ok((
+            Box::new(DirMaterializer::default()),
+            Some(format!("states written as directories ({why})")),
+        )),
     }
 }
 

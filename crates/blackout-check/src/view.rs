@@ -156,6 +156,7 @@ impl FuseView {
 
     /// Takes the state away, with everything its checker wrote.
     pub fn clear(&mut self) {
+        // Taken under the lock, dropped after it.
         let shown = lock(&self.current).shown.take();
         drop(shown);
     }
@@ -370,6 +371,13 @@ impl ViewFs {
         }
     }
 
+    fn data(&self, reply: ReplyData, f: impl FnOnce(&mut Shown) -> Result<Vec<u8>, Errno>) {
+        match self.with(f) {
+            Ok(bytes) => reply.data(&bytes),
+            Err(e) => reply.error(e),
+        }
+    }
+
     fn empty(&self, reply: ReplyEmpty, f: impl FnOnce(&mut Shown) -> Result<(), Errno>) {
         match self.with(f) {
             Ok(()) => reply.ok(),
@@ -479,16 +487,13 @@ impl Filesystem for ViewFs {
     }
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
-        match self.with(|s| {
+        self.data(reply, |s| {
             let node = s.node(s.ino(ino)?);
             match node.kind {
                 InodeKind::Symlink => Ok(node.data.to_vec()),
                 _ => Err(libc::EINVAL),
             }
-        }) {
-            Ok(target) => reply.data(&target),
-            Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn mknod(
@@ -628,8 +633,8 @@ impl Filesystem for ViewFs {
         _lock_owner: Option<u64>,
         reply: ReplyData,
     ) {
-        let counters = self.counters.clone();
-        match self.with(|s| {
+        let counters = &self.counters;
+        self.data(reply, |s| {
             let off = offset(offset_)?;
             let node = s.node(s.ino(ino)?);
             if node.kind == InodeKind::Dir {
@@ -640,10 +645,7 @@ impl Filesystem for ViewFs {
             node.data.read_into(off, &mut buf);
             counters.read.fetch_add(n, Ordering::Relaxed);
             Ok(buf)
-        }) {
-            Ok(buf) => reply.data(&buf),
-            Err(e) => reply.error(e),
-        }
+        });
     }
 
     fn write(
@@ -658,7 +660,7 @@ impl Filesystem for ViewFs {
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
-        let counters = self.counters.clone();
+        let counters = &self.counters;
         match self.with(|s| {
             let off = offset(offset_)?;
             let i = s.ino(ino)?;
