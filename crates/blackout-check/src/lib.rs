@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 pub mod closure;
+mod forked;
 pub mod image;
 pub mod materialize;
 pub mod outcome;

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use blackout_explore::state::FsState;
 pub use blackout_explore::state::{Cost, MaterializerKind};
 
+use crate::forked::ForkedView;
 use crate::view::{Counters, FuseView};
 
 /// Turns built crash states into a directory a checker can work in.
@@ -114,6 +115,21 @@ impl View for DirView {
 #[derive(Debug, Default)]
 pub struct FuseMaterializer {
     counters: Arc<Counters>,
+    /// Each state served by a child process ([`crate::forked`]): the
+    /// checker runs in this process.
+    forked: bool,
+}
+
+impl FuseMaterializer {
+    /// The view for checkers that run in this process: each state is
+    /// served by a child process of its own, so that the checker's page
+    /// faults never wait on a thread of the process they stopped.
+    pub fn in_process() -> FuseMaterializer {
+        FuseMaterializer {
+            forked: true,
+            ..FuseMaterializer::default()
+        }
+    }
 }
 
 impl Materializer for FuseMaterializer {
@@ -123,6 +139,9 @@ impl Materializer for FuseMaterializer {
 
     fn open(&self, dir: &Path) -> io::Result<Box<dyn View>> {
         std::fs::create_dir(dir).map_err(|e| at("creating the state directory", dir, e))?;
+        if self.forked {
+            return Ok(Box::new(ForkedView::new(dir, self.counters.clone())));
+        }
         let view = FuseView::mount(dir, self.counters.clone()).map_err(|e| {
             let _ = std::fs::remove_dir(dir);
             io::Error::new(
@@ -165,32 +184,37 @@ impl Drop for Mounted {
     }
 }
 
-/// The materializer for a run: `forced` when given (an error when it cannot
-/// work here), else the FUSE view when this process can mount it under
-/// `scratch_parent`, else the directory materializer with the reason in one
-/// line (for the run to print). An in-process checker (`in_process`) always
-/// reads directories: a FUSE view served by the checker's own process can
-/// deadlock on that process's memory map (a page fault on a mapped file of
-/// the view waits on the daemon thread, which waits for the map's lock).
+/// States whose files hold fewer bytes than this are written out even
+/// where the FUSE view could show them: writing a small state costs less
+/// than a FUSE round trip per file the checker opens (1 MB: 494 states/s
+/// written out, 432 through the view; a child process per state for an
+/// in-process checker costs ~2 ms more; docs/PERFORMANCE.md).
+pub const VIEW_FROM_BYTES: u64 = 4 << 20;
+
+/// The materializer for a run whose states hold up to `state_bytes` of file
+/// data ([`FsState::held_bytes`]): `forced` when given (an error when it
+/// cannot work here); else the FUSE view for states of
+/// [`VIEW_FROM_BYTES`] or more where this process can mount it under
+/// `scratch_parent`, and the directory materializer otherwise (with the
+/// reason in one line when the view could not be mounted, for the run to
+/// print). For an in-process checker (`in_process`) each state's view is
+/// served by a child process ([`FuseMaterializer::in_process`]).
 ///
 /// # Errors
 ///
-/// `--materializer fuse` where FUSE cannot be mounted or the checker runs
-/// in-process.
+/// `--materializer fuse` where FUSE cannot be mounted.
 pub fn choose(
     forced: Option<MaterializerKind>,
     scratch_parent: &Path,
     in_process: bool,
+    state_bytes: u64,
 ) -> Result<(Box<dyn Materializer>, Option<String>), String> {
-    if forced == Some(MaterializerKind::Dir) {
+    if forced == Some(MaterializerKind::Dir) || (forced.is_none() && state_bytes < VIEW_FROM_BYTES)
+    {
         return Ok((Box::new(DirMaterializer::default()), None));
     }
-    let unavailable = if in_process {
-        Some("the checker runs in-process, and a FUSE view served by its own process could deadlock on its memory map".to_string())
-    } else {
-        fuse_unavailable(scratch_parent)
-    };
-    match (unavailable, forced) {
+    match (fuse_unavailable(scratch_parent), forced) {
+        (None, _) if in_process => Ok((Box::new(FuseMaterializer::in_process()), None)),
         (None, _) => Ok((Box::new(FuseMaterializer::default()), None)),
         (Some(why), Some(_)) => Err(format!("--materializer fuse: {why}")),
         (Some(why), None) => Ok((

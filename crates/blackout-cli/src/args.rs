@@ -232,8 +232,8 @@ pub(crate) struct RunArgs {
     /// per worker whose files are read straight from the trace (a state
     /// costs what the checker reads and writes; needs root and /dev/fuse),
     /// or `dir`, each state written out as a directory. Chosen
-    /// automatically (fuse where it can be mounted); the run says which on
-    /// standard error.
+    /// automatically (fuse for states of 4 MiB or more, where it can be
+    /// mounted); the run says which on standard error.
     #[arg(long, value_name = "KIND", value_parser = ["dir", "fuse"])]
     pub(crate) materializer: Option<String>,
     /// Distinct fixes verified per model (each re-explores the trace with

@@ -144,6 +144,21 @@ impl FsState {
             }
         }
     }
+    /// The bytes of file data the state holds (written extents of its
+    /// files; holes and symlinks left out): what writing it out copies.
+    ///
+    /// ```
+    /// use blackout_explore::state::FsState;
+    /// assert_eq!(FsState { inodes: Vec::new() }.held_bytes(), 0);
+    /// ```
+    pub fn held_bytes(&self) -> u64 {
+        self.inodes
+            .iter()
+            .filter(|n| n.kind == InodeKind::File)
+            .map(|n| n.data.extent_bytes())
+            .sum()
+    }
+
     /// The bytes a reader sees in a file, holes as zeros (as many as its
     /// size: for small files).
     pub fn file_bytes(&self, ino: Ino) -> Vec<u8> {

@@ -136,6 +136,26 @@ pub fn spawn(cmd: &mut Command) -> io::Result<Child> {
     Ok(child)
 }
 
+/// Runs `fork` (which makes a child process some other way than
+/// [`spawn`], and returns it with its pid) under the lock [`reap_orphans`]
+/// takes, and notes the child as blackout's own: a process forked to serve
+/// something is not an orphan. [`forget`] it once reaped.
+///
+/// # Errors
+///
+/// Whatever `fork` returns.
+pub fn own<T>(fork: impl FnOnce() -> io::Result<(T, u32)>) -> io::Result<T> {
+    let mut own = spawned();
+    let (made, pid) = fork()?;
+    own.insert(pid);
+    Ok(made)
+}
+
+/// Forgets a child noted by [`own`], once reaped.
+pub fn forget(pid: u32) {
+    spawned().remove(&pid);
+}
+
 /// Kills and reaps every orphan blackout inherited (processes that a
 /// workload or checker detached, e.g. with `setsid cmd &`, whose parent
 /// has exited), and returns how many were still running. Does nothing

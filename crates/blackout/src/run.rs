@@ -89,7 +89,8 @@ pub struct RunConfig {
     /// (for gates that must not accept a sample).
     pub require_exact: bool,
     /// How states are shown to the checker: `None` chooses (the FUSE view
-    /// where this process can mount it, else directories).
+    /// for states of 4 MiB or more where this process can mount it, else
+    /// directories).
     pub materializer: Option<MaterializerKind>,
 }
 
@@ -276,8 +277,13 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
         .unwrap_or_else(default_scratch_parent);
     let scratch = Scratch::new(&parent).map_err(RunError::from)?;
     let in_process = cfg.checker.kind() == blackout_check::CheckerKind::Closure;
-    let (materializer, shown_note) = choose(cfg.materializer, &parent, in_process)
-        .map_err(|e| RunError::Config(ConfigError::Materializer(e)))?;
+    let (materializer, shown_note) = choose(
+        cfg.materializer,
+        &parent,
+        in_process,
+        state_bytes(trace, cfg.sector),
+    )
+    .map_err(|e| RunError::Config(ConfigError::Materializer(e)))?;
     let pool = Pool {
         trace,
         outputs: &outputs,
@@ -589,6 +595,19 @@ pub(crate) fn precheck(
         ),
     );
     Ok((c, stop))
+}
+
+/// The most file data a state of the trace holds, as the trace starts and
+/// as it ends with nothing lost: how much writing a state out would copy.
+fn state_bytes(trace: &Trace, sector: u64) -> u64 {
+    let full = StateDesc {
+        crash: trace.ops.len(),
+        lost: Default::default(),
+        torn: None,
+    };
+    FsState::initial(trace)
+        .held_bytes()
+        .max(FsState::build(trace, &full, sector).held_bytes())
 }
 
 /// The nothing-lost check: the checker on the state with every op applied

@@ -149,6 +149,7 @@ pub struct Scenario {
     stacks: bool,
     strace: Option<std::path::PathBuf>,
     keep_trace: Option<std::path::PathBuf>,
+    materializer: Option<blackout_check::materialize::MaterializerKind>,
 }
 
 impl Scenario {
@@ -174,6 +175,7 @@ impl Scenario {
             stacks: true,
             strace: None,
             keep_trace: None,
+            materializer: None,
         }
     }
 
@@ -346,6 +348,20 @@ impl Scenario {
         self
     }
 
+    /// How crash states reach the check (as `blackout run --materializer`):
+    /// written out as directories, or shown through a FUSE view served by a
+    /// child process per state. By default the run chooses, as the command
+    /// line does.
+    ///
+    /// ```
+    /// use blackout::check::materialize::MaterializerKind;
+    /// let s = blackout::Scenario::new("save").materializer(MaterializerKind::Dir);
+    /// ```
+    pub fn materializer(mut self, kind: blackout_check::materialize::MaterializerKind) -> Scenario {
+        self.materializer = Some(kind);
+        self
+    }
+
     /// Records the workload, checks every crash state and reports.
     ///
     /// Panics with one line when the scenario cannot be run: no workload
@@ -405,6 +421,7 @@ impl Scenario {
         if let Some(b) = self.check_budget {
             cfg.check_budget = b;
         }
+        cfg.materializer = self.materializer;
         cfg.validate().map_err(|e| e.to_string())?;
         let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
         let kept = self.keep_trace.as_deref().map(|p| p.display().to_string());

@@ -2,10 +2,10 @@
 //! thousands of distinct crash states, a trivial check, and the rate.
 //!
 //! ```sh
-//! cargo run --release -p durable-test --example check_rate -- TRACE
+//! cargo run --release -p durable-test --example check_rate -- TRACE [dir|fuse]
 //! ```
 //!
-//! prints the states checked, the seconds spent checking them and the rate,
+//! (the optional second argument forces how states reach the check) prints the states checked, the seconds spent checking them and the rate,
 //! and saves the trace at TRACE, so that the command line can check the very
 //! same states through a process per state:
 //!
@@ -47,7 +47,12 @@ fn main() {
     let trace = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "check-rate.trace".into());
-    let report = Scenario::new("rate")
+    let mut scenario = Scenario::new("rate");
+    // (The recorded run of this same program gets other arguments.)
+    if let Some(kind) = std::env::args().nth(2).and_then(|k| k.parse().ok()) {
+        scenario = scenario.materializer(kind);
+    }
+    let report = scenario
         .test_name("rate")
         .models([Model::Posix])
         .stacks(false)

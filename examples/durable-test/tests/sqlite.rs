@@ -153,3 +153,78 @@ fn wal_full_passes() {
     let report = sqlite("WAL", "FULL");
     report.assert_pass();
 }
+
+/// Whether the FUSE view can be mounted here (root and /dev/fuse).
+fn fuse_here() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's effective user.
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    root && Path::new("/dev/fuse").exists()
+}
+
+/// The verdict and, per cause, its sentence, simplest state and states.
+fn findings(report: &Report) -> Vec<String> {
+    let mut out = vec![format!("{:?}", report.verdict())];
+    out.extend(report.causes().iter().map(|c| {
+        format!(
+            "{} | {} | {} states",
+            c.cause.sentence, c.simplest.id, c.states
+        )
+    }));
+    out
+}
+
+/// The check's states shown through the FUSE view, each served by a child
+/// process (the check runs in this process, where SQLite maps the `-shm`
+/// file: a view served by a thread of this process deadlocked it): the
+/// same verdicts and causes as written out, with a WAL (the mapped `-shm`)
+/// and with a rollback journal (rolled back in every state that has one).
+#[test]
+fn the_fuse_view_served_by_a_child_gives_the_report_directories_give() {
+    use blackout::check::materialize::MaterializerKind;
+    if !fuse_here() {
+        eprintln!("note: the FUSE view needs root and /dev/fuse; skipped");
+        return;
+    }
+    let run = |mode: &'static str, level: &'static str, kind: MaterializerKind| {
+        Scenario::new(format!("{mode}/{level}/{}", kind.name()))
+            .models([Model::Posix])
+            .volatile(["*-shm"])
+            .materializer(kind)
+            .setup(move |dir| create(dir, mode))
+            .workload(move |dir, p| commits(dir, p, mode, level))
+            .check(check)
+            .run()
+    };
+    let configs = [("WAL", "NORMAL"), ("DELETE", "FULL")];
+    let reports: Vec<(Report, Report)> = configs
+        .iter()
+        .map(|&(m, l)| {
+            (
+                run(m, l, MaterializerKind::Fuse),
+                run(m, l, MaterializerKind::Dir),
+            )
+        })
+        .collect();
+    for ((fuse, dir), (mode, level)) in reports.iter().zip(configs) {
+        if fuse.run_report().is_none() {
+            continue; // inside the recording of another scenario
+        }
+        loses_an_acknowledged_commit(dir);
+        assert_eq!(findings(fuse), findings(dir), "{mode}/{level}");
+        let shown = |r: &Report| r.run_report().and_then(|r| r.shown).expect("states shown");
+        assert_eq!(
+            shown(fuse).kind,
+            Some(MaterializerKind::Fuse),
+            "{mode}/{level}"
+        );
+        assert_eq!(
+            shown(dir).kind,
+            Some(MaterializerKind::Dir),
+            "{mode}/{level}"
+        );
+        assert_eq!(shown(fuse).states, shown(dir).states, "{mode}/{level}");
+        // Through the view only what the checks read was produced.
+        assert!(shown(fuse).read > 0, "{mode}/{level}: {:?}", shown(fuse));
+    }
+}

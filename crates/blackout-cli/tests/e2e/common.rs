@@ -261,3 +261,26 @@ pub fn sqlite_setup(mode: &str) -> String {
         "sqlite3 db 'PRAGMA journal_mode={mode}; CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);' >/dev/null"
     )
 }
+
+/// Whether the FUSE view can be mounted here (root and /dev/fuse): where it
+/// cannot, runs write directories, which other tests cover.
+pub fn fuse_here() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // /proc/self belongs to the process's effective user.
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let here = root && std::path::Path::new("/dev/fuse").exists();
+    if !here {
+        eprintln!("note: the FUSE view needs root and /dev/fuse; its part of this test is skipped");
+    }
+    here
+}
+
+/// The materializer other than `dir` to compare with it: `fuse` where the
+/// view can be mounted (forced: the run would write small states out).
+pub fn view_or_dir() -> &'static str {
+    if fuse_here() {
+        "fuse"
+    } else {
+        "dir"
+    }
+}

@@ -1,27 +1,14 @@
 //! How crash states reach the checker: written out as directories
 //! (`--materializer dir`) or shown through a FUSE view per worker
-//! (`--materializer fuse`, the default where it can be mounted). A checker
+//! (`--materializer fuse`, the default for states of 4 MiB or more where it
+//! can be mounted). A checker
 //! that writes in every state sees only its own writes under both, SQLite
 //! rolling back a hot journal in every state gives the same verdicts and
 //! causes under both, and nothing is left behind.
 
 use serde_json::Value;
 
-use crate::common::{mounts_under, run_json, sqlite_setup, text, Scratch};
-
-/// Whether the FUSE view can be mounted here (root and /dev/fuse): where it
-/// cannot, the run says so and writes directories, which the other tests
-/// cover.
-fn fuse_here() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    // /proc/self belongs to the process's effective user.
-    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
-    let here = root && std::path::Path::new("/dev/fuse").exists();
-    if !here {
-        eprintln!("skipped: the FUSE view needs root and /dev/fuse");
-    }
-    here
-}
+use crate::common::{fuse_here, mounts_under, run_json, sqlite_setup, text, Scratch};
 
 /// The verdict and each model's causes (the sentence, the simplest state,
 /// the fix).

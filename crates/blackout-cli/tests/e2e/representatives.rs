@@ -52,6 +52,9 @@ fn one_representative_per_class_finds_what_every_crash_point_finds_on_every_exam
         let posix = ["--model", "posix", "--verify-fixes", "0", "--budget", "16"];
         let mut args: Vec<&str> = posix.to_vec();
         args.extend(["--exhaustive", "-o", trace]);
+        // Every state through the FUSE view; the representatives below
+        // written out as directories.
+        args.extend(["--materializer", crate::common::view_or_dir()]);
         if !ex.setup.is_empty() {
             args.extend(["--setup", &ex.setup]);
         }

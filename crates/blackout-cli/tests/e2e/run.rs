@@ -437,6 +437,9 @@ fn stop_while_checking(sig: nix::sys::signal::Signal) {
         .blackout()
         .args([
             "run",
+            // Where it can be mounted, the FUSE view must go too.
+            "--materializer",
+            crate::common::view_or_dir(),
             "--checker",
             &checker,
             "--",
@@ -840,7 +843,8 @@ fn scratch_left_by_a_killed_run_is_removed_by_clean_and_by_the_next_run() {
         let checker = format!("touch {}; sleep {marker}", started.display());
         let mut child = s
             .blackout()
-            .args(["run", "--checker", &checker, "--"])
+            .args(["run", "--materializer", crate::common::view_or_dir()])
+            .args(["--checker", &checker, "--"])
             .args(["sh", "-c", "echo x > f; echo saved"])
             .spawn()
             .unwrap();

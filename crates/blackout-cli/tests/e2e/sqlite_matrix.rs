@@ -80,7 +80,12 @@ fn record_and_check(s: &Scratch, mode: &str, level: &str, count: &str) -> Value 
         "--ack-prefix",
         "ack ",
     ];
+    // Every state through the FUSE view (forced: these databases are small
+    // enough that the run would write them out); the re-check below writes
+    // directories.
     let recording = [
+        "--materializer",
+        crate::common::view_or_dir(),
         "-o",
         trace,
         "--volatile",
@@ -102,8 +107,8 @@ fn record_and_check(s: &Scratch, mode: &str, level: &str, count: &str) -> Value 
         String::from_utf8_lossy(&out.stderr)
     );
     // The same recording checked by the Python checker server, each state
-    // written out as a directory (the run above showed them the default
-    // way, through the FUSE view where it can be mounted): the same
+    // written out as a directory (the run above showed them through the
+    // FUSE view where it can be mounted): the same
     // verdicts and causes.
     let server = format!("python3 {}", dir.join("check-server.py").display());
     let (served_code, served, _) = run_json(
