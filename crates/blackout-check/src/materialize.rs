@@ -186,15 +186,22 @@ impl Drop for Mounted {
 
 /// States whose files hold fewer bytes than this are written out even
 /// where the FUSE view could show them: writing a small state costs less
-/// than a FUSE round trip per file the checker opens (1 MB: 494 states/s
-/// written out, 432 through the view; a child process per state for an
-/// in-process checker costs ~2 ms more; docs/PERFORMANCE.md).
+/// than the view's round trips (SQLite, 1 MB: 527 states/s written out,
+/// 460 through the view; 60 MB: 52 against 378; docs/PERFORMANCE.md).
 pub const VIEW_FROM_BYTES: u64 = 4 << 20;
+
+/// The same for a checker that runs in this process, whose view is served
+/// by a child process per state: forking it, mounting and unmounting, and
+/// the copies the checker's writes to this process's memory cause while
+/// the child lives cost ~9 ms per state (SQLite in-process, 1 MB: 2,813
+/// states/s written out, 232 through the view; 60 MB: 60 against 183).
+pub const FORKED_VIEW_FROM_BYTES: u64 = 16 << 20;
 
 /// The materializer for a run whose states hold up to `state_bytes` of file
 /// data ([`FsState::held_bytes`]): `forced` when given (an error when it
 /// cannot work here); else the FUSE view for states of
-/// [`VIEW_FROM_BYTES`] or more where this process can mount it under
+/// [`VIEW_FROM_BYTES`] or more ([`FORKED_VIEW_FROM_BYTES`] for a checker
+/// in this process) where this process can mount it under
 /// `scratch_parent`, and the directory materializer otherwise (with the
 /// reason in one line when the view could not be mounted, for the run to
 /// print). For an in-process checker (`in_process`) each state's view is
@@ -209,8 +216,12 @@ pub fn choose(
     in_process: bool,
     state_bytes: u64,
 ) -> Result<(Box<dyn Materializer>, Option<String>), String> {
-    if forced == Some(MaterializerKind::Dir) || (forced.is_none() && state_bytes < VIEW_FROM_BYTES)
-    {
+    let from = if in_process {
+        FORKED_VIEW_FROM_BYTES
+    } else {
+        VIEW_FROM_BYTES
+    };
+    if forced == Some(MaterializerKind::Dir) || (forced.is_none() && state_bytes < from) {
         return Ok((Box::new(DirMaterializer::default()), None));
     }
     match (fuse_unavailable(scratch_parent), forced) {
