@@ -29,7 +29,6 @@ use std::sync::{Arc, Mutex};
 
 use blackout_explore::state::FsState;
 
-use crate::materialize::View;
 use crate::view::{Counters, FuseView};
 
 /// The workers' ends of every live child's control pipes: a child forked
@@ -103,8 +102,10 @@ impl ForkedView {
     }
 }
 
-impl View for ForkedView {
-    fn show(&mut self, fs: &FsState) -> io::Result<()> {
+impl ForkedView {
+    /// Shows `fs`: a child forked for it mounts the view and serves it
+    /// (after the previous state's child, if any, is stopped).
+    pub(crate) fn show(&mut self, fs: &FsState) -> io::Result<()> {
         self.stop()?;
         let child = spawn(&self.dir, fs)?;
         self.child = Some(child);
@@ -112,7 +113,8 @@ impl View for ForkedView {
         Ok(())
     }
 
-    fn clear(&mut self) -> io::Result<()> {
+    /// Takes the state away: its child unmounts the view and ends.
+    pub(crate) fn clear(&mut self) -> io::Result<()> {
         self.stop()
     }
 }

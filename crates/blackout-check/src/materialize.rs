@@ -177,6 +177,16 @@ impl View for Mounted {
     }
 }
 
+impl View for ForkedView {
+    fn show(&mut self, fs: &FsState) -> io::Result<()> {
+        ForkedView::show(self, fs)
+    }
+
+    fn clear(&mut self) -> io::Result<()> {
+        ForkedView::clear(self)
+    }
+}
+
 impl Drop for Mounted {
     fn drop(&mut self) {
         let _ = self.view.unmount();

@@ -105,6 +105,7 @@ const MODULES: &[(&str, &[&str])] = &[
         &[
             "outcome",
             "view",
+            "forked",
             "materialize",
             "slot",
             "shell",
