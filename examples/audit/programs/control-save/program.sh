@@ -1,0 +1,8 @@
+# Control: the correct save recipe (write a temporary file, fsync it,
+# rename it over the document, fsync the directory): must pass everywhere.
+NAME="control: the save recipe"
+ECOSYSTEM=control
+VERSION="examples/save full"
+ACTION="save.sh full: write, fsync, rename, fsync the directory"
+SETUP='echo "version 1" > doc.txt'
+CHECK="sh $REPO/examples/save/check.sh"

@@ -1,0 +1,2 @@
+#!/bin/sh
+exec sh "$REPO/examples/save/save.sh" full

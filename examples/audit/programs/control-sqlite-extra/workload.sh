@@ -1,0 +1,2 @@
+#!/bin/sh
+exec sh "$REPO/examples/sqlite/workload.sh" DELETE EXTRA 4

@@ -1,0 +1,6 @@
+#!/bin/sh
+# set_key, then the promise.
+TMPDIR=tmp PYTHONPATH="$AUDIT_LIB" exec python3 -c '
+from dotenv import set_key
+set_key(".env", "KEY", "v2")
+print("saved", flush=True)'

@@ -1,0 +1,122 @@
+"""Renders the audit's reports (run.sh's AUDIT_HOME/results) as docs/AUDIT.md.
+
+    python3 render.py RESULTS PROGRAMS > docs/AUDIT.md
+
+Every cell comes from a report: a verdict from blackout's JSON, the call to
+blame from the posix model's causes, the fix from its verified fix set.
+"""
+
+import json
+import os
+import re
+import sys
+
+COLUMNS = ["posix", "ext4", "xfs", "btrfs"]
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def first_line(path):
+    try:
+        with open(path) as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError:
+        return "no report"
+    errors = [l for l in lines if l.lower().startswith("error")]
+    return (errors or lines or ["no report"])[-1]
+
+
+def cell(text):
+    """A table cell: the same on every run (log line numbers and the random
+    names of temporary files vary from recording to recording)."""
+    text = re.sub(r"(, log line \d+| \(log line \d+\))", "", str(text))
+    text = re.sub(r"\btmp[a-z0-9_]{8}\b", "tmpXXXXXXXX", text)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def posix_model(report):
+    for m in report["result"].get("models", []):
+        if m["model"] == "posix":
+            return m
+    return None
+
+
+def cause_fix(c):
+    """What blackout verified of one cause's proposed sync."""
+    f = c.get("fix")
+    if not f:
+        return "no added sync fixes {} (the update must be made atomic)".format(
+            c["cause"]["kind"].replace("_", " "))
+    if f.get("passes"):
+        return "verified: {} makes all {} states pass".format(f["description"], f["states"])
+    return "{}: verified not enough ({} of {} states still fail)".format(
+        f["description"], f["still_failing"], f["states"])
+
+
+def block_cell(report, err):
+    if report is None or not report.get("block"):
+        return "not run: " + first_line(err)
+    verdict = report["block"]["verdict"]
+    repeat = report.get("repeat")
+    if not repeat:
+        return verdict
+    verdicts = repeat["verdicts"]
+    if repeat.get("varied"):
+        return "{} (varied: {})".format(verdict, ", ".join(verdicts))
+    return "{} (held {}/{})".format(verdict, len(verdicts), len(verdicts))
+
+
+def main():
+    results, programs = sys.argv[1], sys.argv[2]
+    rows = []
+    for p in sorted(os.listdir(programs)):
+        meta = load(os.path.join(results, p + ".meta.json"))
+        if meta is None:
+            continue
+        reports = {c: load(os.path.join(results, "{}.{}.json".format(p, c))) for c in COLUMNS}
+        errs = {c: os.path.join(results, "{}.{}.err".format(p, c)) for c in COLUMNS}
+        posix = reports["posix"]
+        blame, fix = "—", "—"
+        if posix is None:
+            posix_cell = "not run: " + first_line(errs["posix"])
+        else:
+            posix_cell = posix["verdict"]
+            m = posix_model(posix)
+            if m and m["causes"]:
+                blame = "; ".join(
+                    c["cause"]["sentence"] + (" ({})".format(c["source"]) if c.get("source") else "")
+                    for c in m["causes"]
+                )
+                fs = m.get("fix_set") or {}
+                check = fs.get("check") or {}
+                if fs.get("result") == "found" and check.get("passes"):
+                    fix = "verified: {} makes all {} states pass under posix".format(
+                        check["description"], check["states"])
+                else:
+                    fix = "; ".join(cause_fix(c) for c in m["causes"])
+        blocks = {c: block_cell(reports[c], errs[c]) for c in COLUMNS[1:]}
+        ran = [b for b in blocks.values() if not b.startswith("not run")]
+        if posix_cell == "FAIL" and ran and all(b.startswith("PASS") for b in ran):
+            posix_cell = "FAIL (what POSIX allows; not seen on {})".format(
+                ", ".join(c for c in COLUMNS[1:] if not blocks[c].startswith("not run")))
+        rows.append([meta["name"], meta["ecosystem"], meta["version"], meta["action"], posix_cell]
+                    + [blocks[c] for c in COLUMNS[1:]] + [blame, fix])
+    total = open(os.path.join(results, "total.seconds")).read().strip() if os.path.exists(
+        os.path.join(results, "total.seconds")) else "?"
+    out = sys.stdout
+    out.write(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "head.md")).read())
+    out.write("\n| program | from | version | what the workload does | posix | ext4 | xfs | btrfs | call to blame | blackout's verified fix |\n")
+    out.write("|---|---|---|---|---|---|---|---|---|---|\n")
+    for r in rows:
+        out.write("| " + " | ".join(cell(x) for x in r) + " |\n")
+    out.write("\nThe last run took {} s here (2 cores).\n".format(total))
+
+
+if __name__ == "__main__":
+    main()

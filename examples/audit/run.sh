@@ -1,0 +1,88 @@
+#!/bin/sh
+# The audit (docs/AUDIT.md): real programs, each installed at a pinned
+# version from its ordinary registry, each driven by a small workload that
+# does what a user does and prints a promise where the program reports
+# success, checked the way the program reads its data after a restart:
+# under the posix model, and on ext4, xfs and btrfs through the block
+# backend (--repeat 3: whether the verdict held). Writes docs/AUDIT.md.
+#
+#   cargo build --release
+#   examples/audit/run.sh                 # every program, every column
+#   examples/audit/run.sh fs-extra        # some programs
+#   AUDIT_COLUMNS=posix examples/audit/run.sh
+#
+# Installs go to AUDIT_HOME (default target/audit), kept between runs;
+# each program's reports to AUDIT_HOME/results. BLACKOUT names the binary
+# (default target/release/blackout). The block columns need root,
+# /dev/fuse, a loop device and mkfs for the file system; a column that
+# cannot run here says so in its cell.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$here/../.." && pwd)
+export REPO
+blackout=${BLACKOUT:-$REPO/target/release/blackout}
+home=${AUDIT_HOME:-$REPO/target/audit}
+columns=${AUDIT_COLUMNS:-posix ext4 xfs btrfs}
+results=$home/results
+mkdir -p "$home/lib" "$results"
+if [ $# -gt 0 ]; then
+    programs=$*
+else
+    programs=$(ls "$here/programs")
+fi
+started=$(date +%s)
+for p in $programs; do
+    dir=$here/programs/$p
+    [ -f "$dir/program.sh" ] || { echo "audit: no program $p" >&2; exit 2; }
+    (
+        NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= ACK_PREFIX= VOLATILE=
+        . "$dir/program.sh"
+        lib=$home/lib/$p-$VERSION
+        if command -v install >/dev/null 2>&1 && [ "$(command -v install)" = install ]; then
+            if [ ! -e "$lib/.installed" ]; then
+                rm -rf "$lib"
+                mkdir -p "$lib"
+                install "$lib" >"$home/install.log" 2>&1 || {
+                    echo "audit: installing $NAME $VERSION failed:" >&2
+                    tail -5 "$home/install.log" >&2
+                    exit 2
+                }
+                touch "$lib/.installed"
+            fi
+        fi
+        AUDIT_LIB=$lib
+        export AUDIT_LIB
+        case "$CHECK" in
+        "") checker="sh $dir/check.sh" ;;
+        json) checker="sh $here/check-json.sh" ;;
+        *) checker=$CHECK ;;
+        esac
+        set -- --json --setup "$SETUP" --checker "$checker"
+        [ -z "$ACK_PREFIX" ] || set -- "$@" --ack-prefix "$ACK_PREFIX"
+        [ -z "$VOLATILE" ] || set -- "$@" --volatile "$VOLATILE"
+        python3 -c 'import json, sys; print(json.dumps(dict(zip(["name", "ecosystem", "version", "action"], sys.argv[1:]))))' \
+            "$NAME" "$ECOSYSTEM" "$VERSION" "$ACTION" >"$results/$p.meta.json"
+        for col in $columns; do
+            out=$results/$p.$col.json
+            t0=$(date +%s)
+            case "$col" in
+            posix)
+                "$blackout" run --model posix --verify-fixes 4 "$@" -- sh "$dir/workload.sh" \
+                    >"$out" 2>"$results/$p.$col.err" || true
+                ;;
+            *)
+                "$blackout" run --backend block --fs "$col" --repeat 3 --verify-fixes 0 "$@" \
+                    -- sh "$dir/workload.sh" >"$out" 2>"$results/$p.$col.err" || true
+                ;;
+            esac
+            echo "$(($(date +%s) - t0))" >"$results/$p.$col.seconds"
+            echo "audit: $p $col: $(python3 -c 'import json,sys
+try: d = json.load(open(sys.argv[1]))
+except Exception: print("no report"); sys.exit()
+print((d.get("block") or {}).get("verdict") or d.get("verdict"))' "$out")" >&2
+        done
+    )
+done
+echo "$(($(date +%s) - started))" >"$results/total.seconds"
+python3 "$here/render.py" "$results" "$here/programs" >"$REPO/docs/AUDIT.md"
+echo "audit: wrote docs/AUDIT.md" >&2
