@@ -12,7 +12,8 @@
 #   AUDIT_COLUMNS=posix examples/audit/run.sh
 #
 # Installs go to AUDIT_HOME (default target/audit), kept between runs;
-# each program's reports to AUDIT_HOME/results. BLACKOUT names the binary
+# each program's reports to AUDIT_HOME/results; the table to AUDIT_OUT
+# (default docs/AUDIT.md). BLACKOUT names the binary
 # (default target/release/blackout). The block columns need root,
 # /dev/fuse, a loop device and mkfs for the file system; a column that
 # cannot run here says so in its cell.
@@ -84,5 +85,6 @@ print((d.get("block") or {}).get("verdict") or d.get("verdict"))' "$out")" >&2
     )
 done
 echo "$(($(date +%s) - started))" >"$results/total.seconds"
-python3 "$here/render.py" "$results" "$here/programs" >"$REPO/docs/AUDIT.md"
-echo "audit: wrote docs/AUDIT.md" >&2
+out=${AUDIT_OUT:-$REPO/docs/AUDIT.md}
+python3 "$here/render.py" "$results" "$here/programs" >"$out"
+echo "audit: wrote $out" >&2

@@ -28,7 +28,7 @@ const ON_A_MOUNT: &str =
 /// Whether this machine can run the block backend (root, /dev/fuse, the
 /// mkfs tools). Under CI a missing one fails the test (.ci/run installs
 /// the tools and CI runs as root); elsewhere the test says so and skips.
-fn block_backend_available() -> bool {
+pub fn block_backend_available() -> bool {
     let root =
         fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
     let fuse = fs::OpenOptions::new()

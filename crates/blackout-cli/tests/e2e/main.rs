@@ -3,6 +3,7 @@
 //! (its modules share the helpers in `common`).
 
 mod acks;
+mod audit;
 mod baseline;
 mod block;
 mod cli;
