@@ -37,6 +37,7 @@ def cell(text):
     names of temporary files vary from recording to recording)."""
     text = re.sub(r"(, log line \d+| \(log line \d+\))", "", str(text))
     text = re.sub(r"\btmp[a-z0-9_]{8}\b", "tmpXXXXXXXX", text)
+    text = re.sub(r"\.tmp[A-Za-z0-9]{6}\b", ".tmpXXXXXX", text)
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -60,7 +61,7 @@ def cause_fix(c):
 
 
 def block_cell(report, err):
-    if report is None or not report.get("block"):
+    if report is None or not report.get("block") or "verdict" not in report["block"]:
         return "not run: " + first_line(err)
     verdict = report["block"]["verdict"]
     repeat = report.get("repeat")
@@ -83,7 +84,7 @@ def main():
         errs = {c: os.path.join(results, "{}.{}.err".format(p, c)) for c in COLUMNS}
         posix = reports["posix"]
         blame, fix = "—", "—"
-        if posix is None:
+        if posix is None or "verdict" not in posix:
             posix_cell = "not run: " + first_line(errs["posix"])
         else:
             posix_cell = posix["verdict"]
