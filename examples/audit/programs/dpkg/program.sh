@@ -1,0 +1,21 @@
+# dpkg -i of a tiny package into a database and an install tree of its
+# own (--admindir, --instdir): the status file is rewritten through
+# status-new renamed over it, with journal entries under updates/.
+NAME="dpkg -i --admindir"
+ECOSYSTEM=Debian
+VERSION=$(dpkg-query -W -f '${Version}' dpkg 2>/dev/null)
+ACTION="dpkg -i of a one-file package (pkg/ in this directory) into ./admin (empty status) and ./inst"
+# dpkg is part of every Debian system; installs it when missing (DIR is
+# left empty).
+install() {
+    command -v dpkg >/dev/null 2>&1 && return 0
+    apt-get install -y dpkg || { apt-get update && apt-get install -y dpkg; }
+}
+# The package, built from the control file and tree kept in pkg/, and an
+# empty database: status and available empty, updates/ and info/ made.
+SETUP='cp -R "$REPO/examples/audit/programs/dpkg/pkg" pkgsrc
+dpkg-deb --root-owner-group -b pkgsrc pkg.deb >/dev/null
+rm -rf pkgsrc
+mkdir -p admin/updates admin/info inst
+: >admin/status
+: >admin/available'

@@ -1,0 +1,14 @@
+# redb: an embedded key-value store in one file (copy-on-write B-trees, a
+# commit made durable by default); a small Rust binary (Cargo.toml, src/)
+# built against the pinned crate does the setup, the write and the read.
+NAME=redb
+ECOSYSTEM=crates.io
+VERSION=5.0.0
+ACTION="a write transaction setting k = \"v2\" in table t of db.redb holding k = \"v1\", commit()"
+install() {
+    cp -r "$REPO/examples/audit/programs/redb/Cargo.toml" \
+        "$REPO/examples/audit/programs/redb/Cargo.lock" \
+        "$REPO/examples/audit/programs/redb/src" "$1/" &&
+        cargo build --release --quiet --manifest-path "$1/Cargo.toml" --target-dir "$1/target"
+}
+SETUP='"$AUDIT_LIB/target/release/redb-audit" setup'
