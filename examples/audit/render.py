@@ -29,7 +29,7 @@ def first_line(path):
     except OSError:
         return "no report"
     errors = [l for l in lines if l.lower().startswith("error")]
-    return (errors or lines or ["no report"])[-1]
+    return (errors or ["no report"])[-1]
 
 
 def cell(text):
@@ -108,15 +108,18 @@ def main():
                 ", ".join(c for c in COLUMNS[1:] if not blocks[c].startswith("not run")))
         rows.append([meta["name"], meta["ecosystem"], meta["version"], meta["action"], posix_cell]
                     + [blocks[c] for c in COLUMNS[1:]] + [blame, fix])
-    total = open(os.path.join(results, "total.seconds")).read().strip() if os.path.exists(
-        os.path.join(results, "total.seconds")) else "?"
+    total = 0
+    for name in os.listdir(results):
+        if name.endswith(".seconds") and name != "total.seconds":
+            with open(os.path.join(results, name)) as f:
+                total += int(f.read().strip() or 0)
     out = sys.stdout
     out.write(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "head.md")).read())
     out.write("\n| program | from | version | what the workload does | posix | ext4 | xfs | btrfs | call to blame | blackout's verified fix |\n")
     out.write("|---|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:
         out.write("| " + " | ".join(cell(x) for x in r) + " |\n")
-    out.write("\nThe last run took {} s here (2 cores).\n".format(total))
+    out.write("\nThe last run took {} s here (2 cores), summed over the cells.\n".format(total))
 
 
 if __name__ == "__main__":
