@@ -31,6 +31,22 @@ if [ $# -gt 0 ]; then
 else
     programs=$(ls "$here/programs")
 fi
+# Installers a program's install() calls (DIR is the install directory).
+# install_pip DIR PACKAGE==VERSION, install_npm DIR PACKAGE@VERSION.
+install_pip() { pip install --quiet --disable-pip-version-check --target "$1" "$2"; }
+install_npm() { npm install --silent --no-audit --no-fund --prefix "$1" "$2"; }
+# install_crate DIR: the program's Rust binary (its Cargo.toml, Cargo.lock
+# and src/, pinning the crate) built into DIR.
+install_crate() {
+    cp -r "$dir/Cargo.toml" "$dir/Cargo.lock" "$dir/src" "$1/" &&
+        cargo build --release --quiet --manifest-path "$1/Cargo.toml" --target-dir "$1/target"
+}
+# install_deb COMMAND PACKAGE: Debian's package when COMMAND is missing
+# (DIR is left empty).
+install_deb() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    apt-get install -y "$2" || { apt-get update && apt-get install -y "$2"; }
+}
 started=$(date +%s)
 for p in $programs; do
     dir=$here/programs/$p

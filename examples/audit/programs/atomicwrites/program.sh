@@ -4,6 +4,6 @@ NAME=atomicwrites
 ECOSYSTEM=PyPI
 VERSION=1.4.1
 ACTION="atomic_write('config.json', overwrite=True) replacing {\"v\": 1} with {\"v\": 2}"
-install() { pip install --quiet --disable-pip-version-check --target "$1" "atomicwrites==$VERSION"; }
+install() { install_pip "$1" "atomicwrites==$VERSION"; }
 SETUP='echo "{\"v\": 1}" > config.json'
 CHECK=json

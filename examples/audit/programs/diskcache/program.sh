@@ -4,7 +4,7 @@ NAME=diskcache
 ECOSYSTEM=PyPI
 VERSION=5.6.3
 ACTION="Cache('cache').set('k', 'v2') on a cache holding k = 'v1', then close()"
-install() { pip install --quiet --disable-pip-version-check --target "$1" "diskcache==$VERSION"; }
+install() { install_pip "$1" "diskcache==$VERSION"; }
 SETUP='PYTHONPATH="$AUDIT_LIB" python3 -c "
 from diskcache import Cache
 c = Cache(\"cache\")

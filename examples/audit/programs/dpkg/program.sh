@@ -7,10 +7,7 @@ VERSION=$(dpkg-query -W -f '${Version}' dpkg 2>/dev/null)
 ACTION="dpkg -i of a one-file package (pkg/ in this directory) into ./admin (empty status) and ./inst"
 # dpkg is part of every Debian system; installs it when missing (DIR is
 # left empty).
-install() {
-    command -v dpkg >/dev/null 2>&1 && return 0
-    apt-get install -y dpkg || { apt-get update && apt-get install -y dpkg; }
-}
+install() { install_deb dpkg dpkg; }
 # The package, built from the control file and tree kept in pkg/, and an
 # empty database: status and available empty, updates/ and info/ made.
 SETUP='cp -R "$REPO/examples/audit/programs/dpkg/pkg" pkgsrc

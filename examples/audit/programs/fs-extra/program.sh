@@ -3,6 +3,6 @@ NAME=fs-extra
 ECOSYSTEM=npm
 VERSION=11.2.0
 ACTION="outputJsonSync('config.json', {v: 2}) over {\"v\": 1}"
-install() { npm install --silent --no-audit --no-fund --prefix "$1" "fs-extra@$VERSION"; }
+install() { install_npm "$1" "fs-extra@$VERSION"; }
 SETUP='echo "{\"v\": 1}" > config.json'
 CHECK=json

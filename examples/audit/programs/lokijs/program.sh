@@ -4,7 +4,7 @@ NAME=lokijs
 ECOSYSTEM=npm
 VERSION=1.5.12
 ACTION="load db.json (a collection items holding {k: 'v1'}), update k to 'v2', saveDatabase(callback)"
-install() { npm install --silent --no-audit --no-fund --prefix "$1" "lokijs@$VERSION"; }
+install() { install_npm "$1" "lokijs@$VERSION"; }
 SETUP='NODE_PATH="$AUDIT_LIB/node_modules" node -e "
 const loki = require(\"lokijs\");
 const db = new loki(\"db.json\");

@@ -6,10 +6,7 @@ ECOSYSTEM=Debian
 VERSION=$(dpkg-query -W -f '${Version}' mercurial 2>/dev/null)
 ACTION="hg commit -m two -u test after editing a.txt in a repository with one commit"
 # Installs the system package when hg is missing (DIR is left empty).
-install() {
-    command -v hg >/dev/null 2>&1 && return 0
-    apt-get install -y mercurial || { apt-get update && apt-get install -y mercurial; }
-}
+install() { install_deb hg mercurial; }
 # HGRCPATH=/dev/null: no system or user configuration (Debian's hgrc.d
 # enables extensions); one file committed as "one".
 SETUP='HGRCPATH=/dev/null; export HGRCPATH

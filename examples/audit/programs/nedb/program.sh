@@ -4,7 +4,7 @@ NAME=@seald-io/nedb
 ECOSYSTEM=npm
 VERSION=4.1.2
 ACTION="updateAsync({k: 'v1'}, {\$set: {k: 'v2'}}) on a data.db holding {k: 'v1'}"
-install() { npm install --silent --no-audit --no-fund --prefix "$1" "@seald-io/nedb@$VERSION"; }
+install() { install_npm "$1" "@seald-io/nedb@$VERSION"; }
 SETUP='NODE_PATH="$AUDIT_LIB/node_modules" node -e "
 const Datastore = require(\"@seald-io/nedb\");
 const db = new Datastore({ filename: \"data.db\" });

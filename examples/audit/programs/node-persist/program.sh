@@ -3,7 +3,7 @@ NAME=node-persist
 ECOSYSTEM=npm
 VERSION=4.0.4
 ACTION="setItem('k', 'v2') in a storage directory holding k = 'v1'"
-install() { npm install --silent --no-audit --no-fund --prefix "$1" "node-persist@$VERSION"; }
+install() { install_npm "$1" "node-persist@$VERSION"; }
 SETUP='NODE_PATH="$AUDIT_LIB/node_modules" node -e "
 const s = require(\"node-persist\");
 s.init({ dir: \"store\" }).then(() => s.setItem(\"k\", \"v1\"));"'

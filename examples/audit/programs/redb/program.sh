@@ -5,10 +5,5 @@ NAME=redb
 ECOSYSTEM=crates.io
 VERSION=5.0.0
 ACTION="a write transaction setting k = \"v2\" in table t of db.redb holding k = \"v1\", commit()"
-install() {
-    cp -r "$REPO/examples/audit/programs/redb/Cargo.toml" \
-        "$REPO/examples/audit/programs/redb/Cargo.lock" \
-        "$REPO/examples/audit/programs/redb/src" "$1/" &&
-        cargo build --release --quiet --manifest-path "$1/Cargo.toml" --target-dir "$1/target"
-}
+install() { install_crate "$1"; }
 SETUP='"$AUDIT_LIB/target/release/redb-audit" setup'

@@ -5,11 +5,6 @@ NAME=tempfile
 ECOSYSTEM=crates.io
 VERSION=3.27.0
 ACTION="NamedTempFile::new_in(\".\"), write, persist(\"config.json\") replacing {\"v\": 1} with {\"v\": 2}"
-install() {
-    cp -r "$REPO/examples/audit/programs/rust-tempfile/Cargo.toml" \
-        "$REPO/examples/audit/programs/rust-tempfile/Cargo.lock" \
-        "$REPO/examples/audit/programs/rust-tempfile/src" "$1/" &&
-        cargo build --release --quiet --manifest-path "$1/Cargo.toml" --target-dir "$1/target"
-}
+install() { install_crate "$1"; }
 SETUP='echo "{\"v\": 1}" > config.json'
 CHECK=json

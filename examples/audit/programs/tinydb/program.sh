@@ -4,7 +4,7 @@ NAME=tinydb
 ECOSYSTEM=PyPI
 VERSION=4.9.0
 ACTION="db.update({'k': 'v2'}) on a db.json holding one document {\"k\": \"v1\"}, then db.close()"
-install() { pip install --quiet --disable-pip-version-check --target "$1" "tinydb==$VERSION"; }
+install() { install_pip "$1" "tinydb==$VERSION"; }
 SETUP='PYTHONPATH="$AUDIT_LIB" python3 -c "
 from tinydb import TinyDB
 db = TinyDB(\"db.json\")

@@ -7,10 +7,7 @@ VERSION=$(dpkg-query -W -f '${Version}' passwd 2>/dev/null)
 ACTION="useradd --prefix \$PWD/root alice on a tree holding root (login.defs and default/useradd from the system)"
 # Installs the system package (passwd) when useradd is missing (DIR is
 # left empty).
-install() {
-    command -v useradd >/dev/null 2>&1 && return 0
-    apt-get install -y passwd || { apt-get update && apt-get install -y passwd; }
-}
+install() { install_deb useradd passwd; }
 # A minimal tree: root in passwd and shadow, root and users in group and
 # gshadow, and the system's login.defs (USERGROUPS_ENAB: alice gets her
 # own group) and default/useradd.

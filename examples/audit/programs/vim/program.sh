@@ -6,8 +6,5 @@ ECOSYSTEM=Debian
 VERSION=$(dpkg-query -W -f '${Version}' vim 2>/dev/null)
 ACTION="vim -u NONE -i NONE -n -es: :%s/version 1/version 2/ then :wq on notes.txt holding \"version 1\""
 # Installs the system package when vim is missing (DIR is left empty).
-install() {
-    command -v vim >/dev/null 2>&1 && return 0
-    apt-get install -y vim || { apt-get update && apt-get install -y vim; }
-}
+install() { install_deb vim vim; }
 SETUP='echo "version 1" > notes.txt'

@@ -5,6 +5,6 @@ NAME=write-file-atomic
 ECOSYSTEM=npm
 VERSION=7.0.1
 ACTION="writeFileAtomic.sync('config.json', '{\"v\": 2}') over {\"v\": 1}"
-install() { npm install --silent --no-audit --no-fund --prefix "$1" "write-file-atomic@$VERSION"; }
+install() { install_npm "$1" "write-file-atomic@$VERSION"; }
 SETUP='echo "{\"v\": 1}" > config.json'
 CHECK=json
