@@ -3,7 +3,9 @@
     python3 render.py RESULTS PROGRAMS > docs/AUDIT.md
 
 Every cell comes from a report: a verdict from blackout's JSON, the call to
-blame from the posix model's causes, the fix from its verified fix set.
+blame from the posix model's causes, the fix from its verified fix set. The
+upstream-fixed pairs under the table (a program whose program.sh names, in
+FIXED_IN, the program with upstream's fix) compare the two posix verdicts.
 """
 
 import json
@@ -38,6 +40,8 @@ def cell(text):
     text = re.sub(r"(, log line \d+| \(log line \d+\))", "", str(text))
     text = re.sub(r"\btmp[a-z0-9_]{8}\b", "tmpXXXXXXXX", text)
     text = re.sub(r"\.tmp[A-Za-z0-9]{6}\b", ".tmpXXXXXX", text)
+    text = re.sub(r"(?<![\w.])\.atomicwrite\.[A-Za-z0-9]{12}\b", ".atomicwrite.XXXXXXXXXXXX", text)
+    text = re.sub(r"(?<![\w.])(\.[\w-]+\.[\w-]+)\.[A-Za-z0-9]{6}\b", r"\1.XXXXXX", text)
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -58,6 +62,34 @@ def cause_fix(c):
         return "verified: {} makes all {} states pass".format(f["description"], f["states"])
     return "{}: verified not enough ({} of {} states still fail)".format(
         f["description"], f["still_failing"], f["states"])
+
+
+def posix_verdict(results, p):
+    report = load(os.path.join(results, p + ".posix.json"))
+    return report["verdict"] if report and "verdict" in report else "not run"
+
+
+def pairs(results, programs):
+    """One line per upstream-fixed pair: the older release's posix verdict,
+    then the fixed release's, both from their reports."""
+    lines = []
+    for p in sorted(os.listdir(programs)):
+        meta = load(os.path.join(results, p + ".meta.json"))
+        if not meta or not meta.get("fixed_in"):
+            continue
+        q = meta["fixed_in"]
+        fixed = load(os.path.join(results, q + ".meta.json"))
+        old, new = posix_verdict(results, p), posix_verdict(results, q)
+        if fixed is None:
+            line = "- {} from {}: {} {} -> {} not run".format(
+                meta["name"], meta["ecosystem"], meta["version"], old, q)
+        else:
+            line = "- {} from {}: {} {} -> {} {}".format(
+                fixed["name"], fixed["ecosystem"], meta["version"], old, fixed["version"], new)
+        if (old, new) != ("FAIL", "PASS"):
+            line += " (the verdict does not flip)"
+        lines.append(line + "\n")
+    return lines
 
 
 def block_cell(report, err):
@@ -96,9 +128,13 @@ def main():
                 )
                 fs = m.get("fix_set") or {}
                 check = fs.get("check") or {}
+                passing = [c["fix"] for c in m["causes"] if (c.get("fix") or {}).get("passes")]
                 if fs.get("result") == "found" and check.get("passes"):
                     fix = "verified: {} makes all {} states pass under posix".format(
                         check["description"], check["states"])
+                elif passing:
+                    fix = "verified: {} makes all {} states pass under posix".format(
+                        passing[0]["description"], passing[0]["states"])
                 else:
                     fix = "; ".join(cause_fix(c) for c in m["causes"])
         blocks = {c: block_cell(reports[c], errs[c]) for c in COLUMNS[1:]}
@@ -119,6 +155,11 @@ def main():
     out.write("|---|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:
         out.write("| " + " | ".join(cell(x) for x in r) + " |\n")
+    fixes = pairs(results, programs)
+    if fixes:
+        out.write("\n**Upstream-fixed pairs** (posix, the same workload and checker on a "
+                  "release from before upstream's fix and on a release with it):\n\n")
+        out.writelines(fixes)
     out.write("\nThe last run took {} s here (2 cores), summed over the cells.\n".format(total))
 
 

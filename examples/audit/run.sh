@@ -38,7 +38,7 @@ install_npm() { npm install --silent --no-audit --no-fund --prefix "$1" "$2"; }
 # install_crate DIR: the program's Rust binary (its Cargo.toml, Cargo.lock
 # and src/, pinning the crate) built into DIR.
 install_crate() {
-    cp -r "$dir/Cargo.toml" "$dir/Cargo.lock" "$dir/src" "$1/" &&
+    cp -r "$dir/Cargo.toml" "$dir/Cargo.lock" "$(from src)" "$1/" &&
         cargo build --release --quiet --manifest-path "$1/Cargo.toml" --target-dir "$1/target"
 }
 # install_deb COMMAND PACKAGE: Debian's package when COMMAND is missing
@@ -47,12 +47,29 @@ install_deb() {
     command -v "$1" >/dev/null 2>&1 && return 0
     apt-get install -y "$2" || { apt-get update && apt-get install -y "$2"; }
 }
+# same_as PROGRAM, first in a program.sh: this program is PROGRAM at
+# another version. PROGRAM's program.sh is read first (the lines after
+# same_as set what differs: NAME, VERSION, ...), and PROGRAM's
+# workload.sh, check.sh and src/ serve where this program's directory has
+# none, so both run the same workload and checker.
+same_as() {
+    base=$here/programs/$1
+    . "$base/program.sh"
+}
+# from FILE: the program's FILE, or its same_as program's.
+from() {
+    if [ -e "$dir/$1" ]; then echo "$dir/$1"; else echo "$base/$1"; fi
+}
+# FIXED_IN=PROGRAM in a program.sh: this program is a release from before
+# an upstream fix that PROGRAM's release has; render.py lists the pair's
+# two posix verdicts under the table.
 started=$(date +%s)
 for p in $programs; do
     dir=$here/programs/$p
     [ -f "$dir/program.sh" ] || { echo "audit: no program $p" >&2; exit 2; }
     (
-        NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= ACK_PREFIX= VOLATILE=
+        NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= ACK_PREFIX= VOLATILE= FIXED_IN=
+        base=$dir
         . "$dir/program.sh"
         lib=$home/lib/$p-$VERSION
         if command -v install >/dev/null 2>&1 && [ "$(command -v install)" = install ]; then
@@ -70,26 +87,27 @@ for p in $programs; do
         AUDIT_LIB=$lib
         export AUDIT_LIB
         case "$CHECK" in
-        "") checker="sh $dir/check.sh" ;;
+        "") checker="sh $(from check.sh)" ;;
         json) checker="sh $here/check-json.sh" ;;
         *) checker=$CHECK ;;
         esac
         set -- --json --setup "$SETUP" --checker "$checker"
         [ -z "$ACK_PREFIX" ] || set -- "$@" --ack-prefix "$ACK_PREFIX"
         [ -z "$VOLATILE" ] || set -- "$@" --volatile "$VOLATILE"
-        python3 -c 'import json, sys; print(json.dumps(dict(zip(["name", "ecosystem", "version", "action"], sys.argv[1:]))))' \
-            "$NAME" "$ECOSYSTEM" "$VERSION" "$ACTION" >"$results/$p.meta.json"
+        workload=$(from workload.sh)
+        python3 -c 'import json, sys; print(json.dumps(dict(zip(["name", "ecosystem", "version", "action", "fixed_in"], sys.argv[1:]))))' \
+            "$NAME" "$ECOSYSTEM" "$VERSION" "$ACTION" "$FIXED_IN" >"$results/$p.meta.json"
         for col in $columns; do
             out=$results/$p.$col.json
             t0=$(date +%s)
             case "$col" in
             posix)
-                "$blackout" run --model posix --verify-fixes 4 "$@" -- sh "$dir/workload.sh" \
+                "$blackout" run --model posix --verify-fixes 4 "$@" -- sh "$workload" \
                     >"$out" 2>"$results/$p.$col.err" || true
                 ;;
             *)
                 "$blackout" run --backend block --fs "$col" --repeat 3 --verify-fixes 0 "$@" \
-                    -- sh "$dir/workload.sh" >"$out" 2>"$results/$p.$col.err" || true
+                    -- sh "$workload" >"$out" 2>"$results/$p.$col.err" || true
                 ;;
             esac
             echo "$(($(date +%s) - t0))" >"$results/$p.$col.seconds"

@@ -17,6 +17,7 @@ use blackout_oplog::ops::{Ino, OpKind};
 use blackout_oplog::trace::Trace;
 
 use crate::explain::{self, CauseKind};
+use crate::replace;
 use crate::report::{CauseGroup, Checked, ModelReport, Promised, Verdict, Window};
 use crate::{Ask, Cache, Stopped};
 
@@ -529,6 +530,7 @@ fn group_causes(
                     .latest_promise_before(c.crash)
                     .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
                 fixes: cause.fix.iter().cloned().collect(),
+                replace: None,
                 window: Window::at(c.crash, op, path.clone()),
                 windows: Vec::new(),
                 cause,
@@ -577,6 +579,10 @@ fn finish_groups(cx: &explain::Context<'_>, mut groups: Vec<Building>) -> Vec<Ca
     merge_torn_into_lost(&mut groups);
     for b in &mut groups {
         b.group.windows = windows(&mut b.at);
+        // No sync fixes it: the update in place it belongs to, made atomic.
+        if b.group.fixes.is_empty() {
+            b.group.replace = replace::propose(cx.trace, cx.outputs, b.group.cause.blamed.op);
+        }
     }
     groups.sort_by_key(|b| (b.breaks, b.simplest_breaks));
     groups.into_iter().map(|b| b.group).collect()

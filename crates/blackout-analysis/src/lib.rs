@@ -22,6 +22,7 @@
 pub mod block;
 pub mod explain;
 pub mod group;
+pub mod replace;
 pub mod report;
 pub mod verdict;
 

@@ -12,6 +12,7 @@ use blackout_explore::model::Model;
 use blackout_oplog::outcome::Outcome;
 
 use crate::explain::{Cause, SyncFix};
+use crate::replace::Replace;
 pub use crate::verdict::Verdict;
 
 /// The promises made before a crash point: the first ones of a run's
@@ -169,7 +170,11 @@ pub struct CauseGroup {
     /// The syncs that should fix the group's states: every state's own,
     /// verified together as the window's fix.
     pub fixes: Vec<SyncFix>,
-    /// The fix verified, if a sync can fix it.
+    /// For an update made in place that no sync makes atomic: the
+    /// replacement that should (a new file renamed over it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replace: Option<Replace>,
+    /// The fix verified, if a sync or a replacement can fix it.
     pub fix: Option<FixCheck>,
 }
 
@@ -178,6 +183,9 @@ pub struct CauseGroup {
 pub struct FixCheck {
     /// The syncs added (one, or one per place of a window).
     pub syncs: Vec<SyncFix>,
+    /// The updates in place made atomic.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaced: Vec<Replace>,
     /// Where they sit in the re-explored trace (state ids of
     /// `simplest_failing` count them).
     pub added_at: Vec<usize>,

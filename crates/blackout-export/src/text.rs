@@ -632,20 +632,23 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
             model.name()
         ),
         (Some(f), _) if f.passes => format!(
-            "adding {} makes {} pass under {}",
+            "{} {} makes {} pass under {}",
+            fix_verb(f),
             f.description,
             fix_states_text(f),
             model.name()
         ),
         (Some(f), _) => format!(
-            "adding {} is not enough: {} of {} states still fail under {}{}",
+            "{} {} is not enough: {} of {} states still fail under {}{}",
+            fix_verb(f),
             f.description,
             for_people(f.still_failing as u128),
             checked_of(f),
             model.name(),
             match &f.simplest_failing {
                 Some((id, why)) => format!(
-                    "; the simplest ({id}, counting the added fsync{} as op{} {}): {why}",
+                    "; the simplest ({id}, counting the added {}{} as op{} {}): {why}",
+                    if f.replaced.is_empty() { "fsync" } else { "op" },
                     if f.added_at.len() == 1 { "" } else { "s" },
                     if f.added_at.len() == 1 { "" } else { "s" },
                     f.added_at
@@ -664,11 +667,22 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
     }
 }
 
+/// How a fix reads: syncs are added; a file updated in place is instead
+/// written whole to a new one (the description says how).
+fn fix_verb(f: &FixCheck) -> &'static str {
+    if f.replaced.is_empty() {
+        "adding"
+    } else {
+        "with"
+    }
+}
+
 /// The line for the syncs that together fix every cause.
 pub fn fix_set_text(set: &FixSet, model: Model) -> String {
     match set {
         FixSet::Found { check, minimal } => format!(
-            "fix for every cause: adding {} makes {} pass under {}{}",
+            "fix for every cause: {} {} makes {} pass under {}{}",
+            fix_verb(check),
             check.description,
             fix_states_text(check),
             model.name(),

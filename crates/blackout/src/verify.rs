@@ -20,6 +20,7 @@ use blackout_oplog::trace::Trace;
 
 use blackout_analysis::explain::{self, SyncFix};
 use blackout_analysis::group::{fail_reason, sorted_results, Analysis, StateKeys};
+use blackout_analysis::replace::{self, Replace};
 use blackout_analysis::report::{CauseGroup, FixCheck, FixSet, ModelReport, Verdict};
 
 use crate::sweep::{add_rest, RunError, Session};
@@ -43,18 +44,18 @@ pub fn verify_fixes(
     // found on a sample of the states (not every distinct state checked),
     // at every op like its blamed ones that no sync covers before the
     // next promise.
-    let mut verified: Vec<(Vec<SyncFix>, Option<FixCheck>)> = Vec::new();
+    let mut verified: Vec<(Vec<SyncFix>, Vec<Replace>, Option<FixCheck>)> = Vec::new();
     // Each verification gets an even share of the time left (the fix set
     // counted as one more): the first one cannot take it all.
     let mut left = report
         .causes
         .iter()
-        .filter(|g| !g.fixes.is_empty())
+        .filter(|g| !g.fixes.is_empty() || g.replace.is_some())
         .count()
         .min(s.fix_verifications)
         + 1;
     for g in report.causes.iter_mut() {
-        if g.fixes.is_empty() {
+        if g.fixes.is_empty() && g.replace.is_none() {
             continue;
         }
         let like = if !report.exact && g.source.is_none() {
@@ -64,7 +65,11 @@ pub fn verify_fixes(
         };
         let mut fixes = g.fixes.clone();
         fixes.sort_by_key(|f| (f.after, f.ino));
-        if let Some((_, done)) = verified.iter().find(|(f, _)| *f == fixes) {
+        let replaces: Vec<Replace> = g.replace.iter().cloned().collect();
+        if let Some((.., done)) = verified
+            .iter()
+            .find(|(f, r, _)| *f == fixes && *r == replaces)
+        {
             g.fix = done.clone();
         } else if verified.len() < s.fix_verifications {
             let said = Said {
@@ -79,8 +84,8 @@ pub fn verify_fixes(
                 ..*s
             };
             left = left.saturating_sub(1).max(1);
-            g.fix = verify_fix(&share, model, &fixes, said, cache)?;
-            verified.push((fixes, g.fix.clone()));
+            g.fix = verify_fix(&share, model, (&fixes, &replaces), said, cache)?;
+            verified.push((fixes, replaces, g.fix.clone()));
         }
     }
     if report.verdict == Verdict::Fail && s.fix_verifications > 0 {
@@ -122,40 +127,54 @@ fn fix_set(
     {
         return Ok(None);
     }
-    // A cause no sync can fix says so itself.
-    if groups.iter().any(|g| g.fixes.is_empty()) {
+    // A cause neither a sync nor a replacement can fix says so itself.
+    if groups
+        .iter()
+        .any(|g| g.fixes.is_empty() && g.replace.is_none())
+    {
         return Ok(None);
     }
-    // Each cause's syncs are one unit: kept or dropped together.
-    let mut units: Vec<Vec<SyncFix>> = Vec::new();
+    // Each cause's syncs (or replacement) are one unit: kept or dropped
+    // together.
+    let mut units: Vec<(Vec<SyncFix>, Vec<Replace>)> = Vec::new();
     for g in groups {
         let mut u = g.fixes.clone();
         u.sort_by_key(|f| (f.after, f.ino));
+        let u = (u, g.replace.iter().cloned().collect());
         if !units.contains(&u) {
             units.push(u);
         }
     }
-    let union = |units: &[Vec<SyncFix>]| {
+    let union = |units: &[(Vec<SyncFix>, Vec<Replace>)]| {
         let mut set: Vec<SyncFix> = Vec::new();
-        for f in units.iter().flatten() {
-            if !set.iter().any(|g| (g.after, g.ino) == (f.after, f.ino)) {
-                set.push(f.clone());
+        let mut replaces: Vec<Replace> = Vec::new();
+        for (syncs, rs) in units {
+            for f in syncs {
+                if !set.iter().any(|g| (g.after, g.ino) == (f.after, f.ino)) {
+                    set.push(f.clone());
+                }
+            }
+            for r in rs {
+                if !replaces.contains(r) {
+                    replaces.push(r.clone());
+                }
             }
         }
         set.sort_by_key(|f| (f.after, f.ino));
-        set
+        replaces.sort_by_key(|r| (r.first, r.ino));
+        (set, replaces)
     };
-    let set = union(&units);
+    let (set, replaces) = union(&units);
     // Already verified as one cause's fix (and not enough).
     if groups.iter().any(|g| {
         g.fix
             .as_ref()
-            .is_some_and(|f| f.syncs == set && !f.cut_short)
+            .is_some_and(|f| f.syncs == set && f.replaced == replaces && !f.cut_short)
     }) {
         return Ok(None);
     }
     let mut budget = FIX_SET_VERIFICATIONS_MAX.min(s.fix_verifications);
-    let mut best = match verify_fix(s, model, &set, Said::default(), cache)? {
+    let mut best = match verify_fix(s, model, (&set, &replaces), Said::default(), cache)? {
         Some(check) if check.passes => check,
         Some(check) if check.cut_short => return Ok(Some(FixSet::CutShort { tried: check })),
         Some(check) => return Ok(Some(FixSet::NotFound { tried: check })),
@@ -168,7 +187,8 @@ fn fix_set(
         let mut fewer = units.clone();
         fewer.remove(i);
         budget -= 1;
-        match verify_fix(s, model, &union(&fewer), Said::default(), cache)? {
+        let (set, replaces) = union(&fewer);
+        match verify_fix(s, model, (&set, &replaces), Said::default(), cache)? {
             Some(check) if check.passes => {
                 units = fewer;
                 best = check;
@@ -521,15 +541,20 @@ fn explore_with_syncs(
 pub fn verify_fix(
     s: &Session<'_>,
     model: Model,
-    fixes: &[SyncFix],
+    (fixes, replaces): (&[SyncFix], &[Replace]),
     said: Said<'_>,
     cache: &mut Cache,
 ) -> Result<Option<FixCheck>, RunError> {
-    let (trace, added) = explain::with_syncs(s.pool.trace, fixes);
-    let description = describe_fix(s.pool.trace, fixes, said);
+    let (trace, added) = replace::with_fixes(s.pool.trace, fixes, replaces);
+    let mut parts: Vec<String> = replaces.iter().map(|r| r.describe(s.pool.trace)).collect();
+    if !fixes.is_empty() {
+        parts.push(describe_fix(s.pool.trace, fixes, said));
+    }
+    let description = parts.join(", and ");
     let cut_short = FixCheck {
         description: description.clone(),
         syncs: fixes.to_vec(),
+        replaced: replaces.to_vec(),
         added_at: added.clone(),
         passes: false,
         exact: false,
@@ -589,6 +614,7 @@ pub fn verify_fix(
     Ok(Some(FixCheck {
         description,
         syncs: fixes.to_vec(),
+        replaced: replaces.to_vec(),
         added_at: added,
         passes: failing.is_empty(),
         exact: explored.in_full && states_checked == m.reach.len(),
@@ -699,7 +725,13 @@ mod tests {
             },
         };
         let mut cache = Cache::new();
-        let check = verify_fix(&s, Model::Posix, &fsync_a(), Said::default(), &mut cache);
+        let check = verify_fix(
+            &s,
+            Model::Posix,
+            (&fsync_a(), &[]),
+            Said::default(),
+            &mut cache,
+        );
         scratch.remove().unwrap();
         check
     }

@@ -118,7 +118,7 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-analysis",
-        &["verdict", "explain", "block", "report", "group"],
+        &["verdict", "explain", "replace", "block", "report", "group"],
     ),
     (
         "blackout-export",

@@ -74,15 +74,26 @@ fn cause_cell(report: &RunReport, first: Option<Model>) -> String {
     failing
         .and_then(|r| r.causes.first().map(|g| (g, r.causes.len())))
         .map(|(g, n)| {
+            // Syncs are added; an update in place is written whole to a
+            // new file instead (its description says how).
+            let verb = |f: &blackout::analysis::report::FixCheck| match f.replaced.is_empty() {
+                true => "adding",
+                false => "with",
+            };
             let fix = match &g.fix {
                 Some(f) if f.cut_short => format!(
-                    "adding {} was not verified to the end (fix verification's time bound)",
+                    "{} {} was not verified to the end (fix verification's time bound)",
+                    verb(f),
                     stable(&f.description)
                 ),
                 Some(f) if f.passes => {
-                    format!("adding {} makes every state pass", stable(&f.description))
+                    format!(
+                        "{} {} makes every state pass",
+                        verb(f),
+                        stable(&f.description)
+                    )
                 }
-                Some(f) => format!("adding {} is not enough alone", stable(&f.description)),
+                Some(f) => format!("{} {} is not enough alone", verb(f), stable(&f.description)),
                 None => "no single sync fixes it".into(),
             };
             format!(

@@ -71,7 +71,9 @@ struct CauseCase {
     kind: &'static str,
     /// Fragments its sentence must contain.
     says: &'static [&'static str],
-    /// Whether the verified fix makes every state pass (`None`: no fix).
+    /// Whether the verified fix (syncs, or for an update no sync makes
+    /// atomic, the file written whole to a new one renamed over it) makes
+    /// every state pass (`None`: no fix).
     fix_passes: Option<bool>,
     /// Other fields of the cause group, as JSON pointer → JSON value.
     fields: &'static [(&'static str, &'static str)],
@@ -182,8 +184,9 @@ const CAUSE_CASES: &[CauseCase] = &[
             "no sync can prevent a torn last write",
             "made before any promise",
         ],
-        fix_passes: None,
-        fields: &[],
+        // No sync: the record written whole to a new file renamed over it.
+        fix_passes: Some(true),
+        fields: &[("/fix/replaced/0/path", "\"rec\"")],
     },
     CauseCase {
         name: "reliance on sync_file_range",
@@ -215,8 +218,11 @@ const CAUSE_CASES: &[CauseCase] = &[
         workload: Workload::Save("in-place"),
         kind: "not_atomic",
         says: &["the update is not atomic"],
-        fix_passes: None,
-        fields: &[],
+        fix_passes: Some(true),
+        fields: &[
+            ("/fix/replaced/0/path", "\"doc.txt\""),
+            ("/fix/syncs", "[]"),
+        ],
     },
 ];
 

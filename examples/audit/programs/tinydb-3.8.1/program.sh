@@ -1,0 +1,8 @@
+# tinydb before upstream's fsync: JSONStorage.write rewrites db.json in
+# place (seek to 0, write, flush, truncate) with no fsync. 3.9.0 added
+# os.fsync after the flush (its changelog: "call fsync after flushing
+# JSONStorage", issue 208). The workload, checker and setup are tinydb's.
+same_as tinydb
+NAME="tinydb (before upstream's fsync)"
+VERSION=3.8.1
+FIXED_IN=tinydb
