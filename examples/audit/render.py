@@ -64,6 +64,12 @@ def cause_fix(c):
         f["description"], f["still_failing"], f["states"])
 
 
+def source(place):
+    """A source line as the program's own tree names it (`src/main.rs:8`),
+    wherever the audit installed it."""
+    return re.sub(r"^.*/(src/[^/]+:\d+)$", r"\1", place)
+
+
 def posix_verdict(results, p):
     report = load(os.path.join(results, p + ".posix.json"))
     return report["verdict"] if report and "verdict" in report else "not run"
@@ -123,7 +129,7 @@ def main():
             m = posix_model(posix)
             if m and m["causes"]:
                 blame = "; ".join(
-                    c["cause"]["sentence"] + (" ({})".format(c["source"]) if c.get("source") else "")
+                    c["cause"]["sentence"] + (" (at {})".format(source(c["source"])) if c.get("source") else "")
                     for c in m["causes"]
                 )
                 fs = m.get("fix_set") or {}

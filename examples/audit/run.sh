@@ -36,10 +36,12 @@ fi
 install_pip() { pip install --quiet --disable-pip-version-check --target "$1" "$2"; }
 install_npm() { npm install --silent --no-audit --no-fund --prefix "$1" "$2"; }
 # install_crate DIR: the program's Rust binary (its Cargo.toml, Cargo.lock
-# and src/, pinning the crate) built into DIR.
+# and src/, pinning the crate) built into DIR, with line tables so that
+# STACKS=1 can name the source line of the call to blame.
 install_crate() {
     cp -r "$dir/Cargo.toml" "$dir/Cargo.lock" "$(from src)" "$1/" &&
-        cargo build --release --quiet --manifest-path "$1/Cargo.toml" --target-dir "$1/target"
+        CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+            cargo build --release --quiet --manifest-path "$1/Cargo.toml" --target-dir "$1/target"
 }
 # install_deb COMMAND PACKAGE: Debian's package when COMMAND is missing
 # (DIR is left empty).
@@ -62,13 +64,15 @@ from() {
 }
 # FIXED_IN=PROGRAM in a program.sh: this program is a release from before
 # an upstream fix that PROGRAM's release has; render.py lists the pair's
-# two posix verdicts under the table.
+# two posix verdicts under the table. STACKS=1: the posix column records
+# each call's stack (--stacks), so a cause names the source line that made
+# the call (programs whose binaries carry line tables: install_crate's).
 started=$(date +%s)
 for p in $programs; do
     dir=$here/programs/$p
     [ -f "$dir/program.sh" ] || { echo "audit: no program $p" >&2; exit 2; }
     (
-        NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= ACK_PREFIX= VOLATILE= FIXED_IN=
+        NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= ACK_PREFIX= VOLATILE= FIXED_IN= STACKS=
         base=$dir
         . "$dir/program.sh"
         lib=$home/lib/$p-$VERSION
@@ -102,7 +106,9 @@ for p in $programs; do
             t0=$(date +%s)
             case "$col" in
             posix)
-                "$blackout" run --model posix --verify-fixes 4 "$@" -- sh "$workload" \
+                stacks=
+                [ -z "$STACKS" ] || stacks=--stacks
+                "$blackout" run --model posix --verify-fixes 4 $stacks "$@" -- sh "$workload" \
                     >"$out" 2>"$results/$p.$col.err" || true
                 ;;
             *)

@@ -303,6 +303,11 @@ fn atomic_advice(cx: &Context<'_>, last: usize) -> String {
                 "the update is not atomic: {path} is only ever appended to, so its recovery should drop a partial record at its end, as log readers do, or the program should write each record with one write"
             )
         }
+        // A rename is atomic by itself: what is rejected is the state
+        // between it and the program's next step.
+        Some(_) if matches!(op.map(|o| &o.kind), Some(OpKind::Rename { .. })) => {
+            "the change is spread over several steps, each atomic by itself, and recovery rejects what lies between them: recovery must accept every step, or the program must record what it is about to do first and finish or undo it on restart".into()
+        }
         _ => "the update is not atomic; write a new file, fsync it and rename it over the old one instead".into(),
     }
 }
@@ -351,8 +356,22 @@ pub fn explain(
     // Reasons are compared with their digits blurred: a checker that
     // names a size or an offset gives one reason in other words.
     let here = rejected(&plain(k)).map(|r| blur_digits(&r));
+    // The crash point where the failure it is in began: the first of the
+    // crash points before it whose own states are rejected for the same
+    // reason, with no passing one between (a change spread over several
+    // files is rejected from its first step on, not at its last).
+    let began = |rejected: &mut dyn FnMut(&StateDesc) -> Option<String>| {
+        let mut k0 = k;
+        while k0 > 0 && k - k0 < RUN_BACK_MAX {
+            match rejected(&plain(k0 - 1)) {
+                Some(r) if here.as_deref() == Some(blur_digits(&r).as_str()) => k0 -= 1,
+                _ => break,
+            }
+        }
+        k0
+    };
     if desc.damage() > 0 && here.is_some() && here == reason.map(blur_digits) {
-        let mut cause = not_atomic(cx, k, None);
+        let mut cause = not_atomic(cx, began(rejected), None);
         cause.sentence.push_str(
             "; states there that also lost or tore ops are rejected for the same reason: what they lost is not what breaks them",
         );
@@ -361,7 +380,7 @@ pub fn explain(
     let cause = if let (Some((op, tear)), true) = (desc.torn, desc.lost.is_empty()) {
         torn(cx, desc, op, tear)
     } else if desc.lost.is_empty() {
-        return not_atomic(cx, k, None);
+        return not_atomic(cx, began(rejected), None);
     } else {
         // A loss alone that fails as the crash point itself does says
         // nothing of the lost op.
@@ -393,6 +412,11 @@ pub fn explain(
         None => cause,
     }
 }
+
+/// How many crash points [`explain`] looks back for the start of a run of
+/// them that fail alike with nothing lost (each asks for one state, known
+/// when the run checked every crash point's own).
+pub const RUN_BACK_MAX: usize = 64;
 
 /// A checker's reason with each run of digits as one `#`.
 ///
@@ -648,7 +672,7 @@ pub fn not_atomic_window(cx: &Context<'_>, a: usize, b: usize) -> String {
         "a crash anywhere from right after {} to right after {} fails with every op kept: the program itself passes through states its recovery rejects ({})",
         name(a),
         name(b),
-        atomic_advice(cx, b)
+        atomic_advice(cx, a)
     )
 }
 
@@ -1052,6 +1076,65 @@ mod tests {
 
     const NEW: &str = "1 openat(AT_FDCWD, \"\\x6e\", O_WRONLY|O_CREAT, 0644) = 3\n\
                        1 write(3, \"\\x68\\x69\", 2) = 2\n";
+
+    #[test]
+    fn a_change_over_two_files_is_blamed_on_its_first_step_not_its_last() {
+        // a and b (hex 61, 62) each replaced by a rename, synced; a checker
+        // that rejects a new a beside an old b rejects every crash point
+        // from the first rename to the second.
+        let t = trace(
+            "1 openat(AT_FDCWD, \"\\x61\\x2e\\x6e\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 write(3, \"\\x32\", 1) = 1\n\
+             1 fsync(3) = 0\n\
+             1 rename(\"\\x61\\x2e\\x6e\", \"\\x61\") = 0\n\
+             1 openat(AT_FDCWD, \"\\x62\\x2e\\x6e\", O_WRONLY|O_CREAT, 0644) = 4\n\
+             1 write(4, \"\\x32\", 1) = 1\n\
+             1 fsync(4) = 0\n\
+             1 rename(\"\\x62\\x2e\\x6e\", \"\\x62\") = 0\n",
+        );
+        let first = t
+            .ops
+            .iter()
+            .position(|o| matches!(o.kind, OpKind::Rename { .. }))
+            .unwrap();
+        let second = t
+            .ops
+            .iter()
+            .rposition(|o| matches!(o.kind, OpKind::Rename { .. }))
+            .unwrap();
+        assert!(first + 3 < second, "{:?}", t.ops);
+        let outputs = Outputs::new(&t, None);
+        let cx = Context::new(&t, &outputs);
+        // Rejected from right after the first rename to right after the
+        // op before the second: "a and b disagree" (a number that varies
+        // is the same reason).
+        let disagree = |d: &StateDesc| {
+            (d.damage() == 0 && d.crash > first && d.crash <= second)
+                .then(|| format!("a and b disagree ({} bytes)", d.crash))
+        };
+        for k in first + 1..=second {
+            let c = explain(
+                &cx,
+                &StateDesc::parse(&format!("c{k}")).unwrap(),
+                Some("a and b disagree (1 bytes)"),
+                &mut |d| disagree(d),
+            );
+            assert_eq!(c.kind, CauseKind::NotAtomic);
+            let blamed = { c.blamed.op };
+            assert_eq!(blamed, first, "at c{k}: {}", c.sentence);
+            assert!(
+                c.sentence
+                    .starts_with(&format!("a crash right after op {first} (rename of a.n")),
+                "{}",
+                c.sentence
+            );
+            assert!(
+                c.sentence.contains("spread over several steps"),
+                "{}",
+                c.sentence
+            );
+        }
+    }
 
     #[test]
     fn an_unsynced_create_blames_its_directory() {

@@ -291,18 +291,20 @@ struct Building {
 
 impl Building {
     /// One more failing state `c`, explained as `cause`, breaking `rank`;
-    /// `plain_op` is its blamed op when it failed with nothing lost.
+    /// `plain_op` is the op right before its crash point when it failed
+    /// with nothing lost.
     fn add(&mut self, c: &Checked, cause: &explain::Cause, rank: u8, plain_op: Option<usize>) {
         match self.kinds.iter_mut().find(|(k, _)| *k == cause.kind) {
             Some((_, n)) => *n += 1,
             None => self.kinds.push((cause.kind, 1)),
         }
         let path = self.at[0].2.clone();
-        self.at.push((c.crash, cause.blamed.op, path));
+        let bite = plain_op.unwrap_or(cause.blamed.op);
+        self.at.push((c.crash, bite, path));
         let g = &mut self.group;
         g.states += 1;
         g.ids.push(c.id.clone());
-        g.window.extend(c.crash, cause.blamed.op);
+        g.window.extend(c.crash, bite);
         if let Some(f) = &cause.fix {
             if !g.fixes.contains(f) {
                 g.fixes.push(f.clone());
@@ -501,8 +503,11 @@ fn group_causes(
         let (place, path) = place_of(s, &synced, &cause, &source);
         let op = cause.blamed.op;
         let rank = breaks(s, c.crash, op);
-        let plain_op =
-            (desc.damage() == 0 && cause.kind == explain::CauseKind::NotAtomic).then_some(op);
+        // A crash point that fails with nothing lost bites right after its
+        // last op, whatever op began the failure it is in.
+        let plain_op = (desc.damage() == 0 && cause.kind == explain::CauseKind::NotAtomic)
+            .then(|| c.crash.saturating_sub(1));
+        let bite = plain_op.unwrap_or(op);
         let same_kind = |b: &Building| {
             matches!(b.place, Place::NeverSynced(_)) || b.group.cause.kind == cause.kind
         };
@@ -531,7 +536,7 @@ fn group_causes(
                     .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
                 fixes: cause.fix.iter().cloned().collect(),
                 replace: None,
-                window: Window::at(c.crash, op, path.clone()),
+                window: Window::at(c.crash, bite, path.clone()),
                 windows: Vec::new(),
                 cause,
                 source,
@@ -541,7 +546,7 @@ fn group_causes(
                 process_passes,
                 fix: None,
             },
-            at: vec![(c.crash, op, Arc::from(path.as_str()))],
+            at: vec![(c.crash, bite, Arc::from(path.as_str()))],
             plain: plain_op.map(|_| c.crash).into_iter().collect(),
             place,
             kinds: vec![(kind, 1)],

@@ -514,6 +514,11 @@ impl Trace {
             Some([]) if !dir.is_empty() => ".".to_string(),
             _ => path.display(),
         };
+        // `root//etc/passwd` names what `root/etc/passwd` does.
+        let mut shown = shown;
+        while shown.contains("//") {
+            shown = shown.replace("//", "/");
+        }
         escape_controls(&shown)
     }
 
@@ -799,6 +804,20 @@ impl Refs<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_are_shown_inside_the_directory_with_one_slash_between_names() {
+        let t = Trace {
+            dir: Name::from("/d"),
+            ..Trace::default()
+        };
+        assert_eq!(
+            t.show_path(&Name::from("/d/root//etc/passwd")),
+            "root/etc/passwd"
+        );
+        assert_eq!(t.show_path(&Name::from("/d")), ".");
+        assert_eq!(t.show_path(&Name::from("/elsewhere//x")), "/elsewhere/x");
+    }
 
     fn sample() -> Trace {
         let mut tree = Tree::default();

@@ -6,4 +6,6 @@ ECOSYSTEM=crates.io
 VERSION=5.0.0
 ACTION="a write transaction setting k = \"v2\" in table t of db.redb holding k = \"v1\", commit()"
 install() { install_crate "$1"; }
+# Built with line tables: causes name the source line of the call.
+STACKS=1
 SETUP='"$AUDIT_LIB/target/release/redb-audit" setup'
