@@ -112,7 +112,8 @@ for p in $programs; do
                     >"$out" 2>"$results/$p.$col.err" || true
                 ;;
             *)
-                "$blackout" run --backend block --fs "$col" --repeat 3 --verify-fixes 0 "$@" \
+                "$blackout" run --backend block --fs "$col" --repeat 3 --verify-fixes 0 \
+                    --model process "$@" \
                     -- sh "$workload" >"$out" 2>"$results/$p.$col.err" || true
                 ;;
             esac

@@ -288,7 +288,8 @@ pub(crate) struct BlockArgs {
     /// the recorded system calls) or `block` (the workload runs on a real
     /// file system on a recorded block device; every crash point's device
     /// is mounted so the file system's recovery runs, then checked, beside
-    /// the posix model's verdict; needs root, /dev/fuse and a loop device).
+    /// the posix model's verdict, or the models --model names; needs root,
+    /// /dev/fuse and a loop device).
     #[arg(long, value_enum, value_name = "BACKEND", default_value_t = Backend::Model)]
     pub(crate) backend: Backend,
     /// With --backend block: the file system (ext4, xfs, btrfs; default

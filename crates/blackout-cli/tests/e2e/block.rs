@@ -491,6 +491,30 @@ fn a_real_failure_names_the_source_line_with_stacks() {
     );
 }
 
+/// A block run beside the process model alone (the audit's block columns:
+/// the posix model has its own) gives the file system's verdict, and claims
+/// no failure the posix model misses: it was not asked.
+#[test]
+fn a_block_run_beside_another_model_claims_no_posix_misses() {
+    if !block_backend_available() {
+        return;
+    }
+    let s = Scratch::new();
+    let args = save_args(&["--model", "process"], &save_checker(), "no-fsync");
+    let args: Vec<&str> = args.iter().skip(2).map(String::as_str).collect();
+    let (code, posix, block) = run_block(&s, "ext4", &args);
+    assert_eq!(
+        (code, block["verdict"].as_str()),
+        (1, Some("FAIL")),
+        "{block}"
+    );
+    assert_eq!(posix["models"][0]["model"], "process", "{posix}");
+    assert_eq!(block["posix_misses"], serde_json::json!([]), "{block}");
+    let blame = &block["failing"][0]["blame"];
+    assert!(blame["posix_state"].is_null(), "{block}");
+    assert_eq!(blame["posix_lost"], serde_json::json!([]), "{block}");
+}
+
 /// A checker that outlives its timeout on the mounted states: each is
 /// killed, the state unmounted, and the verdict INCONCLUSIVE; nothing left
 /// (no mount, loop device, image or sleeping checker).

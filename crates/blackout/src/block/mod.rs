@@ -491,12 +491,17 @@ fn report(
     let infos = point_infos(rec, points);
     let count = distinct.len();
     let mut posix_misses = Vec::new();
+    // A miss is a failure the posix model was asked about and lacks (not
+    // one of a run that explored other models only).
+    let posix_ran = how
+        .posix
+        .is_some_and(|r| r.models.iter().any(|m| m.model == Model::Posix));
     let failing: Vec<BlockChecked> = distinct
         .into_iter()
         .filter(|(c, _)| c.outcome.is_fail())
         .map(|(mut c, files)| {
             let blame = blame(rec, how.posix, &points[c.point], &files);
-            if how.posix.is_some() && blame.posix_state.is_none() {
+            if posix_ran && blame.posix_state.is_none() {
                 posix_misses.push(c.id.clone());
             }
             c.blame = Some(blame);
