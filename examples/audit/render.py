@@ -42,6 +42,9 @@ def cell(text):
     text = re.sub(r"\.tmp[A-Za-z0-9]{6}\b", ".tmpXXXXXX", text)
     text = re.sub(r"(?<![\w.])\.atomicwrite\.[A-Za-z0-9]{12}\b", ".atomicwrite.XXXXXXXXXXXX", text)
     text = re.sub(r"(?<![\w.])(\.[\w-]+\.[\w-]+)\.[A-Za-z0-9]{6}\b", r"\1.XXXXXX", text)
+    # write-file-atomic's temporary name: the file's, a dot and a hash of
+    # the process id and a counter.
+    text = re.sub(r"\b([\w-]+\.[A-Za-z]+)\.\d{7,}\b", r"\1.NNNNNNNNNN", text)
     return text.replace("|", "\\|").replace("\n", " ")
 
 
