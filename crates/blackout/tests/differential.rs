@@ -31,8 +31,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blackout::analysis::explain::{with_syncs, SyncFix};
-use blackout::analysis::report::{FixSet, RunReport, Verdict};
+use blackout::analysis::explain::SyncFix;
+use blackout::analysis::replace::{with_fixes, Replace};
+use blackout::analysis::report::{FixCheck, FixSet, RunReport, Verdict};
 use blackout::check::closure::ClosureChecker;
 use blackout::explore::enumerate::Representatives;
 use blackout::explore::model::Model;
@@ -500,19 +501,20 @@ fn check(
     check_trace(trace, &cfg).map_err(|e| e.to_string())
 }
 
-/// The syncs of the default's verified fix: the fix set found, or a
-/// cause's fix that makes every state pass; only fixes verified on every
-/// state (exact).
-fn verified_fix(report: &RunReport) -> Option<Vec<SyncFix>> {
+/// The syncs and replacements of the default's verified fix: the fix set
+/// found, or a cause's fix that makes every state pass; only fixes
+/// verified on every state (exact).
+fn verified_fix(report: &RunReport) -> Option<(Vec<SyncFix>, Vec<Replace>)> {
     let m = report.models.first()?;
+    let both = |f: &FixCheck| (f.syncs.clone(), f.replaced.clone());
     if let Some(FixSet::Found { check, .. }) = &m.fix_set {
-        return (check.passes && check.exact).then(|| check.syncs.clone());
+        return (check.passes && check.exact).then(|| both(check));
     }
     m.causes
         .iter()
         .filter_map(|g| g.fix.as_ref())
         .find(|f| f.passes && f.exact)
-        .map(|f| f.syncs.clone())
+        .map(both)
 }
 
 /// What one program showed when every rule held.
@@ -592,13 +594,14 @@ fn compare(prog: &Program, scratch: &Path) -> Result<Shown, String> {
         _ => {}
     }
     let fix = verified_fix(&default);
-    if let Some(syncs) = &fix {
-        let (fixed, _) = with_syncs(&trace, syncs);
+    if let Some((syncs, replaced)) = &fix {
+        let (fixed, _) = with_fixes(&trace, syncs, replaced);
         let after = check(&fixed, prog, Representatives::Exhaustive, None, false)?;
         if after.verdict != Verdict::Pass {
             return Err(format!(
-                "the default's verified fix ({} syncs) leaves --exhaustive at {}: {}",
+                "the default's verified fix ({} syncs, {} replacements) leaves --exhaustive at {}: {}",
                 syncs.len(),
+                replaced.len(),
                 after.verdict.name(),
                 after.reason
             ));
