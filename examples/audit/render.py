@@ -37,7 +37,7 @@ def first_line(path):
 def cell(text):
     """A table cell: the same on every run (log line numbers and the random
     names of temporary files vary from recording to recording)."""
-    text = re.sub(r"(, log line \d+| \(log line \d+\))", "", str(text))
+    text = re.sub(r"(, log lines? \d+(-\d+)?| \(log lines? \d+(-\d+)?\))", "", str(text))
     text = re.sub(r"\btmp[a-z0-9_]{8}\b", "tmpXXXXXXXX", text)
     text = re.sub(r"\.tmp[A-Za-z0-9]{6}\b", ".tmpXXXXXX", text)
     text = re.sub(r"(?<![\w.])\.atomicwrite\.[A-Za-z0-9]{12}\b", ".atomicwrite.XXXXXXXXXXXX", text)
