@@ -598,13 +598,9 @@ fn compare(prog: &Program, scratch: &Path) -> Result<Shown, String> {
         let (fixed, _) = with_fixes(&trace, syncs, replaced);
         let after = check(&fixed, prog, Representatives::Exhaustive, None, false)?;
         if after.verdict != Verdict::Pass {
-            return Err(format!(
-                "the default's verified fix ({} syncs, {} replacements) leaves --exhaustive at {}: {}",
-                syncs.len(),
-                replaced.len(),
-                after.verdict.name(),
-                after.reason
-            ));
+            let (n, r) = (syncs.len(), replaced.len());
+            let (v, why) = (after.verdict.name(), &after.reason);
+            return Err(format!("the default's verified fix ({n} syncs, {r} replacements) leaves --exhaustive at {v}: {why}"));
         }
     }
     Ok(Shown {
