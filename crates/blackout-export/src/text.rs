@@ -758,6 +758,10 @@ pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
 ///     without_log_lines("fsync(.) after ops 2, 5 (log lines 140-162) is enough"),
 ///     "fsync(.) after ops 2, 5 is enough"
 /// );
+/// assert_eq!(
+///     without_log_lines("instead of updated in place (ops 32-33, log lines 130-131)"),
+///     "instead of updated in place (ops 32-33)"
+/// );
 /// ```
 pub fn without_log_lines(text: &str) -> String {
     let mut out = text.to_string();
@@ -766,6 +770,7 @@ pub fn without_log_lines(text: &str) -> String {
         (", log line ", false, ""),
         (" (log line ", false, ")"),
         (" (log lines ", true, ")"),
+        (", log lines ", true, ""),
     ];
     for (start, range, end) in forms {
         let mut from = 0;
