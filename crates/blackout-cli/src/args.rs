@@ -242,6 +242,11 @@ pub(crate) struct RunArgs {
     /// being verified then is reported as not verified to the end.
     #[arg(long, value_name = "N", default_value_t = FIX_VERIFICATIONS_MAX)]
     pub(crate) verify_fixes: usize,
+    /// How long fix verification may take in all, instead of as long as
+    /// the run took (seconds, or with a unit: 90s, 5m, 1h): a fix that must
+    /// be verified on every state of a slow checker's long run.
+    #[arg(long, value_name = "DURATION", value_parser = parse_budget)]
+    pub(crate) fix_time: Option<std::time::Duration>,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
     /// Check only shard K of N of the distinct states (with --trace and
@@ -697,6 +702,7 @@ pub(crate) fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
     cfg.ack_prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes().to_vec());
     cfg.consistency_only = a.consistency_only;
     cfg.fix_verifications = a.verify_fixes;
+    cfg.fix_time = a.fix_time;
     cfg.check_budget = (!a.explore.exhaustive).then_some(a.check_budget);
     cfg.require_exact = a.require_exact;
     cfg.materializer = a

@@ -78,6 +78,10 @@ pub struct RunConfig {
     pub explore_progress: Option<Box<dyn Fn(usize) + Send + Sync>>,
     /// Distinct fixes verified per model.
     pub fix_verifications: usize,
+    /// How long fix verification may take in all: `None` for as long as
+    /// the run took to explore and check
+    /// ([`blackout_analysis::report::fix_time_bound`]).
+    pub fix_time: Option<Duration>,
     /// How long checking may go on past the representatives (their states
     /// are always checked; the rest of the trace is then explored in full
     /// and checked most novel first until this is spent): `None` for no
@@ -120,6 +124,7 @@ impl RunConfig {
             progress: None,
             explore_progress: None,
             fix_verifications: FIX_VERIFICATIONS_MAX,
+            fix_time: None,
             check_budget: Some(CHECK_BUDGET_DEFAULT),
             require_exact: false,
             materializer: None,
@@ -507,7 +512,9 @@ pub(crate) fn finish(
     drop(results);
     // The bound is for verifying fixes alone: explaining the failing
     // states, before it, is not cut short.
-    let bound = fix_time_bound(start.explore_seconds + check_seconds);
+    let bound = cfg
+        .fix_time
+        .unwrap_or_else(|| fix_time_bound(start.explore_seconds + check_seconds));
     let t0 = Instant::now();
     // A fix is verified as far as the run checked: past the
     // representatives of the trace with the syncs only when the run

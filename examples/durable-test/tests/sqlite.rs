@@ -18,6 +18,7 @@ use std::path::Path;
 use blackout::analysis::explain::CauseKind;
 use blackout::analysis::report::Verdict;
 use blackout::explore::model::Model;
+use blackout::export::text::without_log_lines;
 use blackout::{Report, Scenario};
 use rusqlite::Connection;
 
@@ -162,13 +163,17 @@ fn fuse_here() -> bool {
     root && Path::new("/dev/fuse").exists()
 }
 
-/// The verdict and, per cause, its sentence, simplest state and states.
+/// The verdict and, per cause, its sentence (without log line numbers:
+/// two recordings of one program can differ by a line), simplest state and
+/// states.
 fn findings(report: &Report) -> Vec<String> {
     let mut out = vec![format!("{:?}", report.verdict())];
     out.extend(report.causes().iter().map(|c| {
         format!(
             "{} | {} | {} states",
-            c.cause.sentence, c.simplest.id, c.states
+            without_log_lines(&c.cause.sentence),
+            c.simplest.id,
+            c.states
         )
     }));
     out

@@ -907,3 +907,47 @@ fn scratch_left_by_a_killed_run_is_removed_by_clean_and_by_the_next_run() {
         .collect();
     assert_eq!(left, [foreign]);
 }
+
+/// `--fix-time` sets how long fix verification may take in all (the
+/// report says the bound it had); a value that is not a duration is one
+/// line and exit 2.
+#[test]
+fn fix_time_sets_the_bound_of_fix_verification() {
+    let s = Scratch::new();
+    let script = examples().join("save.sh");
+    let checker = save_checker();
+    let args = |fix_time: &'static str| {
+        let mut a: Vec<String> = ["--model", "posix", "--fix-time", fix_time, "--setup"]
+            .map(String::from)
+            .to_vec();
+        a.extend([
+            "echo 'version 1' > doc.txt".into(),
+            "--checker".into(),
+            checker.clone(),
+        ]);
+        a.extend([
+            "--".into(),
+            script.to_string_lossy().into_owned(),
+            "no-fsync".into(),
+        ]);
+        a
+    };
+    let with = args("7m");
+    let with: Vec<&str> = with.iter().map(String::as_str).collect();
+    let (code, v, _) = run_json(&s, &with);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["result"]["fix_bound_seconds"], 420.0, "{v:#}");
+    let set = &model(&v, "posix")["fix_set"];
+    assert_eq!(
+        (&set["result"], &set["check"]["passes"]),
+        (&serde_json::json!("found"), &serde_json::json!(true)),
+        "{v:#}"
+    );
+    let out = s.blackout().arg("run").args(args("soon")).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--fix-time") && err.contains("`soon` is not a duration"),
+        "{err}"
+    );
+}
