@@ -83,22 +83,17 @@ def source(place):
     return re.sub(r"^.*/(src/[^/]+:\d+)$", r"\1", place)
 
 
-def posix_verdict(results, p):
-    report = load(os.path.join(results, p + ".posix.json"))
-    return report["verdict"] if report and "verdict" in report else "not run"
-
-
-def pairs(results, programs):
+def pairs(metas, verdicts):
     """One line per upstream-fixed pair: the older release's posix verdict,
-    then the fixed release's, both from their reports."""
+    then the fixed release's, both from their reports (`metas` and
+    `verdicts` by program, as main read them)."""
     lines = []
-    for p in sorted(os.listdir(programs)):
-        meta = load(os.path.join(results, p + ".meta.json"))
-        if not meta or not meta.get("fixed_in"):
+    for p, meta in metas.items():
+        if not meta.get("fixed_in"):
             continue
         q = meta["fixed_in"]
-        fixed = load(os.path.join(results, q + ".meta.json"))
-        old, new = posix_verdict(results, p), posix_verdict(results, q)
+        fixed = metas.get(q)
+        old, new = verdicts[p], verdicts.get(q, "not run")
         if fixed is None:
             line = "- {} from {}: {} {} -> {} not run".format(
                 meta["name"], meta["ecosystem"], meta["version"], old, q)
@@ -127,6 +122,7 @@ def block_cell(report, err):
 def main():
     results, programs = sys.argv[1], sys.argv[2]
     rows = []
+    metas, verdicts = {}, {}
     for p in sorted(os.listdir(programs)):
         meta = load(os.path.join(results, p + ".meta.json"))
         if meta is None:
@@ -134,6 +130,8 @@ def main():
         reports = {c: load(os.path.join(results, "{}.{}.json".format(p, c))) for c in COLUMNS}
         errs = {c: os.path.join(results, "{}.{}.err".format(p, c)) for c in COLUMNS}
         posix = reports["posix"]
+        metas[p] = meta
+        verdicts[p] = posix["verdict"] if posix and "verdict" in posix else "not run"
         blame, fix = "—", "—"
         if posix is None or "verdict" not in posix:
             posix_cell = "not run: " + first_line(errs["posix"])
@@ -172,7 +170,7 @@ def main():
     out.write("|---|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:
         out.write("| " + " | ".join(cell(x) for x in r) + " |\n")
-    fixes = pairs(results, programs)
+    fixes = pairs(metas, verdicts)
     if fixes:
         out.write("\n**Upstream-fixed pairs** (posix, the same workload and checker on a "
                   "release from before upstream's fix and on a release with it):\n\n")

@@ -105,16 +105,6 @@ impl Replace {
     }
 }
 
-/// The inode a data op changes.
-fn data_inode(kind: &OpKind) -> Option<Ino> {
-    match kind {
-        OpKind::Write { ino, .. }
-        | OpKind::Truncate { ino, .. }
-        | OpKind::Fallocate { ino, .. } => Some(*ino),
-        _ => None,
-    }
-}
-
 /// Whether op `op` ends an update of file `f`: a sync that covers it, an
 /// entry op on it (its creation, a rename) or a promise.
 fn bounds(op: &Op, j: usize, f: Ino, promises: &[usize]) -> bool {
@@ -133,7 +123,7 @@ fn bounds(op: &Op, j: usize, f: Ino, promises: &[usize]) -> bool {
 /// the next, when the file has a name in a directory as the update ends.
 /// `None` for an op that is not a data op on a regular file.
 pub fn propose(trace: &Trace, outputs: &Outputs, op: usize) -> Option<Replace> {
-    let f = data_inode(&trace.ops.get(op)?.kind)?;
+    let f = trace.ops.get(op)?.kind.data_inode()?;
     if trace.inodes.get(f as usize) != Some(&InodeKind::File) {
         return None;
     }
@@ -144,7 +134,7 @@ pub fn propose(trace: &Trace, outputs: &Outputs, op: usize) -> Option<Replace> {
         if bounds(&ops[j], j, f, &promises) {
             break;
         }
-        if data_inode(&ops[j].kind) == Some(f) {
+        if ops[j].kind.data_inode() == Some(f) {
             first = j;
         }
     }
@@ -153,7 +143,7 @@ pub fn propose(trace: &Trace, outputs: &Outputs, op: usize) -> Option<Replace> {
         if bounds(o, j, f, &promises) {
             break;
         }
-        if data_inode(&o.kind) == Some(f) {
+        if o.kind.data_inode() == Some(f) {
             last = j;
         }
     }
@@ -364,7 +354,7 @@ fn replacement_ops(trace: &Trace, r: &Replace, new: Ino) -> (Vec<Op>, Vec<Op>) {
             ));
         }
         for op in &trace.ops[..r.first] {
-            if data_inode(&op.kind) == Some(r.ino) {
+            if op.kind.data_inode() == Some(r.ino) {
                 let mut kind = op.kind.clone();
                 retarget(&mut kind, r.ino, new);
                 pre.push(mk(kind, &op.syscall, &new_path, op.line));
@@ -495,7 +485,7 @@ mod tests {
         // No data op left on the old inode from the update on; the file's
         // name goes to the new inode, and the directory is fsynced after.
         for op in &fixed.ops[added[0]..] {
-            assert_ne!(data_inode(&op.kind), Some(r.ino), "{op:?}");
+            assert_ne!(op.kind.data_inode(), Some(r.ino), "{op:?}");
         }
         let rename = fixed
             .ops

@@ -549,12 +549,7 @@ impl<'t> Keyer<'t> {
                 OpKind::Write { data, .. } => Data::Blob(&self.trace.data, *data),
                 _ => Data::Bytes(&[]),
             };
-            let file = match kind {
-                OpKind::Write { ino, .. }
-                | OpKind::Truncate { ino, .. }
-                | OpKind::Fallocate { ino, .. } => Some(*ino),
-                _ => None,
-            };
+            let file = kind.data_inode();
             let before = file.map(|ino| self.full.inodes[ino as usize].hashed_len());
             store::apply(&mut self.full.inodes, kind, data, Halves::BOTH);
             if let (Some(ino), Some(before)) = (file, before) {

@@ -669,7 +669,7 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
 
 /// How a fix reads: syncs are added; a file updated in place is instead
 /// written whole to a new one (the description says how).
-fn fix_verb(f: &FixCheck) -> &'static str {
+pub fn fix_verb(f: &FixCheck) -> &'static str {
     if f.replaced.is_empty() {
         "adding"
     } else {

@@ -291,6 +291,23 @@ impl OpKind {
         }
     }
 
+    /// The file a data op (write, truncate, fallocate) changes; `None`
+    /// for every other op.
+    ///
+    /// ```
+    /// use blackout_oplog::ops::OpKind;
+    /// assert_eq!(OpKind::Truncate { ino: 4, size: 0 }.data_inode(), Some(4));
+    /// assert_eq!(OpKind::Sync { barrier: 0 }.data_inode(), None);
+    /// ```
+    pub fn data_inode(&self) -> Option<Ino> {
+        match self {
+            OpKind::Write { ino, .. }
+            | OpKind::Truncate { ino, .. }
+            | OpKind::Fallocate { ino, .. } => Some(*ino),
+            _ => None,
+        }
+    }
+
     /// Whether a crash may lose this op (it changes the file system and is
     /// not a sync or an output).
     pub fn is_durable_change(&self) -> bool {

@@ -464,12 +464,9 @@ fn like_renames_fixes(
     }
     // Whether file `ino`'s last data op before op `r` is synced before it.
     let data_synced_before = |ino: Ino, r: usize| {
-        let last = trace.ops[..r].iter().rposition(|o| match o.kind {
-            OpKind::Write { ino: i, .. }
-            | OpKind::Truncate { ino: i, .. }
-            | OpKind::Fallocate { ino: i, .. } => i == ino,
-            _ => false,
-        });
+        let last = trace.ops[..r]
+            .iter()
+            .rposition(|o| o.kind.data_inode() == Some(ino));
         last.is_none_or(|j| synced[j].main.is_some_and(|s| s < r))
     };
     let mut added = false;

@@ -74,12 +74,7 @@ fn cause_cell(report: &RunReport, first: Option<Model>) -> String {
     failing
         .and_then(|r| r.causes.first().map(|g| (g, r.causes.len())))
         .map(|(g, n)| {
-            // Syncs are added; an update in place is written whole to a
-            // new file instead (its description says how).
-            let verb = |f: &blackout::analysis::report::FixCheck| match f.replaced.is_empty() {
-                true => "adding",
-                false => "with",
-            };
+            let verb = blackout::export::text::fix_verb;
             let fix = match &g.fix {
                 Some(f) if f.cut_short => format!(
                     "{} {} was not verified to the end (fix verification's time bound)",
