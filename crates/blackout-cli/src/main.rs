@@ -13,6 +13,7 @@ mod block;
 mod clean;
 mod help;
 mod inspect;
+mod live;
 mod merge;
 mod part;
 mod record;
@@ -128,6 +129,7 @@ pub(crate) fn run(cli: Cli) -> Result<u8> {
         Cmd::Ops(a) => cmd_ops(a),
         Cmd::States(a) => cmd_states(a),
         Cmd::State(a) => cmd_state(a),
+        Cmd::Fs(c) => live::cmd_fs(c),
         Cmd::Clean(a) => clean::cmd_clean(a),
         Cmd::Completions(a) => cmd_completions(a),
         Cmd::Man(a) => cmd_man(a),

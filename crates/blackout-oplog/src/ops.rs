@@ -325,7 +325,7 @@ impl OpKind {
 
 /// Which part of an op a pending unit is. A rename between two directories is
 /// two halves, each covered by its own directory's sync.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Part {
     /// The whole op.

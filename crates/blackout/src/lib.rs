@@ -88,6 +88,7 @@ pub use blackout_block as block_device;
 pub use blackout_check as check;
 pub use blackout_explore as explore;
 pub use blackout_export as export;
+pub use blackout_live as live;
 pub use blackout_oplog as oplog;
 pub use blackout_record as record;
 pub use blackout_sys as sys;

@@ -28,6 +28,15 @@ const CRATES: &[(&str, &[&str])] = &[
             "blackout-explore",
         ],
     ),
+    (
+        "blackout-live",
+        &[
+            "blackout-oplog",
+            "blackout-sys",
+            "blackout-block",
+            "blackout-explore",
+        ],
+    ),
     ("blackout-analysis", &["blackout-oplog", "blackout-explore"]),
     (
         "blackout-export",
@@ -42,6 +51,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "blackout-record",
             "blackout-explore",
             "blackout-check",
+            "blackout-live",
             "blackout-analysis",
             "blackout-export",
         ],
@@ -117,6 +127,12 @@ const MODULES: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "blackout-live",
+        &[
+            "pending", "faults", "tree", "durable", "state", "fs", "mount", "control",
+        ],
+    ),
+    (
         "blackout-analysis",
         &["verdict", "explain", "replace", "block", "report", "group"],
     ),
@@ -135,7 +151,7 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-cli",
         &[
             "args", "report", "clean", "part", "record", "block", "run", "inspect", "merge",
-            "help", "main",
+            "live", "help", "main",
         ],
     ),
 ];

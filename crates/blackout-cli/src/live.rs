@@ -1,0 +1,128 @@
+//! `blackout fs`: the live file system's daemon (`mount`) and the
+//! commands sent to it over its control socket (`crash`, `pending`,
+//! `sync`, `unmount`).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use blackout::live::control::{self, Forked, Request};
+use blackout::live::faults::{CrashReport, CrashSpec, PendingReport, When};
+use blackout::live::mount::LiveMount;
+use blackout::live::pending::Keep;
+use blackout::sys::scratch::default_scratch_parent;
+
+use crate::args::{FsCmd, FsCrashArgs, FsMountArgs, KeepArg};
+use crate::{stopped_exit_code, INTERRUPTED};
+
+/// How long a command waits for a daemon still mounting.
+const DAEMON_PATIENCE: Duration = Duration::from_secs(10);
+
+pub(crate) fn cmd_fs(cmd: FsCmd) -> Result<u8> {
+    match cmd {
+        FsCmd::Mount(a) => mount(a),
+        FsCmd::Unmount(a) => {
+            control::request(&a.mountpoint, &Request::Unmount, DAEMON_PATIENCE)?;
+            Ok(0)
+        }
+        FsCmd::Sync(a) => {
+            let v = control::request(&a.mountpoint, &Request::Sync, DAEMON_PATIENCE)?;
+            println!("synced {} ops", v["synced"]);
+            Ok(0)
+        }
+        FsCmd::Pending(a) => {
+            let v = control::request(&a.mountpoint, &Request::Pending, DAEMON_PATIENCE)?;
+            if a.json {
+                println!("{v}");
+            } else {
+                let r: PendingReport = serde_json::from_value(v)?;
+                print!("{}", r.text());
+            }
+            Ok(0)
+        }
+        FsCmd::Crash(a) => crash(a),
+    }
+}
+
+fn mount(a: FsMountArgs) -> Result<u8> {
+    if !a.mountpoint.is_dir() {
+        bail!("{}: not a directory to mount on", a.mountpoint.display());
+    }
+    if !a.backing.is_dir() {
+        bail!("--backing {}: not a directory", a.backing.display());
+    }
+    let ready = if a.background {
+        match control::background().context("starting the daemon")? {
+            Forked::Parent(Ok(())) => return Ok(0),
+            Forked::Parent(Err(m)) => bail!("{m}"),
+            Forked::Daemon(r) => Some(r),
+        }
+    } else {
+        None
+    };
+    let scratch = a.scratch.unwrap_or_else(default_scratch_parent);
+    let mounted = LiveMount::mount(&a.mountpoint, &a.backing, &scratch).with_context(|| {
+        format!(
+            "mounting the live file system of {} at {}",
+            a.backing.display(),
+            a.mountpoint.display()
+        )
+    });
+    let m = match (mounted, ready) {
+        (Ok(m), Some(r)) => {
+            r.mounted();
+            m
+        }
+        (Ok(m), None) => {
+            eprintln!(
+                "blackout: {} serves {} until `blackout fs unmount`, Ctrl-C or SIGTERM; a crash loses what was never synced",
+                a.mountpoint.display(),
+                a.backing.display()
+            );
+            m
+        }
+        (Err(e), Some(r)) => {
+            r.failed(&format!("{e:#}"));
+            return Err(e);
+        }
+        (Err(e), None) => return Err(e),
+    };
+    control::serve(m, &INTERRUPTED).context("serving the live file system")?;
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        return Ok(stopped_exit_code());
+    }
+    Ok(0)
+}
+
+fn crash(a: FsCrashArgs) -> Result<u8> {
+    if let Some(at) = &a.at {
+        // Refused here, in one line, before the daemon is asked.
+        blackout::live::faults::Trigger::parse(at, When::After).map_err(anyhow::Error::msg)?;
+    }
+    let keep = match a.keep {
+        KeepArg::None => Keep::None,
+        KeepArg::Random => Keep::Random,
+        KeepArg::Prefix => Keep::Prefix,
+    };
+    let req = Request::Crash {
+        spec: CrashSpec {
+            keep,
+            seed: a.seed,
+            tear: a.tear,
+        },
+        at: a.at,
+        when: if a.before { When::Before } else { When::After },
+        pgid: a.pgid,
+        cgroup: a.cgroup,
+    };
+    // An armed crash waits for its op as long as it takes.
+    let v = control::request(&a.mountpoint, &req, DAEMON_PATIENCE)?;
+    if a.json {
+        println!("{v}");
+    } else {
+        let r: CrashReport = serde_json::from_value(v)?;
+        print!("{}", r.text());
+    }
+    Ok(0)
+}

@@ -1,0 +1,199 @@
+//! The words of faults: what a crash is asked (what it keeps, when it goes
+//! off) and what it and the pending report say, in blackout's terms.
+
+use serde::Serialize;
+
+use crate::pending::{Keep, OpView};
+
+/// When a crash is set off by a matching op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum When {
+    /// The op is refused (it never happened).
+    Before,
+    /// The op is made, then the power fails.
+    After,
+}
+
+/// A crash armed to go off at the next op matching a call and a path glob.
+#[derive(Debug, Clone)]
+pub struct Trigger {
+    /// The call (`rename`, `write`, `fsync`, ...), or `*` for any.
+    pub call: String,
+    /// Matched against the path relative to the mount (and a rename's
+    /// destination).
+    pub glob: globset::GlobMatcher,
+    /// Before or after the op.
+    pub when: When,
+}
+
+impl Trigger {
+    /// Parses `CALL:GLOB` (`rename:*.wal`; a bare `GLOB` matches any call).
+    ///
+    /// # Errors
+    ///
+    /// A glob that does not parse, or an unknown call.
+    ///
+    /// ```
+    /// use blackout_live::faults::{Trigger, When};
+    /// let t = Trigger::parse("rename:*.wal", When::After).unwrap();
+    /// assert!(t.matches("rename", "pg/000001.wal", None));
+    /// assert!(!t.matches("write", "pg/000001.wal", None));
+    /// assert!(Trigger::parse("renam:*.wal", When::After).is_err());
+    /// ```
+    pub fn parse(spec: &str, when: When) -> Result<Trigger, String> {
+        let (call, glob) = match spec.split_once(':') {
+            Some((c, g)) if CALLS.contains(&c) || c == "*" => (c, g),
+            Some((c, _)) if c.chars().all(|ch| ch.is_ascii_lowercase()) => {
+                return Err(format!(
+                    "--at `{spec}`: unknown call `{c}` (one of {}, or *)",
+                    CALLS.join(", ")
+                ))
+            }
+            _ => ("*", spec),
+        };
+        let glob = globset::Glob::new(glob)
+            .map_err(|e| format!("--at `{spec}`: {e}"))?
+            .compile_matcher();
+        Ok(Trigger {
+            call: call.to_string(),
+            glob,
+            when,
+        })
+    }
+
+    /// Whether an op by `call` on `path` (a rename also to `to`) sets it
+    /// off.
+    pub fn matches(&self, call: &str, path: &str, to: Option<&str>) -> bool {
+        (self.call == "*" || self.call == call)
+            && (self.glob.is_match(path) || to.is_some_and(|t| self.glob.is_match(t)))
+    }
+}
+
+/// The calls a trigger can name: the ops the live file system records and
+/// the syncs.
+pub const CALLS: [&str; 14] = [
+    "write",
+    "truncate",
+    "fallocate",
+    "create",
+    "mkdir",
+    "symlink",
+    "link",
+    "unlink",
+    "rmdir",
+    "rename",
+    "exchange",
+    "fsync",
+    "fdatasync",
+    "fsyncdir",
+];
+
+/// What a crash keeps of what is pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CrashSpec {
+    /// Which pending units reach the disk.
+    pub keep: Keep,
+    /// The seed of the random choices.
+    pub seed: u64,
+    /// Whether the writes that reach the disk may be torn at sector
+    /// boundaries (with `Keep::None`: each pending write reaches it torn,
+    /// nothing else).
+    pub tear: bool,
+}
+
+/// A torn write: the op and what reached the disk of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Torn {
+    /// The write.
+    pub op: OpView,
+    /// What reached the disk, for people.
+    pub tear: String,
+}
+
+/// What a crash did: each pending unit dropped, kept or torn, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CrashReport {
+    /// Lost.
+    pub dropped: Vec<OpView>,
+    /// Reached the disk whole.
+    pub kept: Vec<OpView>,
+    /// Reached the disk torn.
+    pub torn: Vec<Torn>,
+    /// Processes killed first.
+    pub killed: usize,
+}
+
+impl CrashReport {
+    /// The report for people, one line per op.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "crash: {} dropped, {} kept, {} torn",
+            self.dropped.len(),
+            self.kept.len(),
+            self.torn.len()
+        );
+        if self.killed > 0 {
+            s.push_str(&format!(" ({} processes killed first)", self.killed));
+        }
+        s.push('\n');
+        for v in &self.dropped {
+            s.push_str(&format!(
+                "  dropped {}: durable only after {}\n",
+                v.describe(),
+                v.durable_by
+            ));
+        }
+        for v in &self.kept {
+            s.push_str(&format!("  kept    {}\n", v.describe()));
+        }
+        for t in &self.torn {
+            s.push_str(&format!("  torn    {}: {}\n", t.op.describe(), t.tear));
+        }
+        s
+    }
+}
+
+/// The ops pending on one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PendingFile {
+    /// The path (relative to the mount).
+    pub path: String,
+    /// Its pending units, in order.
+    pub ops: Vec<OpView>,
+}
+
+/// What is pending now, per file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PendingReport {
+    /// Per path, in order of each path's first pending op.
+    pub files: Vec<PendingFile>,
+    /// Pending units in all.
+    pub units: usize,
+    /// Bytes of pending writes.
+    pub bytes: u64,
+}
+
+impl PendingReport {
+    /// The report for people.
+    pub fn text(&self) -> String {
+        if self.units == 0 {
+            return "nothing pending: everything is durable\n".to_string();
+        }
+        let mut s = format!(
+            "{} pending ops ({} bytes written) would be lost by a crash now:\n",
+            self.units, self.bytes
+        );
+        for f in &self.files {
+            s.push_str(&format!("{}\n", f.path));
+            for v in &f.ops {
+                s.push_str(&format!(
+                    "  {}: durable after {}\n",
+                    v.describe(),
+                    v.durable_by
+                ));
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,486 @@
+//! The FUSE adapter: each request of the kernel turned into a call on the
+//! shared [`Live`] state (node id = inode + 1; the root is 1).
+//!
+//! Every change goes through this process before the reply, so the kernel
+//! may cache attributes and entries for a second: nothing else changes the
+//! view. Writes are never cached by the kernel (no writeback cache): each
+//! reaches the view, and a pending write, before `write(2)` returns.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use blackout_oplog::ops::{Ino, InodeKind};
+use fuser::{
+    FileAttr, FileType, Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+};
+
+use crate::state::{Errno, Live};
+use crate::tree::Meta;
+
+/// How long the kernel may keep an entry or attributes.
+const TTL: Duration = Duration::from_secs(1);
+
+/// The largest write the kernel sends at once.
+const MAX_WRITE_BYTES: u32 = 1 << 20;
+
+/// The FUSE file system over a shared [`Live`].
+#[derive(Debug)]
+pub struct LiveFs {
+    live: Arc<Mutex<Live>>,
+    root: bool,
+}
+
+/// Locks the state (a panicked holder leaves it as it was).
+pub fn lock(m: &Mutex<Live>) -> MutexGuard<'_, Live> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn ino_of(node: u64) -> Ino {
+    Ino::try_from(node.saturating_sub(1)).unwrap_or(Ino::MAX)
+}
+
+fn node_of(ino: Ino) -> u64 {
+    u64::from(ino) + 1
+}
+
+fn file_type(kind: InodeKind) -> FileType {
+    match kind {
+        InodeKind::File => FileType::RegularFile,
+        InodeKind::Dir => FileType::Directory,
+        InodeKind::Symlink => FileType::Symlink,
+    }
+}
+
+fn time(secs: i64, nsecs: i64) -> SystemTime {
+    if secs >= 0 {
+        UNIX_EPOCH + Duration::new(secs as u64, nsecs.clamp(0, 999_999_999) as u32)
+    } else {
+        UNIX_EPOCH
+    }
+}
+
+fn attr(ino: Ino, md: &fs::Metadata) -> FileAttr {
+    let ft = md.file_type();
+    let kind = if ft.is_dir() {
+        FileType::Directory
+    } else if ft.is_symlink() {
+        FileType::Symlink
+    } else {
+        FileType::RegularFile
+    };
+    FileAttr {
+        ino: node_of(ino),
+        size: md.size(),
+        blocks: md.blocks(),
+        atime: time(md.atime(), md.atime_nsec()),
+        mtime: time(md.mtime(), md.mtime_nsec()),
+        ctime: time(md.ctime(), md.ctime_nsec()),
+        crtime: time(md.ctime(), md.ctime_nsec()),
+        kind,
+        perm: (md.mode() & 0o7777) as u16,
+        nlink: md.nlink() as u32,
+        uid: md.uid(),
+        gid: md.gid(),
+        rdev: 0,
+        blksize: md.blksize() as u32,
+        flags: 0,
+    }
+}
+
+impl LiveFs {
+    /// The adapter over `live`.
+    pub fn new(live: Arc<Mutex<Live>>) -> LiveFs {
+        LiveFs {
+            live,
+            root: rustix::process::geteuid().is_root(),
+        }
+    }
+
+    fn meta(&self, req: &Request<'_>, kind: InodeKind, mode: u32, target: &[u8]) -> Meta {
+        let (uid, gid) = if self.root {
+            (req.uid(), req.gid())
+        } else {
+            (
+                rustix::process::geteuid().as_raw(),
+                rustix::process::getegid().as_raw(),
+            )
+        };
+        Meta {
+            kind,
+            mode: mode & 0o7777,
+            uid,
+            gid,
+            target: target.to_vec(),
+        }
+    }
+
+    fn entry(&self, reply: ReplyEntry, f: impl FnOnce(&mut Live) -> Result<Ino, Errno>) {
+        let mut live = lock(&self.live);
+        match f(&mut live).and_then(|ino| Ok((ino, live.metadata(ino, None)?))) {
+            Ok((ino, md)) => reply.entry(&TTL, &attr(ino, &md), 0),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn empty(&self, reply: ReplyEmpty, f: impl FnOnce(&mut Live) -> Result<(), Errno>) {
+        match f(&mut lock(&self.live)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+}
+
+fn offset(off: i64) -> Result<u64, Errno> {
+    u64::try_from(off).map_err(|_| libc::EINVAL)
+}
+
+fn system_time(t: TimeOrNow) -> SystemTime {
+    match t {
+        TimeOrNow::SpecificTime(t) => t,
+        TimeOrNow::Now => SystemTime::now(),
+    }
+}
+
+impl Filesystem for LiveFs {
+    fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), i32> {
+        // Never FUSE_WRITEBACK_CACHE: each write must reach the view (and
+        // become a pending write) before it returns.
+        let _ = config.set_max_write(MAX_WRITE_BYTES);
+        Ok(())
+    }
+
+    fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
+        let live = lock(&self.live);
+        match live.lookup(ino_of(parent), name) {
+            Ok((ino, md)) => reply.entry(&TTL, &attr(ino, &md), 0),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getattr(&mut self, _req: &Request<'_>, ino: u64, fh: Option<u64>, reply: ReplyAttr) {
+        let live = lock(&self.live);
+        match live.metadata(ino_of(ino), fh) {
+            Ok(md) => reply.attr(&TTL, &attr(ino_of(ino), &md)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<u64>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<u32>,
+        reply: ReplyAttr,
+    ) {
+        let mut times = fs::FileTimes::new();
+        if let Some(a) = atime {
+            times = times.set_accessed(system_time(a));
+        }
+        if let Some(m) = mtime {
+            times = times.set_modified(system_time(m));
+        }
+        let timed = atime.is_some() || mtime.is_some();
+        let i = ino_of(ino);
+        let mut live = lock(&self.live);
+        let done = live
+            .setattr(
+                i,
+                fh,
+                size,
+                mode,
+                (uid, gid),
+                (timed.then_some(times), false),
+            )
+            .and_then(|()| live.metadata(i, fh));
+        match done {
+            Ok(md) => reply.attr(&TTL, &attr(i, &md)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
+        match lock(&self.live).readlink(ino_of(ino)) {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &mut self,
+        req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        // Only regular files: the model holds no fifos, sockets or devices.
+        if mode & libc::S_IFMT != libc::S_IFREG {
+            reply.error(libc::EPERM);
+            return;
+        }
+        let meta = self.meta(req, InodeKind::File, mode & !umask, b"");
+        self.entry(reply, |live| {
+            let (ino, fh) = live.create(ino_of(parent), name, meta, libc::O_RDONLY)?;
+            live.release(fh);
+            Ok(ino)
+        });
+    }
+
+    fn mkdir(
+        &mut self,
+        req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let meta = self.meta(req, InodeKind::Dir, mode & !umask, b"");
+        self.entry(reply, |live| live.mkdir(ino_of(parent), name, meta));
+    }
+
+    fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
+        self.empty(reply, |live| live.remove(ino_of(parent), name, false));
+    }
+
+    fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
+        self.empty(reply, |live| live.remove(ino_of(parent), name, true));
+    }
+
+    fn symlink(
+        &mut self,
+        req: &Request<'_>,
+        parent: u64,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let meta = self.meta(
+            req,
+            InodeKind::Symlink,
+            0o777,
+            target.as_os_str().as_bytes(),
+        );
+        self.entry(reply, |live| live.symlink(ino_of(parent), link_name, meta));
+    }
+
+    fn rename(
+        &mut self,
+        _req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        newparent: u64,
+        newname: &OsStr,
+        flags: u32,
+        reply: ReplyEmpty,
+    ) {
+        self.empty(reply, |live| {
+            live.rename(ino_of(parent), name, ino_of(newparent), newname, flags)
+        });
+    }
+
+    fn link(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        newparent: u64,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        self.entry(reply, |live| {
+            live.link(ino_of(ino), ino_of(newparent), newname)?;
+            Ok(ino_of(ino))
+        });
+    }
+
+    fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
+        match lock(&self.live).open(ino_of(ino), flags) {
+            Ok(fh) => reply.opened(fh, 0),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        fh: u64,
+        off: i64,
+        size: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyData,
+    ) {
+        match offset(off).and_then(|o| lock(&self.live).read(fh, o, size)) {
+            Ok(d) => reply.data(&d),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        fh: u64,
+        off: i64,
+        data: &[u8],
+        _write_flags: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyWrite,
+    ) {
+        match offset(off).and_then(|o| lock(&self.live).write(fh, o, data)) {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _owner: u64, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn release(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        fh: u64,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        lock(&self.live).release(fh);
+        reply.ok();
+    }
+
+    fn fsync(&mut self, _req: &Request<'_>, ino: u64, fh: u64, datasync: bool, reply: ReplyEmpty) {
+        self.empty(reply, |live| live.fsync(ino_of(ino), Some(fh), datasync));
+    }
+
+    fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
+        match lock(&self.live).entries(ino_of(ino)) {
+            Ok(_) => reply.opened(0, 0),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        _fh: u64,
+        off: i64,
+        mut reply: ReplyDirectory,
+    ) {
+        let live = lock(&self.live);
+        let dir = ino_of(ino);
+        let entries = match live.entries(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                reply.error(e);
+                return;
+            }
+        };
+        let dots = [
+            (ino, FileType::Directory, OsStr::new(".")),
+            (
+                node_of(live.parent(dir)),
+                FileType::Directory,
+                OsStr::new(".."),
+            ),
+        ];
+        let all = dots.into_iter().chain(
+            entries
+                .iter()
+                .map(|(n, i, k)| (node_of(*i), file_type(*k), OsStr::from_bytes(&n.0))),
+        );
+        let skip = usize::try_from(off).unwrap_or(0);
+        for (i, (node, kind, name)) in all.enumerate().skip(skip) {
+            if reply.add(node, (i + 1) as i64, kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _d: bool, reply: ReplyEmpty) {
+        self.empty(reply, |live| live.fsync(ino_of(ino), None, false));
+    }
+
+    fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
+        let live = lock(&self.live);
+        match rustix::fs::statvfs(live.view_root()) {
+            Ok(s) => reply.statfs(
+                s.f_blocks,
+                s.f_bfree,
+                s.f_bavail,
+                s.f_files,
+                s.f_ffree,
+                s.f_bsize as u32,
+                s.f_namemax as u32,
+                s.f_frsize as u32,
+            ),
+            Err(e) => reply.error(e.raw_os_error()),
+        }
+    }
+
+    fn access(&mut self, _req: &Request<'_>, _ino: u64, _mask: i32, reply: ReplyEmpty) {
+        // The kernel checks permissions (default_permissions).
+        reply.ok();
+    }
+
+    fn create(
+        &mut self,
+        req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let meta = self.meta(req, InodeKind::File, mode & !umask, b"");
+        let mut live = lock(&self.live);
+        let made = live
+            .create(ino_of(parent), name, meta, flags)
+            .and_then(|(ino, fh)| Ok((ino, fh, live.metadata(ino, Some(fh))?)));
+        match made {
+            Ok((ino, fh, md)) => reply.created(&TTL, &attr(ino, &md), 0, fh, 0),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fallocate(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        fh: u64,
+        off: i64,
+        length: i64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        self.empty(reply, |live| {
+            live.fallocate(fh, offset(off)?, offset(length)?, mode)
+        });
+    }
+}

@@ -1,0 +1,311 @@
+//! A live mount's life: made over a backing directory (its view and
+//! orphans in a scratch directory of its own), crashed and remounted as a
+//! reboot would, unmounted with everything made durable, and nothing left
+//! behind on any of these paths.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blackout_block::daemon::Served;
+use fuser::MountOption;
+
+use crate::faults::{CrashReport, CrashSpec, PendingReport, Trigger};
+use crate::fs::{lock, LiveFs};
+use crate::state::Live;
+
+/// Who runs on the mount and is killed before a crash, so nothing it does
+/// reaches the state after it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Victims {
+    /// Nobody (the program is stopped by other means).
+    #[default]
+    Nobody,
+    /// A process group.
+    Group(i32),
+    /// A cgroup (v2), by its directory.
+    Cgroup(PathBuf),
+}
+
+/// How long the processes killed before a crash may take to die.
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// The processes in group `pgid` that have not exited (zombies are dead).
+fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // Fields after the command's closing parenthesis: state, ppid,
+            // pgrp.
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
+            let mut f = rest.split_whitespace();
+            let state = f.next();
+            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
+            state != Some("Z") && state != Some("X") && pgrp == Some(pgid)
+        })
+        .collect()
+}
+
+impl Victims {
+    /// Kills them all (SIGKILL) and waits until they are gone; returns how
+    /// many there were.
+    ///
+    /// # Errors
+    ///
+    /// A group or cgroup that outlives the wait, or a cgroup that cannot be
+    /// killed.
+    pub fn kill(&self) -> io::Result<usize> {
+        let deadline = Instant::now() + KILL_WAIT;
+        match self {
+            Victims::Nobody => Ok(0),
+            Victims::Group(pgid) => {
+                let first = group_members(*pgid).len();
+                loop {
+                    // SAFETY: kill(2) with a negative pid signals a group.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                    if group_members(*pgid).is_empty() {
+                        return Ok(first);
+                    }
+                    if Instant::now() > deadline {
+                        return Err(io::Error::other(format!(
+                            "process group {pgid} still runs {} s after SIGKILL",
+                            KILL_WAIT.as_secs()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            Victims::Cgroup(dir) => {
+                let procs = |d: &Path| {
+                    std::fs::read_to_string(d.join("cgroup.procs"))
+                        .map(|s| s.lines().filter(|l| !l.trim().is_empty()).count())
+                };
+                let first = procs(dir).map_err(|e| {
+                    io::Error::new(e.kind(), format!("{}: not a cgroup: {e}", dir.display()))
+                })?;
+                std::fs::write(dir.join("cgroup.kill"), "1").map_err(|e| {
+                    io::Error::new(e.kind(), format!("{}/cgroup.kill: {e}", dir.display()))
+                })?;
+                while procs(dir)? > 0 {
+                    if Instant::now() > deadline {
+                        return Err(io::Error::other(format!(
+                            "cgroup {} still has processes {} s after cgroup.kill",
+                            dir.display(),
+                            KILL_WAIT.as_secs()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(first)
+            }
+        }
+    }
+}
+
+/// A live file system mounted over a backing directory.
+#[derive(Debug)]
+pub struct LiveMount {
+    live: Arc<Mutex<Live>>,
+    served: Option<Served>,
+    mountpoint: PathBuf,
+    scratch: PathBuf,
+}
+
+impl LiveMount {
+    /// Mounts the live file system of `backing` at `mountpoint` (an
+    /// existing directory), its view and orphans in a new scratch directory
+    /// under `scratch_parent`.
+    ///
+    /// # Errors
+    ///
+    /// A backing directory the live file system cannot hold (named by
+    /// path), the scratch, or the mount (no `/dev/fuse`, no right to
+    /// mount).
+    pub fn mount(
+        mountpoint: &Path,
+        backing: &Path,
+        scratch_parent: &Path,
+    ) -> io::Result<LiveMount> {
+        let scratch = make_scratch(scratch_parent)?;
+        let made = (|| {
+            let orphans = scratch.join("orphans");
+            std::fs::create_dir(&orphans)?;
+            let live = Live::new(backing, &scratch.join("view"), &orphans)?;
+            Ok::<_, io::Error>(Arc::new(Mutex::new(live)))
+        })();
+        let live = match made {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = blackout_sys::scratch::remove_tree(&scratch);
+                return Err(e);
+            }
+        };
+        let mut m = LiveMount {
+            live,
+            served: None,
+            mountpoint: mountpoint.to_path_buf(),
+            scratch,
+        };
+        m.serve()?;
+        Ok(m)
+    }
+
+    fn serve(&mut self) -> io::Result<()> {
+        let mut options = vec![
+            MountOption::FSName("blackout-live".into()),
+            MountOption::RW,
+            MountOption::DefaultPermissions,
+            MountOption::NoDev,
+            MountOption::NoSuid,
+        ];
+        if rustix::process::geteuid().is_root() {
+            // A server under test may run as its own user.
+            options.push(MountOption::AllowOther);
+        }
+        let mut served = Served::start(
+            LiveFs::new(self.live.clone()),
+            &self.mountpoint,
+            &options,
+            false,
+        )?;
+        // Only killed processes can hold the mount when it is taken down
+        // for a crash: a busy mount is detached at once.
+        served.set_patience(Duration::from_millis(500));
+        self.served = Some(served);
+        Ok(())
+    }
+
+    /// Where it is mounted.
+    pub fn mountpoint(&self) -> &Path {
+        &self.mountpoint
+    }
+
+    /// What is pending now.
+    pub fn pending(&self) -> PendingReport {
+        lock(&self.live).pending_report()
+    }
+
+    /// Makes everything pending durable (what `sync(2)` does; a FUSE file
+    /// system is not told of it). Returns how many ops.
+    ///
+    /// # Errors
+    ///
+    /// Changing the backing directory.
+    pub fn sync(&self) -> io::Result<usize> {
+        let mut live = lock(&self.live);
+        live.sync_all()
+            .map_err(|_| io::Error::other(live.failure().unwrap_or("sync failed").to_string()))
+    }
+
+    /// Arms a crash at the next op `trigger` matches; the receiver hears
+    /// when it went off (the power is off from then: every request fails
+    /// with `EIO`), and [`LiveMount::crash`] finishes it.
+    pub fn arm(&self, trigger: Trigger) -> mpsc::Receiver<()> {
+        let (tx, rx) = mpsc::channel();
+        lock(&self.live).arm(trigger, tx);
+        rx
+    }
+
+    /// Takes an armed trigger away.
+    pub fn disarm(&self) {
+        lock(&self.live).disarm();
+    }
+
+    /// The crash: the power goes off (every request fails with `EIO`), the
+    /// victims are killed, what `spec` keeps of the pending ops reaches the
+    /// backing directory, and the mount comes back showing it, as after a
+    /// reboot.
+    ///
+    /// # Errors
+    ///
+    /// Killing the victims, changing the backing directory, or mounting
+    /// again.
+    pub fn crash(&mut self, spec: &CrashSpec, victims: &Victims) -> io::Result<CrashReport> {
+        lock(&self.live).freeze();
+        let killed = victims.kill()?;
+        let mut report = lock(&self.live).crash(spec)?;
+        report.killed = killed;
+        if let Some(mut s) = self.served.take() {
+            let _ = s.stop();
+        }
+        lock(&self.live).reset()?;
+        self.serve()?;
+        Ok(report)
+    }
+
+    /// Unmounts: everything pending is made durable first (a clean
+    /// shutdown syncs) when `flush`, and the scratch is removed.
+    ///
+    /// # Errors
+    ///
+    /// The sync, the unmount, or removing the scratch (each tried all the
+    /// same).
+    pub fn unmount(mut self, flush: bool) -> io::Result<()> {
+        self.take_down(flush)
+    }
+
+    fn take_down(&mut self, flush: bool) -> io::Result<()> {
+        let synced = if flush {
+            self.sync().map(|_| ())
+        } else {
+            Ok(())
+        };
+        let stopped = match self.served.take() {
+            Some(mut s) => s.stop(),
+            None => Ok(()),
+        };
+        let removed = if self.scratch.as_os_str().is_empty() {
+            Ok(())
+        } else {
+            let r = blackout_sys::scratch::remove_tree(&self.scratch);
+            self.scratch = PathBuf::new();
+            r
+        };
+        synced.and(stopped).and(removed)
+    }
+}
+
+impl Drop for LiveMount {
+    fn drop(&mut self) {
+        let _ = self.take_down(false);
+    }
+}
+
+/// A new scratch directory `blackout-live-*` under `parent`, marked as
+/// this process's.
+fn make_scratch(parent: &Path) -> io::Result<PathBuf> {
+    for _ in 0..100 {
+        let n: u64 = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos().into())
+            ^ u64::from(std::process::id()) << 32;
+        let dir = parent.join(format!("blackout-live-{n:x}"));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => {
+                if let Err(e) = blackout_sys::scratch::mark_owned(&dir) {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(e);
+                }
+                return Ok(dir);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("scratch under {}: {e}", parent.display()),
+                ))
+            }
+        }
+    }
+    Err(io::Error::other("no free scratch name"))
+}

@@ -1,0 +1,535 @@
+//! What the live file system was asked to do and has not made durable:
+//! the pending ops, in blackout's terms ([`OpKind`] over the mount's
+//! inodes), which sync covers each (the forcing rules of
+//! [`blackout_oplog::ops::synced_by`], applied as the syncs arrive), and
+//! which of them a crash keeps.
+
+use std::collections::{BTreeMap, HashMap};
+
+use blackout_oplog::ops::{Ino, OpKind, Part};
+use blackout_oplog::store::Halves;
+use serde::Serialize;
+
+/// One pending op: what it does and how a person names it.
+#[derive(Debug, Clone)]
+pub struct PendingOp {
+    /// What it does, over the mount's inodes (a write's data is
+    /// [`PendingOp::data`]; its `DataRef` is unused).
+    pub kind: OpKind,
+    /// The request that made it, as the call's name (`write`, `rename`).
+    pub call: &'static str,
+    /// The path it acted on, relative to the mount, as it was then.
+    pub path: String,
+    /// A rename's destination path, relative to the mount.
+    pub to: Option<String>,
+    /// The path whose sync makes it (a rename's destination half) durable:
+    /// the file for a data op, the directory for an entry op.
+    pub sync_path: String,
+    /// The directory whose sync makes a rename's removal durable.
+    pub source_sync_path: String,
+    /// A write's bytes.
+    pub data: Box<[u8]>,
+    /// The halves still pending (both for every op but a rename half-made
+    /// durable).
+    pub left: Halves,
+}
+
+/// A pending op as it is reported: in blackout's terms, with the sync
+/// that would make it durable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct OpView {
+    /// The op's number since the mount (or the last crash).
+    pub seq: u64,
+    /// The call (`write`, `truncate`, `create`, `mkdir`, `rename`, ...).
+    pub call: String,
+    /// The path, relative to the mount.
+    pub path: String,
+    /// A rename's destination.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// A write's or fallocate's offset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+    /// A write's or fallocate's length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<u64>,
+    /// A truncate's new size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Which part: the whole op, or one half of a rename.
+    pub part: Part,
+    /// The sync that would make it durable, as a call (`fsync(db.wal)`).
+    pub durable_by: String,
+}
+
+impl OpView {
+    /// The op in one line: `write db.wal [0, 4096)`, `rename a -> b`.
+    pub fn describe(&self) -> String {
+        let mut s = format!("{} {}", self.call, self.path);
+        if let Some(to) = &self.to {
+            s.push_str(&format!(" -> {to}"));
+        }
+        if let (Some(off), Some(len)) = (self.offset, self.length) {
+            s.push_str(&format!(" [{off}, {})", off + len));
+        }
+        if let Some(size) = self.size {
+            s.push_str(&format!(" to {size} bytes"));
+        }
+        match self.part {
+            Part::Whole => {}
+            Part::Source => s.push_str(" (its removal of the old name)"),
+            Part::Dest => s.push_str(" (its new name)"),
+        }
+        s
+    }
+}
+
+/// The pending ops, in the order they were made.
+#[derive(Debug, Default)]
+pub struct Pending {
+    ops: BTreeMap<u64, PendingOp>,
+    /// Pending halves by the inode whose sync covers them: (op, is the
+    /// rename's source half), as `synced_by` keeps them.
+    by_sync: HashMap<Ino, Vec<(u64, bool)>>,
+    /// How many pending ops name each inode (in any field).
+    refs: HashMap<Ino, u32>,
+    next: u64,
+}
+
+/// A pending op taken for the durable tree: what to apply of it.
+#[derive(Debug)]
+pub struct Taken {
+    /// Its number.
+    pub seq: u64,
+    /// What it does.
+    pub kind: OpKind,
+    /// A write's bytes (possibly a torn prefix).
+    pub data: Box<[u8]>,
+    /// Which halves to apply.
+    pub halves: Halves,
+    /// A write torn by a crash: only the file's new size reaches the disk.
+    pub size_only: bool,
+}
+
+/// The inodes an op names, in any field.
+fn named(kind: &OpKind) -> Vec<Ino> {
+    match kind {
+        OpKind::Write { ino, .. }
+        | OpKind::Truncate { ino, .. }
+        | OpKind::Fallocate { ino, .. } => vec![*ino],
+        OpKind::Link { dir, ino, .. } | OpKind::Unlink { dir, ino, .. } => vec![*dir, *ino],
+        OpKind::Rename {
+            from_dir,
+            to_dir,
+            ino,
+            replaced,
+            ..
+        } => {
+            let mut v = vec![*from_dir, *to_dir, *ino];
+            v.extend(replaced);
+            v
+        }
+        _ => Vec::new(),
+    }
+}
+
+impl Pending {
+    /// Adds an op (a data or entry op) and returns its number.
+    pub fn push(&mut self, op: PendingOp) -> u64 {
+        let seq = self.next;
+        self.next += 1;
+        match &op.kind {
+            OpKind::Rename {
+                from_dir, to_dir, ..
+            } => {
+                self.by_sync.entry(*to_dir).or_default().push((seq, false));
+                self.by_sync.entry(*from_dir).or_default().push((seq, true));
+            }
+            OpKind::Write { ino: at, .. }
+            | OpKind::Truncate { ino: at, .. }
+            | OpKind::Fallocate { ino: at, .. }
+            | OpKind::Link { dir: at, .. }
+            | OpKind::Unlink { dir: at, .. } => {
+                self.by_sync.entry(*at).or_default().push((seq, false));
+            }
+            _ => return seq,
+        }
+        for ino in named(&op.kind) {
+            *self.refs.entry(ino).or_default() += 1;
+        }
+        self.ops.insert(seq, op);
+        seq
+    }
+
+    /// How many ops are pending.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether nothing is pending.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Whether a pending op names `ino` (its data, an entry for it, or an
+    /// entry in it).
+    pub fn names(&self, ino: Ino) -> bool {
+        self.refs.get(&ino).is_some_and(|&n| n > 0)
+    }
+
+    /// Takes what a sync of `ino` covers (its data ops; for a directory,
+    /// its entry ops and its halves of renames), in order.
+    pub fn take_synced(&mut self, ino: Ino) -> Vec<Taken> {
+        let list = self.by_sync.remove(&ino).unwrap_or_default();
+        list.into_iter()
+            .filter_map(|(seq, source)| self.take_half(seq, source))
+            .collect()
+    }
+
+    /// Takes every pending op, in order (a `sync`).
+    pub fn take_all(&mut self) -> Vec<Taken> {
+        let seqs: Vec<u64> = self.ops.keys().copied().collect();
+        self.by_sync.clear();
+        let mut out = Vec::with_capacity(seqs.len());
+        for seq in seqs {
+            let op = self.ops.remove(&seq).expect("listed");
+            self.unref(&op.kind);
+            out.push(Taken {
+                seq,
+                kind: op.kind,
+                data: op.data,
+                halves: op.left,
+                size_only: false,
+            });
+        }
+        self.refs.clear();
+        out
+    }
+
+    /// Drops every pending op (what a crash does with what it lost), and
+    /// the numbering starts again.
+    pub fn clear(&mut self) {
+        *self = Pending::default();
+    }
+
+    /// One unit, taken for a crash that keeps it (the whole op's pending
+    /// halves, or one of them). Only a crash takes units: what it does not
+    /// take is dropped with [`Pending::clear`] after.
+    pub fn take_unit(&mut self, seq: u64, part: Part) -> Option<Taken> {
+        match part {
+            Part::Whole => {
+                let op = self.ops.remove(&seq)?;
+                self.unref(&op.kind);
+                Some(Taken {
+                    seq,
+                    kind: op.kind,
+                    data: op.data,
+                    halves: op.left,
+                    size_only: false,
+                })
+            }
+            Part::Source => self.take_half(seq, true),
+            Part::Dest => self.take_half(seq, false),
+        }
+    }
+
+    /// One half (or the whole) of op `seq`, taken.
+    fn take_half(&mut self, seq: u64, source: bool) -> Option<Taken> {
+        let op = self.ops.get_mut(&seq)?;
+        let rename = matches!(op.kind, OpKind::Rename { .. });
+        let halves = if !rename {
+            Halves::BOTH
+        } else if source {
+            op.left.source = false;
+            Halves {
+                source: true,
+                dest: false,
+            }
+        } else {
+            op.left.dest = false;
+            Halves {
+                source: false,
+                dest: true,
+            }
+        };
+        if rename && (op.left.source || op.left.dest) {
+            return Some(Taken {
+                seq,
+                kind: op.kind.clone(),
+                data: Box::default(),
+                halves,
+                size_only: false,
+            });
+        }
+        let op = self.ops.remove(&seq)?;
+        self.unref(&op.kind);
+        Some(Taken {
+            seq,
+            kind: op.kind,
+            data: op.data,
+            halves,
+            size_only: false,
+        })
+    }
+
+    fn unref(&mut self, kind: &OpKind) {
+        for ino in named(kind) {
+            if let Some(n) = self.refs.get_mut(&ino) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.refs.remove(&ino);
+                }
+            }
+        }
+    }
+
+    /// The pending units (ops, and each pending half of a rename between
+    /// two directories), in order.
+    pub fn units(&self) -> Vec<(u64, Part)> {
+        let mut out = Vec::new();
+        for (&seq, op) in &self.ops {
+            match op.kind {
+                OpKind::Rename {
+                    from_dir, to_dir, ..
+                } if from_dir != to_dir || !(op.left.source && op.left.dest) => {
+                    if op.left.source {
+                        out.push((seq, Part::Source));
+                    }
+                    if op.left.dest {
+                        out.push((seq, Part::Dest));
+                    }
+                }
+                _ => out.push((seq, Part::Whole)),
+            }
+        }
+        out
+    }
+
+    /// A pending op.
+    pub fn get(&self, seq: u64) -> Option<&PendingOp> {
+        self.ops.get(&seq)
+    }
+
+    /// Every pending op, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &PendingOp)> {
+        self.ops.iter().map(|(&s, op)| (s, op))
+    }
+
+    /// A unit as it is reported.
+    pub fn view(&self, seq: u64, part: Part) -> Option<OpView> {
+        let op = self.ops.get(&seq)?;
+        let (offset, length, size) = match op.kind {
+            OpKind::Write { off, .. } => (Some(off), Some(op.data.len() as u64), None),
+            OpKind::Fallocate { off, len, .. } => (Some(off), Some(len), None),
+            OpKind::Truncate { size, .. } => (None, None, Some(size)),
+            _ => (None, None, None),
+        };
+        let durable_by = match (&op.kind, part) {
+            (OpKind::Rename { .. }, Part::Source) => format!("fsync({})", op.source_sync_path),
+            (OpKind::Rename { .. }, Part::Whole) if op.sync_path != op.source_sync_path => {
+                format!("fsync({}) and fsync({})", op.sync_path, op.source_sync_path)
+            }
+            (k, _) if k.data_inode().is_some() => {
+                format!("fsync({}) or fdatasync({})", op.sync_path, op.sync_path)
+            }
+            _ => format!("fsync({})", op.sync_path),
+        };
+        Some(OpView {
+            seq,
+            call: op.call.to_string(),
+            path: op.path.clone(),
+            to: op.to.clone(),
+            offset,
+            length,
+            size,
+            part,
+            durable_by,
+        })
+    }
+}
+
+/// Which pending units a crash keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Keep {
+    /// None: everything never synced is lost (a cache cleared).
+    None,
+    /// Each unit kept or lost, as the seed picks: any subset the posix
+    /// model allows.
+    Random,
+    /// The units up to a point the seed picks, in order (a disk that
+    /// writes in order).
+    Prefix,
+}
+
+/// A small seeded generator (splitmix64): the same seed picks the same
+/// crash.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x6a09_e667_f3bc_c909)
+    }
+
+    /// The next number.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+}
+
+/// The units a crash keeps, out of `units` (in order): `None` keeps none,
+/// `Random` each with even odds, `Prefix` the first k (k from 0 to all).
+///
+/// ```
+/// use blackout_live::pending::{kept, Keep};
+/// use blackout_oplog::ops::Part;
+/// let units = [(0, Part::Whole), (1, Part::Whole), (2, Part::Whole)];
+/// assert!(kept(&units, Keep::None, 7).is_empty());
+/// let p = kept(&units, Keep::Prefix, 7);
+/// assert_eq!(p[..], units[..p.len()]);
+/// assert_eq!(kept(&units, Keep::Random, 7), kept(&units, Keep::Random, 7));
+/// ```
+pub fn kept(units: &[(u64, Part)], keep: Keep, seed: u64) -> Vec<(u64, Part)> {
+    let mut rng = Rng::new(seed);
+    match keep {
+        Keep::None => Vec::new(),
+        Keep::Random => units
+            .iter()
+            .copied()
+            .filter(|_| rng.next_u64() & 1 == 1)
+            .collect(),
+        Keep::Prefix => {
+            let k = rng.below(units.len() as u64 + 1) as usize;
+            units[..k].to_vec()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blackout_oplog::ops::Name;
+
+    fn op(kind: OpKind) -> PendingOp {
+        PendingOp {
+            kind,
+            call: "x",
+            path: "p".into(),
+            to: None,
+            sync_path: "p".into(),
+            source_sync_path: "p".into(),
+            data: Box::default(),
+            left: Halves::BOTH,
+        }
+    }
+
+    fn write(ino: Ino) -> PendingOp {
+        let mut o = op(OpKind::Write {
+            ino,
+            off: 0,
+            data: Default::default(),
+        });
+        o.data = b"abc".to_vec().into_boxed_slice();
+        o
+    }
+
+    fn rename(from_dir: Ino, to_dir: Ino, ino: Ino) -> PendingOp {
+        op(OpKind::Rename {
+            from_dir,
+            from_name: Name::from("a"),
+            to_dir,
+            to_name: Name::from("b"),
+            ino,
+            replaced: None,
+            exchange: false,
+        })
+    }
+
+    #[test]
+    fn a_file_sync_takes_its_data_ops_and_nothing_else() {
+        let mut p = Pending::default();
+        p.push(write(1));
+        p.push(write(2));
+        p.push(op(OpKind::Link {
+            dir: 0,
+            name: Name::from("f"),
+            ino: 1,
+            new: true,
+        }));
+        p.push(write(1));
+        let taken = p.take_synced(1);
+        assert_eq!(taken.iter().map(|t| t.seq).collect::<Vec<_>>(), [0, 3]);
+        assert_eq!(&*taken[0].data, b"abc");
+        assert_eq!(p.len(), 2);
+        // The entry still names inode 1.
+        assert!(p.names(1));
+        assert_eq!(p.take_synced(0).len(), 1);
+        assert!(!p.names(1));
+    }
+
+    #[test]
+    fn a_rename_between_directories_is_durable_by_halves() {
+        let mut p = Pending::default();
+        p.push(rename(1, 2, 3));
+        assert_eq!(p.units(), [(0, Part::Source), (0, Part::Dest)]);
+        let t = p.take_synced(2);
+        assert!(t[0].halves.dest && !t[0].halves.source);
+        assert_eq!(p.units(), [(0, Part::Source)]);
+        assert_eq!(p.view(0, Part::Source).unwrap().durable_by, "fsync(p)");
+        let t = p.take_synced(1);
+        assert!(t[0].halves.source && !t[0].halves.dest);
+        assert!(p.is_empty());
+        assert!(!p.names(3));
+    }
+
+    #[test]
+    fn a_rename_inside_one_directory_is_one_unit() {
+        let mut p = Pending::default();
+        p.push(rename(1, 1, 3));
+        assert_eq!(p.units(), [(0, Part::Whole)]);
+        let t = p.take_synced(1);
+        assert_eq!(t.len(), 2, "both halves, one after the other");
+        assert!(p.is_empty());
+    }
+
+    #[test]
+    fn sync_takes_everything_in_order() {
+        let mut p = Pending::default();
+        p.push(write(1));
+        p.push(rename(1, 2, 3));
+        p.take_synced(2);
+        let t = p.take_all();
+        assert_eq!(t.len(), 2);
+        assert!(t[1].halves.source && !t[1].halves.dest);
+        assert!(p.is_empty() && !p.names(1));
+    }
+
+    #[test]
+    fn a_random_keep_differs_by_seed_and_keeps_some() {
+        let units: Vec<(u64, Part)> = (0..64).map(|i| (i, Part::Whole)).collect();
+        let a = kept(&units, Keep::Random, 1);
+        let b = kept(&units, Keep::Random, 2);
+        assert_ne!(a, b);
+        assert!(!a.is_empty() && a.len() < 64);
+    }
+
+    #[test]
+    fn a_write_is_described_with_its_range() {
+        let mut p = Pending::default();
+        p.push(write(1));
+        let v = p.view(0, Part::Whole).unwrap();
+        assert_eq!(v.describe(), "x p [0, 3)");
+        assert_eq!(v.durable_by, "fsync(p) or fdatasync(p)");
+    }
+}

@@ -1,0 +1,316 @@
+//! Real trees on disk: a backing directory read into inodes (hard links
+//! found), copied (the view a mount starts from, a move between file
+//! systems), never following a symlink.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use blackout_oplog::ops::{Ino, InodeKind, Name, ROOT_INO};
+
+/// What an inode is made with: its kind, mode bits, owner, and a symlink's
+/// target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Meta {
+    /// File, directory or symlink.
+    pub kind: InodeKind,
+    /// Permission bits (`0o7777`).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// A symlink's target (empty otherwise).
+    pub target: Vec<u8>,
+}
+
+/// One inode of a scanned tree.
+#[derive(Debug, Clone)]
+pub struct Scanned {
+    /// How it is made.
+    pub meta: Meta,
+    /// The entries naming it (none for the root).
+    pub names: Vec<(Ino, Name)>,
+    /// A directory's entries.
+    pub entries: BTreeMap<Name, Ino>,
+}
+
+fn kind_of(path: &Path, md: &fs::Metadata) -> io::Result<InodeKind> {
+    let t = md.file_type();
+    if t.is_file() {
+        Ok(InodeKind::File)
+    } else if t.is_dir() {
+        Ok(InodeKind::Dir)
+    } else if t.is_symlink() {
+        Ok(InodeKind::Symlink)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!(
+                "{}: not a file, directory or symlink (the live file system holds only those)",
+                path.display()
+            ),
+        ))
+    }
+}
+
+/// The metadata of the inode at `path` (not followed).
+///
+/// # Errors
+///
+/// `lstat`, `readlink`, or a kind the live file system does not hold.
+pub fn meta_of(path: &Path) -> io::Result<Meta> {
+    let md = fs::symlink_metadata(path)?;
+    let kind = kind_of(path, &md)?;
+    let target = if kind == InodeKind::Symlink {
+        fs::read_link(path)?.as_os_str().as_bytes().to_vec()
+    } else {
+        Vec::new()
+    };
+    Ok(Meta {
+        kind,
+        mode: md.mode() & 0o7777,
+        uid: md.uid(),
+        gid: md.gid(),
+        target,
+    })
+}
+
+/// Reads the tree at `root` into inodes (the root is inode 0, the rest
+/// numbered as met; hard links are one inode), and copies it to `copy`
+/// (which must not exist) when given.
+///
+/// # Errors
+///
+/// Reading or copying, or an inode that is not a file, a directory or a
+/// symlink (named by its path).
+pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
+    let root_meta = meta_of(root)?;
+    if root_meta.kind != InodeKind::Dir {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a directory", root.display()),
+        ));
+    }
+    let mut nodes = vec![Scanned {
+        meta: root_meta,
+        names: Vec::new(),
+        entries: BTreeMap::new(),
+    }];
+    if let Some(c) = copy {
+        fs::create_dir(c)?;
+    }
+    let mut seen: HashMap<(u64, u64), Ino> = HashMap::new();
+    let mut dirs = vec![(ROOT_INO, root.to_path_buf(), copy.map(Path::to_path_buf))];
+    while let Some((dir, path, to)) = dirs.pop() {
+        let mut names: Vec<_> = fs::read_dir(&path)?
+            .map(|e| e.map(|e| e.file_name()))
+            .collect::<io::Result<_>>()?;
+        names.sort();
+        for name in names {
+            let p = path.join(&name);
+            let md = fs::symlink_metadata(&p)?;
+            let key = (md.dev(), md.ino());
+            let n = Name(name.as_bytes().to_vec());
+            let dest = to.as_ref().map(|t| t.join(&name));
+            if let Some(&ino) = seen.get(&key) {
+                // A hard link: one inode, another name.
+                if let Some(d) = &dest {
+                    let first = &nodes[ino as usize].names[0];
+                    let first_path = copy_path(&nodes, copy, first.0, &first.1);
+                    fs::hard_link(first_path, d)?;
+                }
+                nodes[ino as usize].names.push((dir, n.clone()));
+                nodes[dir as usize].entries.insert(n, ino);
+                continue;
+            }
+            let meta = meta_of(&p)?;
+            let ino = Ino::try_from(nodes.len())
+                .map_err(|_| io::Error::other("more than 2^32 inodes"))?;
+            if meta.kind != InodeKind::Dir && md.nlink() > 1 {
+                seen.insert(key, ino);
+            }
+            if let Some(d) = &dest {
+                make(d, &meta, Some(&p))?;
+            }
+            let kind = meta.kind;
+            nodes.push(Scanned {
+                meta,
+                names: vec![(dir, n.clone())],
+                entries: BTreeMap::new(),
+            });
+            nodes[dir as usize].entries.insert(n, ino);
+            if kind == InodeKind::Dir {
+                dirs.push((ino, p, dest));
+            }
+        }
+        if let Some(t) = &to {
+            finish(t, &nodes[dir as usize].meta)?;
+        }
+    }
+    Ok(nodes)
+}
+
+/// Where inode `dir`'s entry `name` was copied to.
+fn copy_path(nodes: &[Scanned], copy: Option<&Path>, dir: Ino, name: &Name) -> PathBuf {
+    let mut parts = vec![name.0.clone()];
+    let mut at = dir;
+    while at != ROOT_INO {
+        let (up, n) = &nodes[at as usize].names[0];
+        parts.push(n.0.clone());
+        at = *up;
+    }
+    let mut p = copy.map(Path::to_path_buf).unwrap_or_default();
+    for part in parts.iter().rev() {
+        p.push(OsStr::from_bytes(part));
+    }
+    p
+}
+
+/// Makes an inode at `path` as `meta` says: a file (with `from`'s bytes
+/// when given), a directory (its mode set by [`finish`] once filled), or a
+/// symlink.
+///
+/// # Errors
+///
+/// The calls that make it.
+pub fn make(path: &Path, meta: &Meta, from: Option<&Path>) -> io::Result<()> {
+    match meta.kind {
+        InodeKind::File => {
+            match from {
+                Some(f) => {
+                    fs::copy(f, path)?;
+                }
+                None => {
+                    fs::File::create_new(path)?;
+                }
+            }
+            finish(path, meta)
+        }
+        InodeKind::Dir => fs::create_dir(path),
+        InodeKind::Symlink => {
+            std::os::unix::fs::symlink(OsStr::from_bytes(&meta.target), path)?;
+            chown(path, meta);
+            Ok(())
+        }
+    }
+}
+
+/// Sets a made inode's mode and (as root) owner.
+///
+/// # Errors
+///
+/// chmod.
+pub fn finish(path: &Path, meta: &Meta) -> io::Result<()> {
+    chown(path, meta);
+    if meta.kind != InodeKind::Symlink {
+        fs::set_permissions(path, fs::Permissions::from_mode(meta.mode))?;
+    }
+    Ok(())
+}
+
+/// Sets the owner when this process may (as root); never follows a
+/// symlink.
+fn chown(path: &Path, meta: &Meta) {
+    if rustix::process::geteuid().is_root() {
+        let _ = std::os::unix::fs::lchown(path, Some(meta.uid), Some(meta.gid));
+    }
+}
+
+/// Copies the tree at `from` to `to` (which must not exist), hard links
+/// inside it kept.
+///
+/// # Errors
+///
+/// Reading or writing.
+pub fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
+    let meta = meta_of(from)?;
+    if meta.kind == InodeKind::Dir {
+        scan(from, Some(to)).map(|_| ())
+    } else {
+        make(to, &meta, Some(from))
+    }
+}
+
+/// Moves the tree at `from` to `to` (which must not exist): a rename on
+/// one file system, else a copy and a removal.
+///
+/// # Errors
+///
+/// The rename, the copy or the removal.
+pub fn move_tree(from: &Path, to: &Path, same_fs: bool) -> io::Result<()> {
+    if same_fs {
+        return fs::rename(from, to);
+    }
+    copy_tree(from, to)?;
+    remove(from)
+}
+
+/// Removes the inode at `path` (a directory with everything in it).
+///
+/// # Errors
+///
+/// The removal.
+pub fn remove(path: &Path) -> io::Result<()> {
+    let md = fs::symlink_metadata(path)?;
+    if md.is_dir() {
+        blackout_sys::scratch::remove_tree(path)
+    } else {
+        fs::remove_file(path)
+    }
+}
+
+/// Whether two paths are on one file system (a rename between them works).
+pub fn same_fs(a: &Path, b: &Path) -> bool {
+    match (fs::metadata(a), fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev(),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_finds_hard_links_and_a_copy_keeps_them() {
+        let t = tempfile::tempdir().unwrap();
+        let src = t.path().join("src");
+        fs::create_dir_all(src.join("d")).unwrap();
+        fs::write(src.join("d/a"), b"hello").unwrap();
+        fs::hard_link(src.join("d/a"), src.join("b")).unwrap();
+        std::os::unix::fs::symlink("d/a", src.join("l")).unwrap();
+        let nodes = scan(&src, Some(&t.path().join("copy"))).unwrap();
+        assert_eq!(nodes.len(), 4, "root, d, a (two names), l");
+        let a = nodes.iter().find(|n| n.names.len() == 2).unwrap();
+        assert_eq!(a.meta.kind, InodeKind::File);
+        let c = t.path().join("copy");
+        assert_eq!(fs::read(c.join("d/a")).unwrap(), b"hello");
+        let (x, y) = (
+            fs::metadata(c.join("d/a")).unwrap(),
+            fs::metadata(c.join("b")).unwrap(),
+        );
+        assert_eq!(x.ino(), y.ino());
+        assert_eq!(fs::read_link(c.join("l")).unwrap(), Path::new("d/a"));
+    }
+
+    #[test]
+    fn a_fifo_is_refused_by_name() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("pipe");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let e = scan(t.path(), None).unwrap_err();
+        assert!(e.to_string().contains("pipe: not a file"), "{e}");
+    }
+}
