@@ -12,6 +12,7 @@ mod distributed;
 mod engines;
 mod explain;
 mod exporters;
+mod live;
 mod materialize;
 mod reports;
 mod representatives;

@@ -1,0 +1,458 @@
+//! `blackout fs`: the live file system, one test per fault, through the
+//! commands a user types, with real programs writing on the mount.
+
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::Scratch;
+
+/// A live mount of `b` at `m`, in a test's scratch; unmounted at the end
+/// (and on a failed assertion).
+struct Live {
+    s: Scratch,
+    m: PathBuf,
+    b: PathBuf,
+}
+
+impl Live {
+    /// Mounts in the background a backing directory holding `files`.
+    fn mount(files: &[(&str, &[u8])]) -> Live {
+        let s = Scratch::new();
+        let (m, b) = (s.path("m"), s.path("b"));
+        fs::create_dir(&m).unwrap();
+        fs::create_dir(&b).unwrap();
+        for (name, bytes) in files {
+            fs::write(b.join(name), bytes).unwrap();
+        }
+        let out = s
+            .blackout()
+            .args(["fs", "mount"])
+            .arg(&m)
+            .arg("--backing")
+            .arg(&b)
+            .arg("--background")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(mounted(&m), "not mounted after --background returned");
+        Live { s, m, b }
+    }
+
+    /// Runs a Python program with the mount as its working directory.
+    fn python(&self, program: &str) {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(program)
+            .current_dir(&self.m)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// `blackout fs SUB MOUNT ARGS... --json`, its JSON.
+    fn json(&self, sub: &str, args: &[&str]) -> Value {
+        let out = self
+            .s
+            .blackout()
+            .args(["fs", sub])
+            .arg(&self.m)
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn crash(&self, args: &[&str]) -> Value {
+        self.json("crash", args)
+    }
+
+    fn backing(&self, name: &str) -> Option<Vec<u8>> {
+        fs::read(self.b.join(name)).ok()
+    }
+
+    /// Unmounts and asserts nothing is left: no mount, no scratch.
+    fn unmount(self) {
+        let out = self
+            .s
+            .blackout()
+            .args(["fs", "unmount"])
+            .arg(&self.m)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!mounted(&self.m));
+        self.s.assert_clean();
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if mounted(&self.m) {
+            let _ = self
+                .s
+                .blackout()
+                .args(["fs", "unmount"])
+                .arg(&self.m)
+                .output();
+            let c = std::ffi::CString::new(self.m.to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path.
+            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        }
+    }
+}
+
+/// Whether a file system is mounted at `m`.
+fn mounted(m: &Path) -> bool {
+    let m = fs::canonicalize(m).unwrap_or_else(|_| m.to_path_buf());
+    fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(m.to_str().unwrap()))
+}
+
+/// The descriptions of a crash report's list (`dropped`, `kept`, `torn`).
+fn calls(report: &Value, list: &str) -> Vec<String> {
+    report[list]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            let v = if list == "torn" { &v["op"] } else { v };
+            let to = v["to"]
+                .as_str()
+                .map(|t| format!(" -> {t}"))
+                .unwrap_or_default();
+            format!(
+                "{} {}{to}",
+                v["call"].as_str().unwrap(),
+                v["path"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_crash_loses_unsynced_data_and_keeps_fsynced_data() {
+    let live = Live::mount(&[("a.txt", b"old a\n"), ("b.txt", b"old b\n")]);
+    live.python(
+        "import os\n\
+         open('a.txt', 'w').write('new a\\n')\n\
+         fd = os.open('b.txt', os.O_WRONLY | os.O_TRUNC)\n\
+         os.write(fd, b'new b\\n'); os.fsync(fd); os.close(fd)\n",
+    );
+    // The view shows both at once, as a page cache does.
+    assert_eq!(fs::read(live.m.join("a.txt")).unwrap(), b"new a\n");
+    let r = live.crash(&[]);
+    assert_eq!(calls(&r, "dropped"), ["truncate a.txt", "write a.txt"]);
+    assert_eq!(
+        r["dropped"][1]["durable_by"],
+        "fsync(a.txt) or fdatasync(a.txt)"
+    );
+    assert_eq!(live.backing("a.txt").unwrap(), b"old a\n");
+    assert_eq!(live.backing("b.txt").unwrap(), b"new b\n");
+    // After the crash the mount shows the durable state, as a reboot would.
+    assert_eq!(fs::read(live.m.join("a.txt")).unwrap(), b"old a\n");
+    live.unmount();
+}
+
+#[test]
+fn a_rename_never_dir_synced_comes_back_as_the_old_name() {
+    let live = Live::mount(&[("doc.txt", b"version 1\n")]);
+    let save = "import os\n\
+         fd = os.open('doc.tmp', os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)\n\
+         os.write(fd, b'version 2\\n'); os.fsync(fd); os.close(fd)\n\
+         os.rename('doc.tmp', 'doc.txt')\n";
+    live.python(save);
+    let r = live.crash(&[]);
+    assert_eq!(
+        calls(&r, "dropped"),
+        ["create doc.tmp", "rename doc.tmp -> doc.txt"]
+    );
+    assert_eq!(r["dropped"][1]["durable_by"], "fsync(.)");
+    assert_eq!(live.backing("doc.txt").unwrap(), b"version 1\n");
+    assert!(
+        live.backing("doc.tmp").is_none(),
+        "its entry was never durable"
+    );
+    assert_eq!(fs::read(live.m.join("doc.txt")).unwrap(), b"version 1\n");
+    // With the directory fsynced, the new name holds.
+    live.python(&format!(
+        "{save}dfd = os.open('.', os.O_RDONLY); os.fsync(dfd); os.close(dfd)\n"
+    ));
+    assert!(calls(&live.crash(&[]), "dropped").is_empty());
+    assert_eq!(live.backing("doc.txt").unwrap(), b"version 2\n");
+    live.unmount();
+}
+
+#[test]
+fn a_random_crash_keeps_a_seeded_subset_of_what_is_pending() {
+    let live = Live::mount(&[]);
+    let make = "import os\n\
+         for i in range(24):\n    \
+             fd = os.open('f%02d' % i, os.O_WRONLY | os.O_CREAT, 0o644)\n    \
+             os.write(fd, b'x'); os.fsync(fd); os.close(fd)\n";
+    live.python(make);
+    let pending = live.json("pending", &[]);
+    assert_eq!(pending["units"], 24, "24 creates, their data fsynced");
+    let r = live.crash(&["--keep", "random", "--seed", "7"]);
+    let kept = calls(&r, "kept");
+    assert!(!kept.is_empty() && kept.len() < 24, "{kept:?}");
+    assert_eq!(kept.len() + calls(&r, "dropped").len(), 24);
+    let mut present: Vec<String> = fs::read_dir(&live.b)
+        .unwrap()
+        .map(|e| format!("create {}", e.unwrap().file_name().to_str().unwrap()))
+        .collect();
+    present.sort();
+    assert_eq!(present, kept, "exactly the kept entries reached the disk");
+    for name in fs::read_dir(&live.b).unwrap() {
+        assert_eq!(
+            fs::read(name.unwrap().path()).unwrap(),
+            b"x",
+            "with their synced data"
+        );
+    }
+    live.unmount();
+    // The same pending ops and seed keep the same subset; another seed another.
+    let again = Live::mount(&[]);
+    again.python(make);
+    assert_eq!(
+        calls(&again.crash(&["--keep", "random", "--seed", "7"]), "kept"),
+        kept
+    );
+    again.unmount();
+    let other = Live::mount(&[]);
+    other.python(make);
+    assert_ne!(
+        calls(&other.crash(&["--keep", "random", "--seed", "8"]), "kept"),
+        kept
+    );
+    other.unmount();
+}
+
+#[test]
+fn a_torn_write_keeps_whole_sectors_of_old_and_new() {
+    let live = Live::mount(&[("data", &[b'A'; 8192])]);
+    live.python(
+        "import os\n\
+         fd = os.open('data', os.O_WRONLY)\n\
+         os.pwrite(fd, b'B' * 8192, 0); os.close(fd)\n",
+    );
+    let r = live.crash(&["--keep", "none", "--tear", "--seed", "1"]);
+    assert_eq!(calls(&r, "torn"), ["write data"]);
+    let data = live.backing("data").unwrap();
+    assert_eq!(data.len(), 8192);
+    let cut = data.iter().position(|&b| b == b'A').unwrap();
+    assert!(
+        cut > 0 && cut % 512 == 0,
+        "torn at a sector boundary: {cut}"
+    );
+    assert!(data[..cut].iter().all(|&b| b == b'B') && data[cut..].iter().all(|&b| b == b'A'));
+    // A write inside one sector cannot tear: it is lost whole.
+    live.python("import os\nfd = os.open('data', os.O_WRONLY)\nos.pwrite(fd, b'C' * 100, 0)\n");
+    let r = live.crash(&["--keep", "none", "--tear"]);
+    assert_eq!(calls(&r, "dropped"), ["write data"]);
+    live.unmount();
+}
+
+/// A program in a process group of its own, on the mount.
+fn spawn_in_group(dir: &Path, program: &str) -> Child {
+    Command::new("python3")
+        .arg("-c")
+        .arg(program)
+        .current_dir(dir)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The log writer of the `--at` tests: appends records to seg.tmp, syncs
+/// it and the directory, renames it to seg.wal, syncs the directory.
+const SEGMENT: &str = "import os, time\n\
+     time.sleep(1.0)\n\
+     fd = os.open('seg.tmp', os.O_WRONLY | os.O_CREAT, 0o644)\n\
+     os.write(fd, b'record\\n' * 100); os.fsync(fd); os.close(fd)\n\
+     dfd = os.open('.', os.O_RDONLY); os.fsync(dfd)\n\
+     os.rename('seg.tmp', 'seg.wal')\n\
+     os.fsync(dfd)\n\
+     open('after', 'w').write('written after the rename')\n\
+     time.sleep(30)\n";
+
+fn crash_at(live: &Live, before: bool) -> (Value, std::process::ExitStatus) {
+    let mut program = spawn_in_group(&live.m, SEGMENT);
+    let pgid = program.id().to_string();
+    let mut args = vec!["--at", "rename:*.wal", "--pgid", &pgid];
+    if before {
+        args.push("--before");
+    }
+    let started = Instant::now();
+    let r = live.crash(&args);
+    let status = program.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20));
+    (r, status)
+}
+
+#[test]
+fn a_crash_armed_at_a_rename_goes_off_right_after_it() {
+    let live = Live::mount(&[]);
+    let (r, status) = crash_at(&live, false);
+    assert!(!status.success(), "the program was killed");
+    assert_eq!(r["killed"], 1);
+    // The rename happened and was lost: its directory was never synced after.
+    assert_eq!(calls(&r, "dropped"), ["rename seg.tmp -> seg.wal"]);
+    assert_eq!(live.backing("seg.tmp").unwrap(), b"record\n".repeat(100));
+    assert!(live.backing("seg.wal").is_none() && live.backing("after").is_none());
+    live.unmount();
+}
+
+#[test]
+fn a_crash_armed_before_a_rename_refuses_it() {
+    let live = Live::mount(&[]);
+    let (r, _) = crash_at(&live, true);
+    // The rename never happened: nothing was pending.
+    assert!(calls(&r, "dropped").is_empty(), "{r}");
+    assert!(live.backing("seg.tmp").is_some() && live.backing("seg.wal").is_none());
+    live.unmount();
+}
+
+#[test]
+fn the_pending_report_names_each_op_and_the_sync_that_saves_it() {
+    let live = Live::mount(&[("log", b"")]);
+    live.python(
+        "import os\n\
+         os.mkdir('d')\n\
+         fd = os.open('log', os.O_WRONLY | os.O_APPEND)\n\
+         os.write(fd, b'one\\n'); os.write(fd, b'two\\n')\n\
+         open('d/x', 'w').write('x')\n",
+    );
+    let p = live.json("pending", &[]);
+    let files: Vec<&str> = p["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["d", "log", "d/x"]);
+    let log = &p["files"][1]["ops"];
+    assert_eq!(log[1]["call"], "write");
+    assert_eq!(log[1]["offset"], 4);
+    assert_eq!(log[1]["length"], 4);
+    assert_eq!(log[1]["durable_by"], "fsync(log) or fdatasync(log)");
+    assert_eq!(p["files"][2]["ops"][0]["durable_by"], "fsync(d)");
+    assert_eq!(p["bytes"], 9);
+    let text = live
+        .s
+        .blackout()
+        .args(["fs", "pending"])
+        .arg(&live.m)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("  write log [4, 8): durable after fsync(log) or fdatasync(log)\n"),
+        "{text}"
+    );
+    live.unmount();
+}
+
+/// A foreground daemon stopped by `sig`: it syncs, unmounts, removes its
+/// scratch, and exits 128 + the signal.
+fn stopped_by(sig: nix::sys::signal::Signal) {
+    let s = Scratch::new();
+    let (m, b) = (s.path("m"), s.path("b"));
+    fs::create_dir(&m).unwrap();
+    fs::create_dir(&b).unwrap();
+    let mut daemon = s
+        .blackout()
+        .args(["fs", "mount"])
+        .arg(&m)
+        .arg("--backing")
+        .arg(&b)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = s
+        .blackout()
+        .args(["fs", "pending"])
+        .arg(&m)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::write(m.join("f"), b"unsynced").unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon.id() as i32), sig).unwrap();
+    let status = daemon.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + sig as i32));
+    assert!(!mounted(&m));
+    s.assert_clean();
+    // A clean shutdown syncs, as an unmount does.
+    assert_eq!(fs::read(b.join("f")).unwrap(), b"unsynced");
+}
+
+#[test]
+fn sigterm_and_ctrl_c_leave_nothing_behind() {
+    stopped_by(nix::sys::signal::Signal::SIGTERM);
+    stopped_by(nix::sys::signal::Signal::SIGINT);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let s = Scratch::new();
+    fs::create_dir(s.path("m")).unwrap();
+    let out = s
+        .blackout()
+        .args(["fs", "mount"])
+        .arg(s.path("m"))
+        .arg("--backing")
+        .arg(s.path("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("error: --backing ") && err.ends_with("not a directory\n"),
+        "{err}"
+    );
+    let out = s
+        .blackout()
+        .args(["fs", "crash"])
+        .arg(s.path("m"))
+        .args(["--at", "renme:*.wal"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("unknown call `renme`"));
+    s.assert_clean();
+}
