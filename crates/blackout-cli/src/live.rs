@@ -13,7 +13,7 @@ use blackout::live::mount::LiveMount;
 use blackout::live::pending::Keep;
 use blackout::sys::scratch::default_scratch_parent;
 
-use crate::args::{FsCmd, FsCrashArgs, FsMountArgs, KeepArg};
+use crate::args::{FsCmd, FsCrashArgs, FsMountArgs};
 use crate::{stopped_exit_code, INTERRUPTED};
 
 /// How long a command waits for a daemon still mounting.
@@ -100,11 +100,7 @@ fn crash(a: FsCrashArgs) -> Result<u8> {
         // Refused here, in one line, before the daemon is asked.
         blackout::live::faults::Trigger::parse(at, When::After).map_err(anyhow::Error::msg)?;
     }
-    let keep = match a.keep {
-        KeepArg::None => Keep::None,
-        KeepArg::Random => Keep::Random,
-        KeepArg::Prefix => Keep::Prefix,
-    };
+    let keep = Keep::from(a.keep);
     let req = Request::Crash {
         spec: CrashSpec {
             keep,

@@ -19,6 +19,7 @@ mod part;
 mod record;
 mod report;
 mod run;
+mod soak;
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -130,6 +131,7 @@ pub(crate) fn run(cli: Cli) -> Result<u8> {
         Cmd::States(a) => cmd_states(a),
         Cmd::State(a) => cmd_state(a),
         Cmd::Fs(c) => live::cmd_fs(c),
+        Cmd::Soak(a) => soak::cmd_soak(*a),
         Cmd::Clean(a) => clean::cmd_clean(a),
         Cmd::Completions(a) => cmd_completions(a),
         Cmd::Man(a) => cmd_man(a),

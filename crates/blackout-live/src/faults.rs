@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::pending::{Keep, OpView};
+use crate::pending::{summarize, summarize_noted, Keep, OpView};
 
 /// When a crash is set off by a matching op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -125,7 +125,16 @@ pub struct CrashReport {
 }
 
 impl CrashReport {
-    /// The report for people, one line per op.
+    /// The torn writes, one line each (runs folded), with what reached the
+    /// disk.
+    pub fn torn_lines(&self) -> Vec<String> {
+        let noted: Vec<(&OpView, String)> =
+            self.torn.iter().map(|t| (&t.op, t.tear.clone())).collect();
+        summarize_noted(&noted)
+    }
+
+    /// The report for people, one line per op (runs of one call on one
+    /// file folded).
     pub fn text(&self) -> String {
         let mut s = format!(
             "crash: {} dropped, {} kept, {} torn",
@@ -137,18 +146,15 @@ impl CrashReport {
             s.push_str(&format!(" ({} processes killed first)", self.killed));
         }
         s.push('\n');
-        for v in &self.dropped {
-            s.push_str(&format!(
-                "  dropped {}: durable only after {}\n",
-                v.describe(),
-                v.durable_by
-            ));
+        for line in summarize(&self.dropped) {
+            s.push_str(&format!("  dropped {line}\n"));
         }
-        for v in &self.kept {
-            s.push_str(&format!("  kept    {}\n", v.describe()));
+        for line in summarize(&self.kept) {
+            let what = line.split(": durable only after").next().unwrap_or(&line);
+            s.push_str(&format!("  kept    {what}\n"));
         }
-        for t in &self.torn {
-            s.push_str(&format!("  torn    {}: {}\n", t.op.describe(), t.tear));
+        for line in self.torn_lines() {
+            s.push_str(&format!("  torn    {line}\n"));
         }
         s
     }

@@ -84,6 +84,66 @@ impl OpView {
     }
 }
 
+/// Ops in one line each, a run of consecutive ops of one call on one path
+/// with one sync folded into one line (`1643 writes data.log in [0, 27246)`),
+/// so a crash that dropped thousands of appends reads in a line.
+///
+/// ```
+/// use blackout_live::pending::{summarize, OpView};
+/// use blackout_oplog::ops::Part;
+/// let w = |seq, off| OpView {
+///     seq, call: "write".into(), path: "log".into(), to: None,
+///     offset: Some(off), length: Some(10), size: None, part: Part::Whole,
+///     durable_by: "fsync(log)".into(),
+/// };
+/// assert_eq!(summarize(&[w(0, 0), w(1, 10)]), ["2 writes log in [0, 20): durable only after fsync(log)"]);
+/// assert_eq!(summarize(&[w(0, 0)]), ["write log [0, 10): durable only after fsync(log)"]);
+/// ```
+pub fn summarize(views: &[OpView]) -> Vec<String> {
+    let noted: Vec<(&OpView, String)> = views
+        .iter()
+        .map(|v| (v, format!("durable only after {}", v.durable_by)))
+        .collect();
+    summarize_noted(&noted)
+}
+
+/// As [`summarize`], each op with its own note after it (`what a tear
+/// left`); a run shares its note.
+pub fn summarize_noted(items: &[(&OpView, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < items.len() {
+        let (v, note) = &items[i];
+        let mut j = i + 1;
+        while j < items.len()
+            && items[j].0.call == v.call
+            && items[j].0.path == v.path
+            && items[j].0.to == v.to
+            && items[j].1 == *note
+        {
+            j += 1;
+        }
+        let run = &items[i..j];
+        let line = if run.len() == 1 {
+            v.describe()
+        } else {
+            let lo = run.iter().filter_map(|r| r.0.offset).min();
+            let hi = run
+                .iter()
+                .filter_map(|r| Some(r.0.offset? + r.0.length?))
+                .max();
+            let range = match (lo, hi) {
+                (Some(lo), Some(hi)) => format!(" in [{lo}, {hi})"),
+                _ => String::new(),
+            };
+            format!("{} {}s {}{range}", run.len(), v.call, v.path)
+        };
+        out.push(format!("{line}: {note}"));
+        i = j;
+    }
+    out
+}
+
 /// The pending ops, in the order they were made.
 #[derive(Debug, Default)]
 pub struct Pending {
@@ -360,6 +420,17 @@ pub enum Keep {
     /// The units up to a point the seed picks, in order (a disk that
     /// writes in order).
     Prefix,
+}
+
+impl Keep {
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Keep::None => "none",
+            Keep::Random => "random",
+            Keep::Prefix => "prefix",
+        }
+    }
 }
 
 /// A small seeded generator (splitmix64): the same seed picks the same

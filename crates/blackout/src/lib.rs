@@ -99,6 +99,7 @@ pub mod run;
 pub mod scenario;
 pub mod shard;
 pub mod sharded;
+pub mod soak;
 pub mod sweep;
 pub mod verdict;
 pub mod verify;

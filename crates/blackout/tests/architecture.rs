@@ -144,14 +144,14 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout",
         &[
             "shard", "sweep", "verify", "verdict", "run", "sharded", "scenario", "baseline",
-            "block",
+            "block", "soak",
         ],
     ),
     (
         "blackout-cli",
         &[
             "args", "report", "clean", "part", "record", "block", "run", "inspect", "merge",
-            "live", "help", "main",
+            "live", "soak", "help", "main",
         ],
     ),
 ];

@@ -456,3 +456,65 @@ fn bad_input_is_one_line_and_exit_2() {
         .contains("unknown call `renme`"));
     s.assert_clean();
 }
+
+/// `blackout soak` of the example log server, with `--fsync` or without.
+fn soak_kvlog(s: &Scratch, fsync: bool, extra: &[&str]) -> std::process::Output {
+    let kv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/kvlog.py");
+    let kv = kv.to_str().unwrap();
+    let mut service = vec!["python3", kv, "serve"];
+    if fsync {
+        service.push("--fsync");
+    }
+    s.blackout()
+        .args([
+            "soak",
+            "--crashes",
+            "6",
+            "--seed",
+            "5",
+            "--ack-prefix",
+            "ok",
+        ])
+        .args(["--run-min", "100ms", "--run-max", "300ms"])
+        .args(["--ready", &format!("python3 {kv} ready")])
+        .args(["--client", &format!("python3 {kv} load")])
+        .args(["--checker", &format!("python3 {kv} check")])
+        .args(extra)
+        .arg("--")
+        .args(service)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn soak_passes_a_server_that_syncs_and_names_what_one_that_does_not_lost() {
+    let s = Scratch::new();
+    let out = soak_kvlog(&s, true, &["--keep", "random", "--tear"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("PASS: 6 crashes (seed 5, keep random, torn writes): all "),
+        "{stdout}"
+    );
+    s.assert_clean();
+    let out = soak_kvlog(&s, false, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("FAIL: after crash 1 of 6 (seed 5, keep none), a promise broke: acknowledged put k1.0=v0 is gone"), "{stdout}");
+    assert!(
+        stdout.contains("\n  dropped create data.log: durable only after fsync(.)\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(" writes data.log in [0, "), "{stdout}");
+    s.assert_clean();
+}

@@ -1,0 +1,453 @@
+//! `blackout soak`: a service on a live mount, crashed again and again.
+//!
+//! The service runs on a live file system ([`crate::live`]) over a scratch
+//! backing directory; a client drives it and prints promises (its lines
+//! that start with the ack prefix, or every line); at a seeded random
+//! moment the client is killed, the power fails (every request on the
+//! mount fails from then), the service is killed, and the crash keeps
+//! what the spec says of what was pending; the service is started again
+//! on what survived, and the checker is asked whether every promise made
+//! before any crash so far still holds. The first violation stops the
+//! soak, with the seed and the ops the last crash dropped.
+//!
+//! Only lines the client printed before it was killed are promises, and
+//! it is killed before the power fails: nothing acknowledged after the
+//! power failed can count as promised.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blackout_live::faults::{CrashReport, CrashSpec};
+use blackout_live::mount::{LiveMount, Victims};
+use blackout_live::pending::{summarize, Rng};
+use blackout_oplog::protocol;
+use blackout_sys::proc::{wait_group, Waited};
+
+/// What a soak runs, and how.
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    /// The service (a shell command, run on the mount; started again after
+    /// each crash, when it must recover).
+    pub service: String,
+    /// The client (a shell command): drives the service and prints a
+    /// promise per line.
+    pub client: String,
+    /// The checker (a shell command): after each restart, exits 0 when
+    /// every promise in `BLACKOUT_ACKED` (or `BLACKOUT_ACKS_FILE`) holds.
+    pub checker: String,
+    /// Run once on the mount before the service first starts; what it
+    /// leaves is made durable.
+    pub setup: Option<String>,
+    /// Polled until it exits 0 after the service starts (else the service
+    /// is given a second).
+    pub ready: Option<String>,
+    /// The initial durable state (copied; never changed).
+    pub backing: Option<PathBuf>,
+    /// How many crashes.
+    pub crashes: u32,
+    /// The seed of every random choice (crash moments, what each crash
+    /// keeps).
+    pub seed: u64,
+    /// What each crash keeps.
+    pub spec: CrashSpec,
+    /// The client runs this long at least before a crash...
+    pub run_min: Duration,
+    /// ...and at most.
+    pub run_max: Duration,
+    /// Only the client's lines starting with this are promises.
+    pub ack_prefix: Option<String>,
+    /// How long setup, readiness and each checker run may take.
+    pub timeout: Duration,
+    /// Where the scratch directory is made.
+    pub scratch_parent: PathBuf,
+}
+
+/// Why a soak stopped early.
+#[derive(Debug, Clone)]
+pub struct Violation {
+    /// The crash after which the promise broke (1-based).
+    pub crash: u32,
+    /// The checker's reason (its output), or why the service did not come
+    /// back.
+    pub reason: String,
+    /// What the last crash dropped (and tore).
+    pub report: CrashReport,
+}
+
+/// What a soak did.
+#[derive(Debug, Clone, Default)]
+pub struct SoakReport {
+    /// Crashes made.
+    pub crashes: u32,
+    /// Promises the client made in all.
+    pub promises: usize,
+    /// Ops the crashes dropped in all.
+    pub dropped: usize,
+    /// The first broken promise, if any.
+    pub violation: Option<Violation>,
+}
+
+/// Errors that stop a soak before a verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum SoakError {
+    /// The mount, the scratch, a process.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// Setup failed, or the service never became ready before any crash.
+    #[error("{0}")]
+    Setup(String),
+    /// Stopped by a signal.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+/// A command run by `sh -c` on the mount, in its own process group, with
+/// the soak's variables.
+fn shell(cmd: &str, dirs: &Dirs, crash: u32) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(cmd)
+        .current_dir(&dirs.mount)
+        .env("BLACKOUT_MOUNT", &dirs.mount)
+        .env("BLACKOUT_SOAK_DIR", &dirs.work)
+        .env("BLACKOUT_CRASH", crash.to_string())
+        .stdin(Stdio::null())
+        .process_group(0);
+    c
+}
+
+/// The soak's directories.
+struct Dirs {
+    /// The scratch (removed at the end).
+    root: PathBuf,
+    mount: PathBuf,
+    backing: PathBuf,
+    /// For the commands' sockets and logs (not on the mount).
+    work: PathBuf,
+}
+
+fn log(dirs: &Dirs, name: &str) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dirs.work.join(name))
+}
+
+/// The last lines of a log, for a message.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(8)..].join("\n")
+}
+
+/// Runs a command to its end (within `timeout`): `Ok(output)` when it
+/// exits 0, else `Err(output)`.
+fn run_to_end(
+    mut cmd: Command,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> Result<Result<String, String>, SoakError> {
+    let out = tempfile::tempfile()?;
+    cmd.stdout(out.try_clone()?).stderr(out.try_clone()?);
+    let mut child = blackout_sys::proc::spawn(&mut cmd)?;
+    let waited = wait_group(&mut child, Some(timeout), Some(cancel))?;
+    let text = {
+        use std::io::{Read, Seek};
+        let mut f = out;
+        let mut s = String::new();
+        f.rewind()?;
+        let _ = f.read_to_string(&mut s);
+        s.trim_end().to_string()
+    };
+    match waited {
+        Waited::Exited(s) if s.success() => Ok(Ok(text)),
+        Waited::Exited(s) => Ok(Err(format!("{text} ({s})").trim_start().to_string())),
+        Waited::TimedOut => Ok(Err(format!("{text} (timed out after {timeout:?})"))),
+        Waited::Cancelled => Err(SoakError::Interrupted),
+    }
+}
+
+/// A running client: its process and the promise lines read so far.
+struct Client {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+fn start_client(cfg: &SoakConfig, dirs: &Dirs, crash: u32) -> std::io::Result<Client> {
+    let mut cmd = shell(&cfg.client, dirs, crash);
+    cmd.stdout(Stdio::piped()).stderr(log(dirs, "client.log")?);
+    let mut child = blackout_sys::proc::spawn(&mut cmd)?;
+    let stdout = child.stdout.take().expect("piped");
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let (sink, prefix) = (lines.clone(), cfg.ack_prefix.clone());
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if prefix.as_ref().is_none_or(|p| line.starts_with(p.as_str())) {
+                sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        }
+    });
+    Ok(Client {
+        child,
+        lines,
+        reader,
+    })
+}
+
+/// Kills the client's group and returns every promise it printed.
+fn stop_client(mut c: Client) -> Vec<String> {
+    blackout_sys::proc::kill_group(&c.child);
+    let _ = c.child.wait();
+    blackout_sys::proc::forget(c.child.id());
+    let _ = c.reader.join();
+    std::mem::take(&mut *c.lines.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Starts the service and waits until it is ready: `Err` with why not.
+fn start_service(
+    cfg: &SoakConfig,
+    dirs: &Dirs,
+    crash: u32,
+    cancel: &AtomicBool,
+) -> Result<Result<Child, String>, SoakError> {
+    let mut cmd = shell(&cfg.service, dirs, crash);
+    cmd.stdout(log(dirs, "service.log")?)
+        .stderr(log(dirs, "service.log")?);
+    let mut child = blackout_sys::proc::spawn(&mut cmd)?;
+    let deadline = Instant::now() + cfg.timeout;
+    let Some(ready) = &cfg.ready else {
+        std::thread::sleep(Duration::from_secs(1));
+        return Ok(match child.try_wait()? {
+            None => Ok(child),
+            Some(s) => Err(format!(
+                "the service exited ({s}): {}",
+                tail(&dirs.work.join("service.log"))
+            )),
+        });
+    };
+    loop {
+        if cancel.load(Ordering::SeqCst) {
+            kill_service(&mut child);
+            return Err(SoakError::Interrupted);
+        }
+        if let Some(s) = child.try_wait()? {
+            blackout_sys::proc::forget(child.id());
+            return Ok(Err(format!(
+                "the service exited ({s}) before it was ready: {}",
+                tail(&dirs.work.join("service.log"))
+            )));
+        }
+        if let Ok(Ok(_)) = run_to_end(shell(ready, dirs, crash), cfg.timeout, cancel) {
+            return Ok(Ok(child));
+        }
+        if Instant::now() > deadline {
+            kill_service(&mut child);
+            return Ok(Err(format!(
+                "the service was not ready within {:?}: {}",
+                cfg.timeout,
+                tail(&dirs.work.join("service.log"))
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn kill_service(child: &mut Child) {
+    blackout_sys::proc::kill_group(child);
+    let _ = child.wait();
+    blackout_sys::proc::forget(child.id());
+    blackout_sys::proc::reap_orphans();
+}
+
+/// Runs the checker on the promises made so far: `Err(reason)` when one
+/// broke.
+fn check(
+    cfg: &SoakConfig,
+    dirs: &Dirs,
+    crash: u32,
+    promises: &[String],
+    cancel: &AtomicBool,
+) -> Result<Result<(), String>, SoakError> {
+    let mut text = promises.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    let acks = dirs.work.join("acks");
+    std::fs::File::create(&acks)?.write_all(text.as_bytes())?;
+    let mut cmd = shell(&cfg.checker, dirs, crash);
+    cmd.env(protocol::ACKS_FILE, &acks);
+    match protocol::acked_env_value(text.as_bytes()) {
+        Some(v) => {
+            cmd.env(
+                protocol::ACKED,
+                std::ffi::OsStr::new(&*String::from_utf8_lossy(v)),
+            );
+        }
+        None => {
+            cmd.env(protocol::ACKED_IN_FILE, "1");
+        }
+    }
+    Ok(run_to_end(cmd, cfg.timeout, cancel)?.map(|_| ()))
+}
+
+fn make_dirs(cfg: &SoakConfig) -> Result<Dirs, SoakError> {
+    let root = tempfile::Builder::new()
+        .prefix("blackout-soak-")
+        .tempdir_in(&cfg.scratch_parent)?
+        .keep();
+    blackout_sys::scratch::mark_owned(&root)?;
+    let dirs = Dirs {
+        mount: root.join("mount"),
+        backing: root.join("backing"),
+        work: root.join("work"),
+        root,
+    };
+    std::fs::create_dir(&dirs.mount)?;
+    std::fs::create_dir(&dirs.work)?;
+    match &cfg.backing {
+        Some(b) => {
+            blackout_live::tree::copy_tree(b, &dirs.backing)?;
+        }
+        None => std::fs::create_dir(&dirs.backing)?,
+    }
+    // The service may run as its own user (a database refusing root).
+    use std::os::unix::fs::PermissionsExt;
+    for d in [&dirs.root, &dirs.mount, &dirs.backing, &dirs.work] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o777))?;
+    }
+    Ok(dirs)
+}
+
+/// Runs the soak: setup, then `crashes` times: the service started (and
+/// recovered), the checker run on the promises so far, the client started,
+/// a crash at a seeded moment. Stops at the first broken promise.
+/// `progress` hears one line per crash.
+///
+/// # Errors
+///
+/// The mount, setup, a service that never became ready before the first
+/// crash, a stop signal.
+pub fn soak(
+    cfg: &SoakConfig,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<SoakReport, SoakError> {
+    let dirs = make_dirs(cfg)?;
+    let result = LiveMount::mount(&dirs.mount, &dirs.backing, &dirs.root)
+        .map_err(SoakError::from)
+        .and_then(|mut m| {
+            let r = soak_on(cfg, &dirs, &mut m, cancel, progress);
+            let _ = m.unmount(false);
+            r
+        });
+    let _ = blackout_sys::scratch::remove_tree(&dirs.root);
+    result
+}
+
+fn soak_on(
+    cfg: &SoakConfig,
+    dirs: &Dirs,
+    mount: &mut LiveMount,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<SoakReport, SoakError> {
+    if let Some(setup) = &cfg.setup {
+        if let Err(why) = run_to_end(shell(setup, dirs, 0), cfg.timeout, cancel)? {
+            return Err(SoakError::Setup(format!("--setup failed: {why}")));
+        }
+        mount.sync()?;
+    }
+    let mut rng = Rng::new(cfg.seed);
+    let mut report = SoakReport::default();
+    let mut promises: Vec<String> = Vec::new();
+    let mut last = CrashReport::default();
+    for crash in 0..=cfg.crashes {
+        let mut service = match start_service(cfg, dirs, crash, cancel)? {
+            Ok(s) => s,
+            Err(why) if crash == 0 => return Err(SoakError::Setup(why)),
+            Err(why) => {
+                report.violation = Some(Violation {
+                    crash,
+                    reason: format!("the service did not come back: {why}"),
+                    report: last,
+                });
+                return Ok(report);
+            }
+        };
+        if crash > 0 {
+            if let Err(why) = check(cfg, dirs, crash, &promises, cancel)? {
+                kill_service(&mut service);
+                report.violation = Some(Violation {
+                    crash,
+                    reason: why,
+                    report: last,
+                });
+                return Ok(report);
+            }
+        }
+        if crash == cfg.crashes {
+            kill_service(&mut service);
+            break;
+        }
+        let client = start_client(cfg, dirs, crash + 1)?;
+        let span = cfg.run_max.saturating_sub(cfg.run_min).as_millis() as u64;
+        let wait = cfg.run_min + Duration::from_millis(rng.below(span + 1));
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if cancel.load(Ordering::SeqCst) {
+                stop_client(client);
+                kill_service(&mut service);
+                return Err(SoakError::Interrupted);
+            }
+            std::thread::sleep(Duration::from_millis(10).min(wait));
+        }
+        promises.extend(stop_client(client));
+        let spec = CrashSpec {
+            seed: cfg
+                .seed
+                .wrapping_mul(1_000_003)
+                .wrapping_add(u64::from(crash)),
+            ..cfg.spec
+        };
+        last = mount.crash(&spec, &Victims::Group(service.id() as i32))?;
+        kill_service(&mut service);
+        report.crashes = crash + 1;
+        report.dropped += last.dropped.len() + last.torn.len();
+        report.promises = promises.len();
+        progress(&format!(
+            "crash {}/{} after {} ms: {} promises so far, {} ops dropped, {} kept, {} torn",
+            crash + 1,
+            cfg.crashes,
+            wait.as_millis(),
+            promises.len(),
+            last.dropped.len(),
+            last.kept.len(),
+            last.torn.len()
+        ));
+    }
+    report.promises = promises.len();
+    Ok(report)
+}
+
+/// The ops a violation's crash dropped or tore, one line each (runs of
+/// one call on one file folded), for people.
+pub fn dropped_lines(v: &Violation) -> Vec<String> {
+    let mut out: Vec<String> = summarize(&v.report.dropped)
+        .into_iter()
+        .map(|l| format!("dropped {l}"))
+        .collect();
+    out.extend(
+        v.report
+            .torn_lines()
+            .into_iter()
+            .map(|l| format!("torn {l}")),
+    );
+    out
+}
