@@ -518,3 +518,84 @@ fn soak_passes_a_server_that_syncs_and_names_what_one_that_does_not_lost() {
     assert!(stdout.contains(" writes data.log in [0, "), "{stdout}");
     s.assert_clean();
 }
+
+/// `blackout soak` of PostgreSQL with `synchronous_commit` set to `sync`.
+fn soak_postgres(sync: &str) -> (std::process::Output, Scratch) {
+    assert!(
+        Path::new("/usr/lib/postgresql").is_dir(),
+        "the PostgreSQL soak needs the server: apt-get install -y postgresql"
+    );
+    let s = Scratch::new();
+    // The server runs as the postgres user: it must reach its scratch.
+    use std::os::unix::fs::PermissionsExt;
+    for d in [s.root.path().to_path_buf(), s.path("tmp")] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let pg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/postgres/pg.sh");
+    let pg = pg.to_str().unwrap();
+    let out = s
+        .blackout()
+        .env("SYNC", sync)
+        .args([
+            "soak",
+            "--crashes",
+            "100",
+            "--seed",
+            "1",
+            "--ack-prefix",
+            "ok",
+        ])
+        .args(["--setup", &format!("{pg} setup")])
+        .args(["--ready", &format!("{pg} ready")])
+        .args(["--client", &format!("{pg} load")])
+        .args(["--checker", &format!("{pg} check")])
+        .args(["--", pg, "serve"])
+        .output()
+        .unwrap();
+    (out, s)
+}
+
+#[test]
+#[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (100 crashes of a real PostgreSQL; minutes)"]
+fn slower_postgres_with_synchronous_commit_on_keeps_every_commit_through_100_crashes() {
+    let (out, s) = soak_postgres("on");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("PASS: 100 crashes (seed 1, keep none): all "),
+        "{stdout}"
+    );
+    s.assert_clean();
+}
+
+#[test]
+#[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (a real PostgreSQL crashed under load)"]
+fn slower_postgres_with_synchronous_commit_off_loses_an_acknowledged_commit() {
+    let (out, s) = soak_postgres("off");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("acknowledged commits are gone after the crash"),
+        "{stdout}"
+    );
+    // The lost commits' WAL: written, never flushed before the crash.
+    assert!(
+        stdout.contains(" writes pg/pg_wal/0000000100000000000000"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("durable only after fsync(pg/pg_wal/"),
+        "{stdout}"
+    );
+    s.assert_clean();
+}
