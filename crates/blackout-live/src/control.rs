@@ -114,8 +114,10 @@ fn handle(s: UnixStream, mount: &Shared, done: &AtomicBool) -> io::Result<()> {
     s.set_nonblocking(false)?;
     let mut line = String::new();
     BufReader::new(&s).read_line(&mut line)?;
-    let reply = match serde_json::from_str::<Request>(&line) {
-        Ok(r) => answer(r, mount, done),
+    let request = serde_json::from_str::<Request>(&line);
+    let stops = matches!(request, Ok(Request::Unmount));
+    let reply = match request {
+        Ok(r) => answer(r, mount),
         Err(e) => Err(format!("a request that does not parse: {e}")),
     };
     let json = match reply {
@@ -123,8 +125,12 @@ fn handle(s: UnixStream, mount: &Shared, done: &AtomicBool) -> io::Result<()> {
         Err(e) => serde_json::json!({ "error": e }),
     };
     let mut w = &s;
-    writeln!(w, "{json}")?;
-    w.flush()
+    let written = writeln!(w, "{json}").and_then(|()| w.flush());
+    if stops {
+        // Only now: the daemon exits once the loop sees it.
+        done.store(true, Ordering::SeqCst);
+    }
+    written
 }
 
 fn with<T>(mount: &Shared, f: impl FnOnce(&mut LiveMount) -> io::Result<T>) -> Result<T, String> {
@@ -135,7 +141,7 @@ fn with<T>(mount: &Shared, f: impl FnOnce(&mut LiveMount) -> io::Result<T>) -> R
     }
 }
 
-fn answer(r: Request, mount: &Shared, done: &AtomicBool) -> Result<serde_json::Value, String> {
+fn answer(r: Request, mount: &Shared) -> Result<serde_json::Value, String> {
     match r {
         Request::Pending => with(mount, |m| Ok(json(&m.pending()))),
         Request::Sync => with(mount, |m| {
@@ -165,7 +171,6 @@ fn answer(r: Request, mount: &Shared, done: &AtomicBool) -> Result<serde_json::V
         }
         Request::Unmount => {
             let taken = mount.lock().unwrap_or_else(|p| p.into_inner()).take();
-            done.store(true, Ordering::SeqCst);
             match taken {
                 Some(m) => m
                     .unmount(true)

@@ -46,6 +46,10 @@ pub struct Durable {
     orphans: PathBuf,
     same_fs: bool,
     nodes: HashMap<Ino, Node>,
+    /// The file the last data op was applied to, kept open for the next
+    /// (an fsync applies a file's pending writes one after another);
+    /// dropped by every entry op, which may move what an inode is.
+    open: Option<(Ino, fs::File)>,
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -74,6 +78,7 @@ impl Durable {
             orphans: orphans.to_path_buf(),
             same_fs: tree::same_fs(root, orphans),
             nodes,
+            open: None,
         }
     }
 
@@ -176,9 +181,15 @@ impl Durable {
                 len,
                 zero,
                 keep_size,
-            } => fallocate(&self.open(*ino)?, *off, *len, *zero, *keep_size),
-            OpKind::Link { dir, name, ino, .. } => self.set_entry(*dir, name, *ino, alive),
-            OpKind::Unlink { dir, name, ino } => self.remove_entry(*dir, name, *ino, alive),
+            } => fallocate(self.open(*ino)?, *off, *len, *zero, *keep_size),
+            OpKind::Link { dir, name, ino, .. } => {
+                self.open = None;
+                self.set_entry(*dir, name, *ino, alive)
+            }
+            OpKind::Unlink { dir, name, ino } => {
+                self.open = None;
+                self.remove_entry(*dir, name, *ino, alive)
+            }
             OpKind::Rename {
                 from_dir,
                 from_name,
@@ -188,6 +199,7 @@ impl Durable {
                 replaced,
                 exchange,
             } => {
+                self.open = None;
                 if halves.dest {
                     self.set_entry(*to_dir, to_name, *ino, alive)?;
                 }
@@ -204,9 +216,12 @@ impl Durable {
         }
     }
 
-    fn open(&mut self, ino: Ino) -> io::Result<fs::File> {
-        let p = self.ensure(ino)?;
-        fs::OpenOptions::new().write(true).open(p)
+    fn open(&mut self, ino: Ino) -> io::Result<&fs::File> {
+        if self.open.as_ref().is_none_or(|(i, _)| *i != ino) {
+            let p = self.ensure(ino)?;
+            self.open = Some((ino, fs::OpenOptions::new().write(true).open(p)?));
+        }
+        Ok(&self.open.as_ref().expect("just opened").1)
     }
 
     /// Makes `dir/name` name `ino` durably (what was there loses the name).
@@ -344,6 +359,7 @@ impl Durable {
     ///
     /// Removing.
     pub fn free_orphans(&mut self) -> io::Result<()> {
+        self.open = None;
         for n in self.nodes.values_mut() {
             n.orphan = false;
         }

@@ -3,8 +3,9 @@
 //!
 //! Every change goes through this process before the reply, so the kernel
 //! may cache attributes and entries for a second: nothing else changes the
-//! view. Writes are never cached by the kernel (no writeback cache): each
-//! reaches the view, and a pending write, before `write(2)` returns.
+//! view. File data is cached by the kernel (its writeback cache): written
+//! pages reach the view, as pending writes, when the kernel writes them
+//! back, always before an fsync or fdatasync of the file is answered.
 
 use std::ffi::OsStr;
 use std::fs;
@@ -149,9 +150,13 @@ fn system_time(t: TimeOrNow) -> SystemTime {
 
 impl Filesystem for LiveFs {
     fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), i32> {
-        // Never FUSE_WRITEBACK_CACHE: each write must reach the view (and
-        // become a pending write) before it returns.
+        // The kernel's writeback cache, as on any file system: writes wait
+        // in its page cache and reach this process (as pending writes) when
+        // written back: at the latest at fsync, fdatasync and close, and
+        // when `LiveMount` drains the cache before a report, a sync or a
+        // crash. It merges a program's small writes into few requests.
         let _ = config.set_max_write(MAX_WRITE_BYTES);
+        let _ = config.add_capabilities(fuser::consts::FUSE_WRITEBACK_CACHE);
         Ok(())
     }
 

@@ -190,8 +190,19 @@ impl LiveMount {
         &self.mountpoint
     }
 
-    /// What is pending now.
+    /// Has the kernel write back the pages it holds for the mount (what
+    /// programs wrote and it has not passed on yet), so they are pending
+    /// writes here; never while the state is locked (this process serves
+    /// the writeback).
+    fn drain(&self) {
+        if let Ok(d) = std::fs::File::open(&self.mountpoint) {
+            let _ = rustix::fs::syncfs(&d);
+        }
+    }
+
+    /// What is pending now (the kernel's cached writes included).
     pub fn pending(&self) -> PendingReport {
+        self.drain();
         lock(&self.live).pending_report()
     }
 
@@ -202,6 +213,7 @@ impl LiveMount {
     ///
     /// Changing the backing directory.
     pub fn sync(&self) -> io::Result<usize> {
+        self.drain();
         let mut live = lock(&self.live);
         live.sync_all()
             .map_err(|_| io::Error::other(live.failure().unwrap_or("sync failed").to_string()))
@@ -233,6 +245,9 @@ impl LiveMount {
     pub fn crash(&mut self, spec: &CrashSpec, victims: &Victims) -> io::Result<CrashReport> {
         lock(&self.live).freeze();
         let killed = victims.kill()?;
+        // What the kernel still held of the programs' writes is lost too:
+        // drained into the pending writes, the crash lists it.
+        self.drain();
         let mut report = lock(&self.live).crash(spec)?;
         report.killed = killed;
         if let Some(mut s) = self.served.take() {

@@ -5,6 +5,7 @@
 //! which of them a crash keeps.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use blackout_oplog::ops::{Ino, OpKind, Part};
 use blackout_oplog::store::Halves;
@@ -18,15 +19,16 @@ pub struct PendingOp {
     pub kind: OpKind,
     /// The request that made it, as the call's name (`write`, `rename`).
     pub call: &'static str,
-    /// The path it acted on, relative to the mount, as it was then.
-    pub path: String,
+    /// The path it acted on, relative to the mount, as it was then
+    /// (shared: every write through one handle names the same).
+    pub path: Arc<str>,
     /// A rename's destination path, relative to the mount.
     pub to: Option<String>,
     /// The path whose sync makes it (a rename's destination half) durable:
     /// the file for a data op, the directory for an entry op.
-    pub sync_path: String,
+    pub sync_path: Arc<str>,
     /// The directory whose sync makes a rename's removal durable.
-    pub source_sync_path: String,
+    pub source_sync_path: Arc<str>,
     /// A write's bytes.
     pub data: Box<[u8]>,
     /// The halves still pending (both for every op but a rename half-made
@@ -397,7 +399,7 @@ impl Pending {
         Some(OpView {
             seq,
             call: op.call.to_string(),
-            path: op.path.clone(),
+            path: op.path.to_string(),
             to: op.to.clone(),
             offset,
             length,

@@ -15,6 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
+use std::sync::Arc;
 
 use blackout_explore::enumerate::{Cut, Tear};
 use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind, Part, ROOT_INO};
@@ -50,7 +51,7 @@ struct Handle {
     file: File,
     ino: Ino,
     /// The path it was opened by, relative to the mount.
-    path: String,
+    path: Arc<str>,
     /// Opened `O_SYNC` or `O_DSYNC`: each write is synced (as the model
     /// has it: an implied fsync).
     sync: bool,
@@ -332,12 +333,19 @@ impl Live {
             .map_err(|e| errno(&e))
     }
 
-    fn push(&mut self, kind: OpKind, call: &'static str, path: String, sync_path: String) {
+    fn push(
+        &mut self,
+        kind: OpKind,
+        call: &'static str,
+        path: impl Into<Arc<str>>,
+        sync_path: impl Into<Arc<str>>,
+    ) {
+        let sync_path: Arc<str> = sync_path.into();
         self.pending.push(PendingOp {
             kind,
             call,
             source_sync_path: sync_path.clone(),
-            path,
+            path: path.into(),
             to: None,
             sync_path,
             data: Box::default(),
@@ -446,7 +454,7 @@ impl Live {
             Handle {
                 file,
                 ino,
-                path: rel,
+                path: rel.into(),
                 sync: flags & libc::O_DSYNC != 0,
             },
         );
@@ -500,9 +508,19 @@ impl Live {
     pub fn write(&mut self, fh: u64, off: u64, data: &[u8]) -> Result<u32, Errno> {
         let h = self.handles.get(&fh).ok_or(libc::EBADF)?;
         let (ino, path, sync) = (h.ino, h.path.clone(), h.sync);
-        let fire = self.gate("write", &path, None)?;
-        let h = self.handles.get(&fh).ok_or(libc::EBADF)?;
-        h.file.write_all_at(data, off).map_err(|e| errno(&e))?;
+        // While the power is off, the kernel's writeback (what programs
+        // wrote before, held in its page cache) is still taken, as pending
+        // writes only: the crash drops them, and says so.
+        let frozen = self.frozen;
+        let fire = if frozen {
+            false
+        } else {
+            self.gate("write", &path, None)?
+        };
+        if !frozen {
+            let h = self.handles.get(&fh).ok_or(libc::EBADF)?;
+            h.file.write_all_at(data, off).map_err(|e| errno(&e))?;
+        }
         self.pending.push(PendingOp {
             kind: OpKind::Write {
                 ino,
@@ -517,7 +535,7 @@ impl Live {
             data: data.into(),
             left: Halves::BOTH,
         });
-        if sync {
+        if sync && !frozen {
             self.sync_inode(ino)?;
         }
         self.after(fire);
@@ -543,7 +561,7 @@ impl Live {
         let handle_path = fh
             .and_then(|f| self.handles.get(&f))
             .map(|h| h.path.clone());
-        let rel = handle_path.unwrap_or_else(|| self.rel(ino));
+        let rel: Arc<str> = handle_path.unwrap_or_else(|| self.rel(ino).into());
         if let Some(size) = size {
             let fire = self.gate("truncate", &rel, None)?;
             match fh.and_then(|f| self.handles.get(&f)) {
@@ -745,10 +763,10 @@ impl Live {
                 exchange,
             },
             call,
-            path: rel,
+            path: rel.into(),
             to: Some(to_rel),
-            sync_path: to_dir_rel,
-            source_sync_path: dir_rel,
+            sync_path: to_dir_rel.into(),
+            source_sync_path: dir_rel.into(),
             data: Box::default(),
             left: Halves::BOTH,
         });
@@ -793,7 +811,7 @@ impl Live {
         let rel = fh
             .and_then(|f| self.handles.get(&f))
             .map(|h| h.path.clone())
-            .unwrap_or_else(|| self.rel(ino));
+            .unwrap_or_else(|| self.rel(ino).into());
         let call = match (self.kind(ino), datasync) {
             (Some(InodeKind::Dir), _) => "fsyncdir",
             (_, true) => "fdatasync",

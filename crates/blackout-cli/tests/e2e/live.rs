@@ -178,6 +178,32 @@ fn a_crash_loses_unsynced_data_and_keeps_fsynced_data() {
     assert_eq!(live.backing("b.txt").unwrap(), b"new b\n");
     // After the crash the mount shows the durable state, as a reboot would.
     assert_eq!(fs::read(live.m.join("a.txt")).unwrap(), b"old a\n");
+    // A program still running, its write still in the kernel's page cache
+    // (never closed, never synced): killed first, its write listed as lost.
+    let mut program = spawn_in_group(
+        &live.m,
+        "import os, time\n\
+         fd = os.open('b.txt', os.O_WRONLY)\n\
+         os.pwrite(fd, b'held', 0)\n\
+         open('written', 'w').close()\n\
+         time.sleep(30)\n",
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !live.m.join("written").exists() {
+        assert!(Instant::now() < deadline, "the program never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The report has the kernel pass on what it holds first.
+    let p = live.json("pending", &[]);
+    assert_eq!(p["files"][1]["path"], "b.txt", "{p}");
+    // Its page, written back up to the end of the file.
+    assert_eq!(p["files"][1]["ops"][0]["length"], 6);
+    let pgid = program.id().to_string();
+    let r = live.crash(&["--pgid", &pgid]);
+    assert!(!program.wait().unwrap().success());
+    assert_eq!(r["killed"], 1);
+    assert_eq!(calls(&r, "dropped"), ["create written", "write b.txt"]);
+    assert_eq!(live.backing("b.txt").unwrap(), b"new b\n");
     live.unmount();
 }
 
@@ -273,10 +299,17 @@ fn a_torn_write_keeps_whole_sectors_of_old_and_new() {
         "torn at a sector boundary: {cut}"
     );
     assert!(data[..cut].iter().all(|&b| b == b'B') && data[cut..].iter().all(|&b| b == b'A'));
-    // A write inside one sector cannot tear: it is lost whole.
-    live.python("import os\nfd = os.open('data', os.O_WRONLY)\nos.pwrite(fd, b'C' * 100, 0)\n");
-    let r = live.crash(&["--keep", "none", "--tear"]);
-    assert_eq!(calls(&r, "dropped"), ["write data"]);
+    // A write inside one sector cannot tear: it reaches the disk whole or
+    // not at all (the kernel writes its page back whole: that may tear
+    // between sectors, never inside this one).
+    for seed in ["1", "2", "3"] {
+        live.python("import os\nfd = os.open('data', os.O_WRONLY)\nos.pwrite(fd, b'C' * 100, 0)\n");
+        let r = live.crash(&["--keep", "none", "--tear", "--seed", seed]);
+        assert_eq!(calls(&r, "torn").len() + calls(&r, "dropped").len(), 1);
+        let data = live.backing("data").unwrap();
+        let c = data[..100].iter().filter(|&&b| b == b'C').count();
+        assert!(c == 0 || c == 100, "{c} of the 100 bytes reached the disk");
+    }
     live.unmount();
 }
 
@@ -359,13 +392,15 @@ fn the_pending_report_names_each_op_and_the_sync_that_saves_it() {
         .iter()
         .map(|f| f["path"].as_str().unwrap())
         .collect();
-    assert_eq!(files, ["d", "log", "d/x"]);
-    let log = &p["files"][1]["ops"];
-    assert_eq!(log[1]["call"], "write");
-    assert_eq!(log[1]["offset"], 4);
-    assert_eq!(log[1]["length"], 4);
-    assert_eq!(log[1]["durable_by"], "fsync(log) or fdatasync(log)");
-    assert_eq!(p["files"][2]["ops"][0]["durable_by"], "fsync(d)");
+    // The kernel's page cache passes on log's two appends as one write
+    // when the file is closed (at exit, after d/x was written and closed).
+    assert_eq!(files, ["d", "d/x", "log"]);
+    let log = &p["files"][2]["ops"];
+    assert_eq!(log[0]["call"], "write");
+    assert_eq!(log[0]["offset"], 0);
+    assert_eq!(log[0]["length"], 8);
+    assert_eq!(log[0]["durable_by"], "fsync(log) or fdatasync(log)");
+    assert_eq!(p["files"][1]["ops"][0]["durable_by"], "fsync(d)");
     assert_eq!(p["bytes"], 9);
     let text = live
         .s
@@ -376,7 +411,7 @@ fn the_pending_report_names_each_op_and_the_sync_that_saves_it() {
         .unwrap();
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(
-        text.contains("  write log [4, 8): durable after fsync(log) or fdatasync(log)\n"),
+        text.contains("  write log [0, 8): durable after fsync(log) or fdatasync(log)\n"),
         "{text}"
     );
     live.unmount();
@@ -515,7 +550,11 @@ fn soak_passes_a_server_that_syncs_and_names_what_one_that_does_not_lost() {
         stdout.contains("\n  dropped create data.log: durable only after fsync(.)\n"),
         "{stdout}"
     );
-    assert!(stdout.contains(" writes data.log in [0, "), "{stdout}");
+    assert!(
+        stdout.contains("dropped write data.log [0, ")
+            || stdout.contains(" writes data.log in [0, "),
+        "{stdout}"
+    );
     s.assert_clean();
 }
 
