@@ -629,7 +629,7 @@ fn slower_postgres_with_synchronous_commit_off_loses_an_acknowledged_commit() {
     );
     // The lost commits' WAL: written, never flushed before the crash.
     assert!(
-        stdout.contains(" writes pg/pg_wal/0000000100000000000000"),
+        stdout.contains(" pg/pg_wal/0000000100000000000000"),
         "{stdout}"
     );
     assert!(
