@@ -638,3 +638,83 @@ fn slower_postgres_with_synchronous_commit_off_loses_an_acknowledged_commit() {
     );
     s.assert_clean();
 }
+
+/// A cgroup of the v2 hierarchy, mounted for a test: its processes killed,
+/// the cgroup removed and the hierarchy unmounted when dropped (the
+/// hierarchy is the machine's: a cgroup left behind would outlive the test).
+struct Cgroup2 {
+    root: PathBuf,
+    group: PathBuf,
+}
+
+impl Drop for Cgroup2 {
+    fn drop(&mut self) {
+        let _ = fs::write(self.group.join("cgroup.kill"), "1");
+        for _ in 0..100 {
+            if fs::remove_dir(&self.group).is_ok() || !self.group.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = Command::new("umount").arg("-l").arg(&self.root).status();
+    }
+}
+
+#[test]
+fn a_crash_kills_every_process_of_the_cgroup_it_is_given() {
+    let live = Live::mount(&[]);
+    let root = live.s.path("cgroup");
+    fs::create_dir(&root).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "cgroup2", "none"])
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(
+        mounted.success(),
+        "mounting cgroup2 needs root and a kernel with it"
+    );
+    let group = root.join(format!("blackout-test-{}", std::process::id()));
+    let cg = Cgroup2 {
+        root,
+        group: group.clone(),
+    };
+    fs::create_dir(&group).unwrap();
+    // A program that starts a second process once it is in the cgroup; both
+    // write on the mount, neither syncs.
+    let mut program = spawn_in_group(
+        &live.m,
+        "import os, subprocess, time\n\
+         time.sleep(0.5)\n\
+         subprocess.Popen(['sh', '-c', 'echo child > child; sleep 30'])\n\
+         open('parent', 'w').write('parent')\n\
+         time.sleep(30)\n",
+    );
+    fs::write(group.join("cgroup.procs"), program.id().to_string()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(live.m.join("child").exists() && live.m.join("parent").exists()) {
+        assert!(Instant::now() < deadline, "the program never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = live.crash(&["--cgroup", group.to_str().unwrap()]);
+    // python, the sh it started, and that sh's sleep.
+    assert_eq!(r["killed"], 3, "{r}");
+    assert!(!program.wait().unwrap().success());
+    assert!(fs::read_to_string(group.join("cgroup.procs"))
+        .unwrap()
+        .is_empty());
+    let mut dropped = calls(&r, "dropped");
+    dropped.sort();
+    assert_eq!(
+        dropped,
+        [
+            "create child",
+            "create parent",
+            "write child",
+            "write parent"
+        ]
+    );
+    drop(cg);
+    assert!(!group.exists());
+    live.unmount();
+}
