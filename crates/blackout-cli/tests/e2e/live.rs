@@ -492,6 +492,18 @@ fn bad_input_is_one_line_and_exit_2() {
     s.assert_clean();
 }
 
+/// The standard output of a command that must have exited with `code`.
+fn stdout_with(out: &std::process::Output, code: i32) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// `blackout soak` of the example log server, with `--fsync` or without.
 fn soak_kvlog(s: &Scratch, fsync: bool, extra: &[&str]) -> std::process::Output {
     let kv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/kvlog.py");
@@ -525,26 +537,14 @@ fn soak_kvlog(s: &Scratch, fsync: bool, extra: &[&str]) -> std::process::Output 
 fn soak_passes_a_server_that_syncs_and_names_what_one_that_does_not_lost() {
     let s = Scratch::new();
     let out = soak_kvlog(&s, true, &["--keep", "random", "--tear"]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = stdout_with(&out, 0);
     assert!(
         stdout.starts_with("PASS: 6 crashes (seed 5, keep random, torn writes): all "),
         "{stdout}"
     );
     s.assert_clean();
     let out = soak_kvlog(&s, false, &[]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = stdout_with(&out, 1);
     assert!(stdout.starts_with("FAIL: after crash 1 of 6 (seed 5, keep none), a promise broke: acknowledged put k1.0=v0 is gone"), "{stdout}");
     assert!(
         stdout.contains("\n  dropped create data.log: durable only after fsync(.)\n"),
@@ -598,13 +598,7 @@ fn soak_postgres(sync: &str) -> (std::process::Output, Scratch) {
 #[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (100 crashes of a real PostgreSQL; minutes)"]
 fn slower_postgres_with_synchronous_commit_on_keeps_every_commit_through_100_crashes() {
     let (out, s) = soak_postgres("on");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = stdout_with(&out, 0);
     assert!(
         stdout.starts_with("PASS: 100 crashes (seed 1, keep none): all "),
         "{stdout}"
@@ -616,13 +610,7 @@ fn slower_postgres_with_synchronous_commit_on_keeps_every_commit_through_100_cra
 #[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (a real PostgreSQL crashed under load)"]
 fn slower_postgres_with_synchronous_commit_off_loses_an_acknowledged_commit() {
     let (out, s) = soak_postgres("off");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = stdout_with(&out, 1);
     assert!(
         stdout.contains("acknowledged commits are gone after the crash"),
         "{stdout}"
