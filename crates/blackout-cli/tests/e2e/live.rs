@@ -706,3 +706,36 @@ fn a_crash_kills_every_process_of_the_cgroup_it_is_given() {
     assert!(!group.exists());
     live.unmount();
 }
+
+#[test]
+fn a_soak_stopped_by_sigterm_leaves_no_mount_process_or_scratch() {
+    let s = Scratch::new();
+    let kv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/kvlog.py");
+    let kv = kv.to_str().unwrap();
+    let log = s.path("soak.err");
+    let mut soak = s
+        .blackout()
+        .args(["soak", "--crashes", "1000", "--ack-prefix", "ok"])
+        .args(["--ready", &format!("python3 {kv} ready")])
+        .args(["--client", &format!("python3 {kv} load")])
+        .args(["--checker", &format!("python3 {kv} check")])
+        .args([
+            "--",
+            "python3",
+            kv,
+            "serve",
+            "--fsync",
+            "--marker-soak-sigterm",
+        ])
+        .stdout(Stdio::null())
+        .stderr(fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    crate::common::signal_when(&s, &mut soak, nix::sys::signal::Signal::SIGTERM, || {
+        fs::read_to_string(&log).is_ok_and(|t| t.contains("crash 2/1000"))
+    });
+    assert_eq!(
+        crate::common::processes_with("--marker-soak-sigterm"),
+        Vec::<String>::new()
+    );
+}
