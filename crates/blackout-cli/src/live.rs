@@ -62,14 +62,20 @@ fn mount(a: FsMountArgs) -> Result<u8> {
         None
     };
     let scratch = a.scratch.unwrap_or_else(default_scratch_parent);
-    let mounted = LiveMount::mount(&a.mountpoint, &a.backing, &scratch).with_context(|| {
-        format!(
-            "mounting the live file system of {} at {}",
-            a.backing.display(),
-            a.mountpoint.display()
-        )
-    });
-    let m = match (mounted, ready) {
+    let mounted = control::bind(&a.mountpoint)
+        .map_err(anyhow::Error::from)
+        .and_then(|listener| {
+            let m = LiveMount::mount(&a.mountpoint, &a.backing, &scratch)?;
+            Ok((listener, m))
+        })
+        .with_context(|| {
+            format!(
+                "mounting the live file system of {} at {}",
+                a.backing.display(),
+                a.mountpoint.display()
+            )
+        });
+    let (listener, m) = match (mounted, ready) {
         (Ok(m), Some(r)) => {
             r.mounted();
             m
@@ -88,7 +94,7 @@ fn mount(a: FsMountArgs) -> Result<u8> {
         }
         (Err(e), None) => return Err(e),
     };
-    control::serve(m, &INTERRUPTED).context("serving the live file system")?;
+    control::serve(listener, m, &INTERRUPTED).context("serving the live file system")?;
     if INTERRUPTED.load(Ordering::SeqCst) {
         return Ok(stopped_exit_code());
     }

@@ -63,25 +63,37 @@ fn trusted(s: &UnixStream) -> bool {
     }
 }
 
-/// Serves requests for `mount` until `stop` is set (a stop signal) or an
-/// `Unmount` request; then unmounts (syncing first) and returns.
+/// The control socket of a mount to be made at `mountpoint`, bound before
+/// it is mounted: a second daemon for one mount point stops here, before
+/// it mounts anything.
 ///
 /// # Errors
 ///
-/// Binding the socket (another daemon serves this mount point), or the
-/// unmount.
-pub fn serve(mount: LiveMount, stop: &AtomicBool) -> io::Result<()> {
-    let addr = address(mount.mountpoint())?;
-    let listener = UnixListener::bind_addr(&addr).map_err(|e| {
+/// Another daemon serves this mount point, or the path cannot be resolved.
+pub fn bind(mountpoint: &Path) -> io::Result<UnixListener> {
+    let listener = UnixListener::bind_addr(&address(mountpoint)?).map_err(|e| {
+        let why = if e.kind() == io::ErrorKind::AddrInUse {
+            "a live file system is already served there".to_string()
+        } else {
+            e.to_string()
+        };
         io::Error::new(
             e.kind(),
-            format!(
-                "the control socket of {}: {e}",
-                mount.mountpoint().display()
-            ),
+            format!("the control socket of {}: {why}", mountpoint.display()),
         )
     })?;
     listener.set_nonblocking(true)?;
+    Ok(listener)
+}
+
+/// Serves requests for `mount` on `listener` (from [`bind`]) until `stop`
+/// is set (a stop signal) or an `Unmount` request; then unmounts (syncing
+/// first) and returns.
+///
+/// # Errors
+///
+/// Accepting, or the unmount.
+pub fn serve(listener: UnixListener, mount: LiveMount, stop: &AtomicBool) -> io::Result<()> {
     let mount = Arc::new(Mutex::new(Some(mount)));
     let done = Arc::new(AtomicBool::new(false));
     while !stop.load(Ordering::SeqCst) && !done.load(Ordering::SeqCst) {

@@ -739,3 +739,34 @@ fn a_soak_stopped_by_sigterm_leaves_no_mount_process_or_scratch() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_second_daemon_for_a_served_mount_point_refuses_before_it_mounts() {
+    let live = Live::mount(&[("f", b"durable")]);
+    let out = live
+        .s
+        .blackout()
+        .args(["fs", "mount"])
+        .arg(&live.m)
+        .arg("--backing")
+        .arg(&live.b)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("a live file system is already served there"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    // The first one still serves, alone.
+    let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let m = fs::canonicalize(&live.m).unwrap();
+    let here = mounts
+        .lines()
+        .filter(|l| l.split(' ').nth(4) == m.to_str())
+        .count();
+    assert_eq!(here, 1);
+    assert_eq!(fs::read(live.m.join("f")).unwrap(), b"durable");
+    live.unmount();
+}
