@@ -770,3 +770,35 @@ fn a_second_daemon_for_a_served_mount_point_refuses_before_it_mounts() {
     assert_eq!(fs::read(live.m.join("f")).unwrap(), b"durable");
     live.unmount();
 }
+
+#[test]
+fn mmap_o_sync_and_o_direct_writes_are_durable_as_the_model_says() {
+    let live = Live::mount(&[("mapped", &[b'A'; 8192]), ("synced", b"AAAA")]);
+    live.python(
+        "import os, mmap\n\
+         fd = os.open('mapped', os.O_RDWR)\n\
+         m = mmap.mmap(fd, 8192)\n\
+         m[0:4] = b'MMAP'\n\
+         m.flush()\n\
+         m[4096:4100] = b'LOST'\n\
+         m.close(); os.close(fd)\n\
+         fd = os.open('synced', os.O_WRONLY | os.O_SYNC)\n\
+         os.pwrite(fd, b'SYNC', 0); os.close(fd)\n\
+         fd = os.open('direct', os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)\n\
+         buf = mmap.mmap(-1, 4096); buf[:6] = b'DIRECT'\n\
+         os.pwritev(fd, [buf], 0); os.close(fd)\n",
+    );
+    let r = live.crash(&[]);
+    // msync made the first page durable, the second was never synced; an
+    // O_SYNC write is synced; an O_DIRECT write is a write like any other.
+    assert_eq!(
+        calls(&r, "dropped"),
+        ["write mapped", "create direct", "write direct"]
+    );
+    let mapped = live.backing("mapped").unwrap();
+    assert_eq!(&mapped[..8], b"MMAPAAAA");
+    assert_eq!(&mapped[4096..4100], b"AAAA");
+    assert_eq!(live.backing("synced").unwrap(), b"SYNC");
+    assert!(live.backing("direct").is_none());
+    live.unmount();
+}
