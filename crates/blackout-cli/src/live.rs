@@ -23,16 +23,26 @@ pub(crate) fn cmd_fs(cmd: FsCmd) -> Result<u8> {
     match cmd {
         FsCmd::Mount(a) => mount(a),
         FsCmd::Unmount(a) => {
-            control::request(&a.mountpoint, &Request::Unmount, DAEMON_PATIENCE)?;
+            control::request(
+                &a.mountpoint,
+                &Request::Unmount,
+                DAEMON_PATIENCE,
+                &INTERRUPTED,
+            )?;
             Ok(0)
         }
         FsCmd::Sync(a) => {
-            let v = control::request(&a.mountpoint, &Request::Sync, DAEMON_PATIENCE)?;
+            let v = control::request(&a.mountpoint, &Request::Sync, DAEMON_PATIENCE, &INTERRUPTED)?;
             println!("synced {} ops", v["synced"]);
             Ok(0)
         }
         FsCmd::Pending(a) => {
-            let v = control::request(&a.mountpoint, &Request::Pending, DAEMON_PATIENCE)?;
+            let v = control::request(
+                &a.mountpoint,
+                &Request::Pending,
+                DAEMON_PATIENCE,
+                &INTERRUPTED,
+            )?;
             if a.json {
                 println!("{v}");
             } else {
@@ -119,7 +129,7 @@ fn crash(a: FsCrashArgs) -> Result<u8> {
         cgroup: a.cgroup,
     };
     // An armed crash waits for its op as long as it takes.
-    let v = control::request(&a.mountpoint, &req, DAEMON_PATIENCE)?;
+    let v = control::request(&a.mountpoint, &req, DAEMON_PATIENCE, &INTERRUPTED)?;
     if a.json {
         println!("{v}");
     } else {

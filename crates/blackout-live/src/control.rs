@@ -129,7 +129,7 @@ fn handle(s: UnixStream, mount: &Shared, done: &AtomicBool) -> io::Result<()> {
     let request = serde_json::from_str::<Request>(&line);
     let stops = matches!(request, Ok(Request::Unmount));
     let reply = match request {
-        Ok(r) => answer(r, mount),
+        Ok(r) => answer(r, mount, &|| client_gone(&s)),
         Err(e) => Err(format!("a request that does not parse: {e}")),
     };
     let json = match reply {
@@ -145,6 +145,17 @@ fn handle(s: UnixStream, mount: &Shared, done: &AtomicBool) -> io::Result<()> {
     written
 }
 
+/// Whether the client hung up (a `fs crash --at` stopped with Ctrl-C).
+fn client_gone(s: &UnixStream) -> bool {
+    let mut byte = [0u8; 1];
+    let flags = rustix::net::RecvFlags::PEEK | rustix::net::RecvFlags::DONTWAIT;
+    match rustix::net::recv(s, &mut byte[..], flags) {
+        Ok((0, _)) => true,
+        Ok(_) => false,
+        Err(e) => e != rustix::io::Errno::AGAIN,
+    }
+}
+
 fn with<T>(mount: &Shared, f: impl FnOnce(&mut LiveMount) -> io::Result<T>) -> Result<T, String> {
     let mut guard = mount.lock().unwrap_or_else(|p| p.into_inner());
     match guard.as_mut() {
@@ -153,7 +164,15 @@ fn with<T>(mount: &Shared, f: impl FnOnce(&mut LiveMount) -> io::Result<T>) -> R
     }
 }
 
-fn answer(r: Request, mount: &Shared) -> Result<serde_json::Value, String> {
+/// How often an armed crash's handler looks whether its client is still
+/// there.
+const CLIENT_CHECK: Duration = Duration::from_millis(100);
+
+fn answer(
+    r: Request,
+    mount: &Shared,
+    gone: &dyn Fn() -> bool,
+) -> Result<serde_json::Value, String> {
     match r {
         Request::Pending => with(mount, |m| Ok(json(&m.pending()))),
         Request::Sync => with(mount, |m| {
@@ -174,9 +193,26 @@ fn answer(r: Request, mount: &Shared) -> Result<serde_json::Value, String> {
             if let Some(at) = at {
                 let trigger = Trigger::parse(&at, when)?;
                 let rx = with(mount, |m| Ok(m.arm(trigger)))?;
-                // Waits without holding the mount: requests go on.
-                if rx.recv().is_err() {
-                    return Err("the armed crash was taken away".to_string());
+                // Waits without holding the mount: requests go on. A client
+                // that hung up takes its armed crash with it.
+                loop {
+                    match rx.recv_timeout(CLIENT_CHECK) {
+                        Ok(()) => break,
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !gone() => {}
+                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                            with(mount, |m| {
+                                m.disarm();
+                                Ok(())
+                            })?;
+                            // It may have gone off just before: the power
+                            // is off then, and the crash is finished.
+                            if rx.try_recv().is_ok() {
+                                break;
+                            }
+                            return Err("the armed crash was called off".to_string());
+                        }
+                        Err(_) => return Err("the armed crash was taken away".to_string()),
+                    }
                 }
             }
             with(mount, |m| m.crash(&spec, &victims).map(|r| json(&r)))
@@ -199,7 +235,8 @@ fn json<T: Serialize>(v: &T) -> serde_json::Value {
 }
 
 /// Sends `request` to the daemon of the mount at `mountpoint` and returns
-/// its answer; waits up to `patience` for a daemon still starting.
+/// its answer; waits up to `patience` for a daemon still starting, and
+/// stops waiting (`Interrupted`) when `cancel` is set.
 ///
 /// # Errors
 ///
@@ -209,10 +246,15 @@ pub fn request(
     mountpoint: &Path,
     request: &Request,
     patience: Duration,
+    cancel: &AtomicBool,
 ) -> io::Result<serde_json::Value> {
     let addr = address(mountpoint)?;
     let deadline = Instant::now() + patience;
+    let interrupted = || io::Error::new(io::ErrorKind::Interrupted, "interrupted");
     let s = loop {
+        if cancel.load(Ordering::SeqCst) {
+            return Err(interrupted());
+        }
         match UnixStream::connect_addr(&addr) {
             Ok(s) => break s,
             Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(50)),
@@ -233,8 +275,27 @@ pub fn request(
         "{}",
         serde_json::to_string(request).map_err(io::Error::other)?
     )?;
+    // An armed crash may wait long: the wait ends with a stop signal (the
+    // daemon then calls the crash off).
+    s.set_read_timeout(Some(CLIENT_CHECK))?;
+    let mut reader = BufReader::new(&s);
     let mut line = String::new();
-    BufReader::new(&s).read_line(&mut line)?;
+    loop {
+        match reader.read_line(&mut line) {
+            Ok(_) => break,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if cancel.load(Ordering::SeqCst) {
+                    return Err(interrupted());
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
     let v: serde_json::Value = serde_json::from_str(&line)
         .map_err(|e| io::Error::other(format!("the daemon's answer does not parse: {e}")))?;
     if let Some(e) = v.get("error") {

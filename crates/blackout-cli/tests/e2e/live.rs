@@ -802,3 +802,30 @@ fn mmap_o_sync_and_o_direct_writes_are_durable_as_the_model_says() {
     assert!(live.backing("direct").is_none());
     live.unmount();
 }
+
+#[test]
+fn an_armed_crash_whose_command_is_stopped_never_goes_off() {
+    let live = Live::mount(&[]);
+    let mut armed = live
+        .s
+        .blackout()
+        .args(["fs", "crash"])
+        .arg(&live.m)
+        .args(["--at", "rename:*.wal"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(armed.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert_eq!(armed.wait().unwrap().code(), Some(130));
+    std::thread::sleep(Duration::from_millis(300));
+    // The rename goes through, and nothing crashed: it is still pending.
+    live.python("open('seg.tmp', 'w').write('x')\nimport os\nos.rename('seg.tmp', 'seg.wal')\n");
+    assert_eq!(fs::read(live.m.join("seg.wal")).unwrap(), b"x");
+    let p = live.json("pending", &[]);
+    assert_eq!(p["units"], 3, "{p}");
+    live.unmount();
+}
