@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Result};
 
+use blackout::export::text::shell_quote;
 use blackout::live::faults::CrashSpec;
 use blackout::live::pending::Keep;
 use blackout::soak::{dropped_lines, soak, SoakConfig, SoakError};
@@ -10,19 +11,6 @@ use blackout::sys::scratch::default_scratch_parent;
 
 use crate::args::SoakArgs;
 use crate::{stopped_exit_code, INTERRUPTED};
-
-/// One shell word.
-fn quote(arg: &str) -> String {
-    if !arg.is_empty()
-        && arg
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
-    {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
 
 fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
     if a.run_max < a.run_min {
@@ -42,7 +30,7 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
     } else {
         a.service
             .iter()
-            .map(|s| quote(s))
+            .map(|s| shell_quote(s))
             .collect::<Vec<_>>()
             .join(" ")
     };

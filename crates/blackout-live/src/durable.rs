@@ -135,10 +135,7 @@ impl Durable {
             .get_mut(&ino)
             .ok_or_else(|| invalid(format!("inode {ino} unknown to the durable tree")))?;
         let p = self.orphans.join(ino.to_string());
-        tree::make(&p, &n.meta, None)?;
-        if n.meta.kind == InodeKind::Dir {
-            tree::finish(&p, &n.meta)?;
-        }
+        tree::make_empty(&p, &n.meta)?;
         n.orphan = true;
         Ok(p)
     }
@@ -161,6 +158,10 @@ impl Durable {
         size_only: bool,
         alive: &dyn Fn(Ino) -> bool,
     ) -> io::Result<()> {
+        if kind.data_inode().is_none() {
+            // An entry op may move what an inode is on disk.
+            self.open = None;
+        }
         match kind {
             OpKind::Write { ino, off, .. } => {
                 let f = self.open(*ino)?;
@@ -182,14 +183,8 @@ impl Durable {
                 zero,
                 keep_size,
             } => fallocate(self.open(*ino)?, *off, *len, *zero, *keep_size),
-            OpKind::Link { dir, name, ino, .. } => {
-                self.open = None;
-                self.set_entry(*dir, name, *ino, alive)
-            }
-            OpKind::Unlink { dir, name, ino } => {
-                self.open = None;
-                self.remove_entry(*dir, name, *ino, alive)
-            }
+            OpKind::Link { dir, name, ino, .. } => self.set_entry(*dir, name, *ino, alive),
+            OpKind::Unlink { dir, name, ino } => self.remove_entry(*dir, name, *ino, alive),
             OpKind::Rename {
                 from_dir,
                 from_name,
@@ -199,7 +194,6 @@ impl Durable {
                 replaced,
                 exchange,
             } => {
-                self.open = None;
                 if halves.dest {
                     self.set_entry(*to_dir, to_name, *ino, alive)?;
                 }
@@ -265,13 +259,7 @@ impl Durable {
                 tree::move_tree(&from, &target, self.same_fs)?;
                 self.nodes.get_mut(&ino).expect("known").orphan = false;
             }
-            None => {
-                let meta = node.meta.clone();
-                tree::make(&target, &meta, None)?;
-                if is_dir {
-                    tree::finish(&target, &meta)?;
-                }
-            }
+            None => tree::make_empty(&target, &node.meta)?,
         }
         self.nodes
             .get_mut(&ino)

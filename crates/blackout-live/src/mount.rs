@@ -33,25 +33,16 @@ pub enum Victims {
 const KILL_WAIT: Duration = Duration::from_secs(10);
 
 /// The processes in group `pgid` that have not exited (zombies are dead).
-fn group_members(pgid: i32) -> Vec<i32> {
+fn group_members(pgid: i32) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            // Fields after the command's closing parenthesis: state, ppid,
-            // pgrp.
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                return false;
-            };
-            let mut f = rest.split_whitespace();
-            let state = f.next();
-            let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
-            state != Some("Z") && state != Some("X") && pgrp == Some(pgid)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            blackout_sys::proc::stat_of(pid).is_some_and(|s| {
+                !matches!(s.state, 'Z' | 'X') && i64::from(s.pgrp) == i64::from(pgid)
+            })
         })
         .collect()
 }
@@ -299,28 +290,12 @@ impl Drop for LiveMount {
 /// A new scratch directory `blackout-live-*` under `parent`, marked as
 /// this process's.
 fn make_scratch(parent: &Path) -> io::Result<PathBuf> {
-    for _ in 0..100 {
-        let n: u64 = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos().into())
-            ^ u64::from(std::process::id()) << 32;
-        let dir = parent.join(format!("blackout-live-{n:x}"));
-        match std::fs::create_dir(&dir) {
-            Ok(()) => {
-                if let Err(e) = blackout_sys::scratch::mark_owned(&dir) {
-                    let _ = std::fs::remove_dir_all(&dir);
-                    return Err(e);
-                }
-                return Ok(dir);
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("scratch under {}: {e}", parent.display()),
-                ))
-            }
-        }
-    }
-    Err(io::Error::other("no free scratch name"))
+    let dir = tempfile::Builder::new()
+        .prefix("blackout-live-")
+        .tempdir_in(parent)
+        .map_err(|e| {
+            io::Error::new(e.kind(), format!("scratch under {}: {e}", parent.display()))
+        })?;
+    blackout_sys::scratch::mark_owned(dir.path())?;
+    Ok(dir.keep())
 }

@@ -252,20 +252,9 @@ impl Pending {
     pub fn take_all(&mut self) -> Vec<Taken> {
         let seqs: Vec<u64> = self.ops.keys().copied().collect();
         self.by_sync.clear();
-        let mut out = Vec::with_capacity(seqs.len());
-        for seq in seqs {
-            let op = self.ops.remove(&seq).expect("listed");
-            self.unref(&op.kind);
-            out.push(Taken {
-                seq,
-                kind: op.kind,
-                data: op.data,
-                halves: op.left,
-                size_only: false,
-            });
-        }
-        self.refs.clear();
-        out
+        seqs.into_iter()
+            .filter_map(|seq| self.remove(seq, None))
+            .collect()
     }
 
     /// Drops every pending op (what a crash does with what it lost), and
@@ -279,17 +268,7 @@ impl Pending {
     /// take is dropped with [`Pending::clear`] after.
     pub fn take_unit(&mut self, seq: u64, part: Part) -> Option<Taken> {
         match part {
-            Part::Whole => {
-                let op = self.ops.remove(&seq)?;
-                self.unref(&op.kind);
-                Some(Taken {
-                    seq,
-                    kind: op.kind,
-                    data: op.data,
-                    halves: op.left,
-                    size_only: false,
-                })
-            }
+            Part::Whole => self.remove(seq, None),
             Part::Source => self.take_half(seq, true),
             Part::Dest => self.take_half(seq, false),
         }
@@ -323,13 +302,19 @@ impl Pending {
                 size_only: false,
             });
         }
+        self.remove(seq, Some(halves))
+    }
+
+    /// Op `seq` taken out whole: `halves` of it applied (else the halves
+    /// still pending).
+    fn remove(&mut self, seq: u64, halves: Option<Halves>) -> Option<Taken> {
         let op = self.ops.remove(&seq)?;
         self.unref(&op.kind);
         Some(Taken {
             seq,
+            halves: halves.unwrap_or(op.left),
             kind: op.kind,
             data: op.data,
-            halves,
             size_only: false,
         })
     }
@@ -370,11 +355,6 @@ impl Pending {
     /// A pending op.
     pub fn get(&self, seq: u64) -> Option<&PendingOp> {
         self.ops.get(&seq)
-    }
-
-    /// Every pending op, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &PendingOp)> {
-        self.ops.iter().map(|(&s, op)| (s, op))
     }
 
     /// A unit as it is reported.

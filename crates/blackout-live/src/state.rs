@@ -126,7 +126,6 @@ impl Live {
     ///
     /// As [`Live::new`].
     pub fn reset(&mut self) -> io::Result<()> {
-        self.handles.clear();
         blackout_sys::scratch::remove_tree(&self.view)?;
         let fresh = Live::new(&self.backing, &self.view, &self.orphans)?;
         *self = fresh;
@@ -146,8 +145,10 @@ impl Live {
         }
     }
 
-    /// The inode's path in the view (by its first name).
-    fn view_path(&self, ino: Ino) -> Result<PathBuf, Errno> {
+    /// The names from the root down to inode `ino` (by each inode's first
+    /// name): `ESTALE` for an inode the view does not have, `ENOENT` for
+    /// one with no name left.
+    fn names_down(&self, ino: Ino) -> Result<Vec<&Name>, Errno> {
         let mut parts = Vec::new();
         let mut at = ino;
         while at != ROOT_INO {
@@ -155,8 +156,14 @@ impl Live {
             parts.push(n);
             at = *up;
         }
+        parts.reverse();
+        Ok(parts)
+    }
+
+    /// The inode's path in the view.
+    fn view_path(&self, ino: Ino) -> Result<PathBuf, Errno> {
         let mut p = self.view.clone();
-        for n in parts.iter().rev() {
+        for n in self.names_down(ino)? {
             p.push(OsStr::from_bytes(&n.0));
         }
         Ok(p)
@@ -165,22 +172,15 @@ impl Live {
     /// The inode's path relative to the mount, for people (`.` for the
     /// root; an inode with no name left is `(deleted inode N)`).
     pub fn rel(&self, ino: Ino) -> String {
-        let mut parts = Vec::new();
-        let mut at = ino;
-        while at != ROOT_INO {
-            match self.nodes.get(at as usize).and_then(|n| n.names.first()) {
-                Some((up, n)) => {
-                    parts.push(n.display());
-                    at = *up;
-                }
-                None => return format!("(deleted inode {ino})"),
-            }
+        match self.names_down(ino) {
+            Ok(parts) if parts.is_empty() => ".".to_string(),
+            Ok(parts) => parts
+                .iter()
+                .map(|n| n.display())
+                .collect::<Vec<_>>()
+                .join("/"),
+            Err(_) => format!("(deleted inode {ino})"),
         }
-        if parts.is_empty() {
-            return ".".to_string();
-        }
-        parts.reverse();
-        parts.join("/")
     }
 
     fn entry_path(&self, dir: Ino, name: &OsStr) -> Result<PathBuf, Errno> {
@@ -243,11 +243,6 @@ impl Live {
     /// is [`Live::reset`]).
     pub fn freeze(&mut self) {
         self.frozen = true;
-    }
-
-    /// Whether the power is off.
-    pub fn frozen(&self) -> bool {
-        self.frozen
     }
 
     /// The first failure to make an op durable, if any.
@@ -948,15 +943,5 @@ impl Live {
     /// The view's root directory (in scratch).
     pub fn view_root(&self) -> &Path {
         &self.view
-    }
-
-    /// How many ops are pending.
-    pub fn pending_len(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// The pending ops (for tests and reports).
-    pub fn pending(&self) -> &Pending {
-        &self.pending
     }
 }

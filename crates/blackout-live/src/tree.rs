@@ -104,7 +104,8 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
     if let Some(c) = copy {
         fs::create_dir(c)?;
     }
-    let mut seen: HashMap<(u64, u64), Ino> = HashMap::new();
+    // Each hard-linked inode met, and where its first name was copied.
+    let mut seen: HashMap<(u64, u64), (Ino, Option<PathBuf>)> = HashMap::new();
     let mut dirs = vec![(ROOT_INO, root.to_path_buf(), copy.map(Path::to_path_buf))];
     while let Some((dir, path, to)) = dirs.pop() {
         let mut names: Vec<_> = fs::read_dir(&path)?
@@ -117,12 +118,11 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
             let key = (md.dev(), md.ino());
             let n = Name(name.as_bytes().to_vec());
             let dest = to.as_ref().map(|t| t.join(&name));
-            if let Some(&ino) = seen.get(&key) {
+            if let Some((ino, first)) = seen.get(&key) {
+                let ino = *ino;
                 // A hard link: one inode, another name.
-                if let Some(d) = &dest {
-                    let first = &nodes[ino as usize].names[0];
-                    let first_path = copy_path(&nodes, copy, first.0, &first.1);
-                    fs::hard_link(first_path, d)?;
+                if let (Some(first), Some(d)) = (first, &dest) {
+                    fs::hard_link(first, d)?;
                 }
                 nodes[ino as usize].names.push((dir, n.clone()));
                 nodes[dir as usize].entries.insert(n, ino);
@@ -132,7 +132,7 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
             let ino = Ino::try_from(nodes.len())
                 .map_err(|_| io::Error::other("more than 2^32 inodes"))?;
             if meta.kind != InodeKind::Dir && md.nlink() > 1 {
-                seen.insert(key, ino);
+                seen.insert(key, (ino, dest.clone()));
             }
             if let Some(d) = &dest {
                 make(d, &meta, Some(&p))?;
@@ -153,22 +153,6 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
         }
     }
     Ok(nodes)
-}
-
-/// Where inode `dir`'s entry `name` was copied to.
-fn copy_path(nodes: &[Scanned], copy: Option<&Path>, dir: Ino, name: &Name) -> PathBuf {
-    let mut parts = vec![name.0.clone()];
-    let mut at = dir;
-    while at != ROOT_INO {
-        let (up, n) = &nodes[at as usize].names[0];
-        parts.push(n.0.clone());
-        at = *up;
-    }
-    let mut p = copy.map(Path::to_path_buf).unwrap_or_default();
-    for part in parts.iter().rev() {
-        p.push(OsStr::from_bytes(part));
-    }
-    p
 }
 
 /// Makes an inode at `path` as `meta` says: a file (with `from`'s bytes
@@ -198,6 +182,20 @@ pub fn make(path: &Path, meta: &Meta, from: Option<&Path>) -> io::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Makes an empty inode at `path` as `meta` says, its mode and owner set at
+/// once (a directory's too: nothing is to be put in it first).
+///
+/// # Errors
+///
+/// The calls that make it.
+pub fn make_empty(path: &Path, meta: &Meta) -> io::Result<()> {
+    make(path, meta, None)?;
+    if meta.kind == InodeKind::Dir {
+        finish(path, meta)?;
+    }
+    Ok(())
 }
 
 /// Sets a made inode's mode and (as root) owner.

@@ -180,7 +180,7 @@ pub fn reap_orphans() -> usize {
         else {
             continue;
         };
-        let Some((state, ppid)) = stat_of(pid) else {
+        let Some(Stat { state, ppid, .. }) = stat_of(pid) else {
             continue;
         };
         if ppid != me || own.contains(&pid) {
@@ -196,14 +196,32 @@ pub fn reap_orphans() -> usize {
     running
 }
 
-/// A process's state letter and parent, from `/proc/PID/stat` (its name,
-/// which may hold anything, sits in parentheses before them).
-fn stat_of(pid: u32) -> Option<(char, u32)> {
+/// What `/proc/PID/stat` says of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Its state letter (`R`, `S`, `Z` for a zombie, ...).
+    pub state: char,
+    /// Its parent.
+    pub ppid: u32,
+    /// Its process group.
+    pub pgrp: u32,
+}
+
+/// A process's state, parent and group, from `/proc/PID/stat` (its name,
+/// which may hold anything, sits in parentheses before them); `None` when
+/// it is gone.
+///
+/// ```
+/// let me = blackout_sys::proc::stat_of(std::process::id()).unwrap();
+/// assert_eq!(me.state, 'R');
+/// ```
+pub fn stat_of(pid: u32) -> Option<Stat> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
     let state = rest.next()?.chars().next()?;
     let ppid = rest.next()?.parse().ok()?;
-    Some((state, ppid))
+    let pgrp = rest.next()?.parse().ok()?;
+    Some(Stat { state, ppid, pgrp })
 }
 
 /// Makes this process the reaper of its orphaned descendants
