@@ -34,8 +34,24 @@ def records():
     return out
 
 
+def cut_torn_tail():
+    """Recovery: a crash can leave the last record torn (part of it, or
+    only the file's new size, reading as zeros). Cut the log back to its
+    last complete record, so the next append starts a line of its own."""
+    try:
+        data = open(LOG, "rb").read()
+    except FileNotFoundError:
+        return
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        with open(LOG, "r+b") as f:
+            f.truncate(end)
+            os.fsync(f.fileno())
+
+
 def serve(durable):
-    known = records()  # recovery: what survived
+    cut_torn_tail()
+    known = records()  # what survived
     fd = os.open(LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     if durable:
         os.fsync(fd)
