@@ -15,6 +15,7 @@
 //! power failed can count as promised.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -282,18 +283,15 @@ fn check(
     let acks = dirs.work.join("acks");
     std::fs::File::create(&acks)?.write_all(text.as_bytes())?;
     let mut cmd = shell(&cfg.checker, dirs, crash);
-    cmd.env(protocol::ACKS_FILE, &acks);
+    // As the shell checker sets them: neither is inherited from blackout's
+    // own environment.
+    cmd.env(protocol::ACKS_FILE, &acks)
+        .env_remove(protocol::ACKED)
+        .env_remove(protocol::ACKED_IN_FILE);
     match protocol::acked_env_value(text.as_bytes()) {
-        Some(v) => {
-            cmd.env(
-                protocol::ACKED,
-                std::ffi::OsStr::new(&*String::from_utf8_lossy(v)),
-            );
-        }
-        None => {
-            cmd.env(protocol::ACKED_IN_FILE, "1");
-        }
-    }
+        Some(v) => cmd.env(protocol::ACKED, std::ffi::OsStr::from_bytes(v)),
+        None => cmd.env(protocol::ACKED_IN_FILE, "1"),
+    };
     Ok(run_to_end(cmd, cfg.timeout, cancel)?.map(|_| ()))
 }
 
