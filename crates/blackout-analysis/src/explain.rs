@@ -1048,6 +1048,43 @@ pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
     (t, added)
 }
 
+/// A copy of `trace` without the sync ops at the indices `syncs` (fsync,
+/// fdatasync, sync): the program as it would have run had it not made them.
+/// Later syncs' barriers move down with the ops they count. An index that is
+/// not a sync op is kept: only syncs are taken out.
+pub fn without_syncs(trace: &Trace, syncs: &[usize]) -> Trace {
+    let is_sync = |i: &usize| {
+        trace.ops.get(*i).is_some_and(|op| {
+            matches!(
+                op.kind,
+                OpKind::Fsync { .. } | OpKind::Fdatasync { .. } | OpKind::Sync { .. }
+            )
+        })
+    };
+    let mut gone: Vec<usize> = syncs.iter().copied().filter(is_sync).collect();
+    gone.sort_unstable();
+    gone.dedup();
+    // A barrier counts the ops below it: the ones taken out no longer.
+    let moved = |barrier: usize| barrier - gone.partition_point(|&g| g < barrier);
+    let mut t = trace.clone();
+    let ops = std::mem::take(&mut t.ops);
+    t.ops = ops
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| gone.binary_search(i).is_err())
+        .map(|(_, mut op)| {
+            match &mut op.kind {
+                OpKind::Fsync { barrier, .. }
+                | OpKind::Fdatasync { barrier, .. }
+                | OpKind::Sync { barrier } => *barrier = moved(*barrier),
+                _ => {}
+            }
+            op
+        })
+        .collect();
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1251,6 +1288,25 @@ mod tests {
         let c = explain(&cx, &state, Some("info missing"), &mut |d| partial(d));
         assert_eq!({ c.blamed.op }, 1, "{}", c.sentence);
         assert_ne!(c.kind, CauseKind::NotAtomic);
+    }
+
+    #[test]
+    fn taking_syncs_out_shifts_later_barriers_and_keeps_every_other_op() {
+        let t = trace(&format!(
+            "{NEW}1 fsync(3) = 0\n1 fsync(3) = 0\n1 fsync(3) = 0\n"
+        ));
+        // open+create, write, fsync x3: the first and an op that is no sync.
+        let fewer = without_syncs(&t, &[2, 1, 2]);
+        assert_eq!(fewer.ops.len(), 4);
+        assert_eq!(fewer.ops[1], t.ops[1]);
+        for (i, op) in fewer.ops[2..].iter().enumerate() {
+            assert!(
+                matches!(op.kind, OpKind::Fsync { barrier, .. } if barrier == 2 + i),
+                "{:?}",
+                op.kind
+            );
+        }
+        assert_eq!(without_syncs(&t, &[]).ops, t.ops);
     }
 
     #[test]

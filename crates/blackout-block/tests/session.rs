@@ -237,7 +237,7 @@ fn umount(mnt: &Path) {
     );
 }
 
-/// xfs and btrfs: their mkfs must be installed (.ci/run installs them);
+/// xfs and btrfs: their mkfs must be installed (scripts/test installs them);
 /// a missing one fails with the line naming its package.
 #[test]
 fn xfs_and_btrfs_replay_to_their_image_and_mount_from_a_copy() {

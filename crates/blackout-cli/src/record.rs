@@ -9,8 +9,8 @@ use blackout::oplog::trace::Trace;
 use blackout::record::{RecordConfig, Recorder, StraceRecorder};
 
 use crate::args::RecordArgs;
-use crate::report::dir_of;
 use crate::INTERRUPTED;
+use blackout::sys::durable::dir_of;
 
 /// Records a workload into a trace, saved at `output` if given.
 pub(crate) fn record_trace(

@@ -27,16 +27,8 @@ pub(crate) fn check_writable(path: &std::path::Path) -> std::io::Result<()> {
     }
     tempfile::Builder::new()
         .prefix(".blackout-out-")
-        .tempfile_in(dir_of(path))
+        .tempfile_in(blackout::sys::durable::dir_of(path))
         .map(drop)
-}
-
-/// The directory a file path names its file in (`.` for a bare name).
-pub(crate) fn dir_of(path: &std::path::Path) -> &std::path::Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => std::path::Path::new("."),
-    }
 }
 
 /// A report file: the flag, the path, the exporter.

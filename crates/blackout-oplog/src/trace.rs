@@ -272,21 +272,11 @@ impl Trace {
         h.finalize().to_hex()[..12].to_string()
     }
 
-    /// Writes the trace to a file (via a temporary file beside it, renamed
-    /// into place, so a failed write leaves no half trace).
+    /// Writes the trace to a file durably
+    /// ([`blackout_sys::durable::write_durably`]): a failed write or a power
+    /// cut leaves the old file or the new one whole, never a half trace.
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        use std::os::unix::fs::PermissionsExt;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".blackout-trace-")
-            .permissions(std::fs::Permissions::from_mode(0o644))
-            .tempfile_in(parent)?;
-        self.write_to(io::BufWriter::new(tmp.as_file_mut()))?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        blackout_sys::durable::write_durably(path, 0o644, |w| self.write_to(w))
     }
 
     /// Marks the data ops on files the volatile globs name, by the path
@@ -327,10 +317,11 @@ impl Trace {
 
     /// Reads and checks a trace.
     pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
-        let nl = memchr::memchr(b'\n', bytes).ok_or_else(|| invalid("no header line"))?;
+        let nl = memchr::memchr(b'\n', bytes).ok_or_else(|| Trace::no_first_line(bytes))?;
         Trace::check_version(&bytes[..nl])?;
         let rest = &bytes[nl + 1..];
-        let end = memchr::memchr(b'\n', rest).ok_or_else(|| invalid("the header is cut short"))?;
+        let end = memchr::memchr(b'\n', rest)
+            .ok_or_else(|| invalid("the file is cut short inside its header"))?;
         let mut trace = Trace::header(&rest[..end], (rest.len() - end - 1) as u64)?;
         trace.data = Blob::from_vec(rest[end + 1..].to_vec());
         trace.validate()?;
@@ -352,13 +343,13 @@ impl Trace {
         let mut first = Vec::new();
         r.read_until(b'\n', &mut first)?;
         if first.pop() != Some(b'\n') {
-            return Err(invalid("no header line"));
+            return Err(Trace::no_first_line(&first));
         }
         Trace::check_version(&first)?;
         let mut header = Vec::new();
         r.read_until(b'\n', &mut header)?;
         if header.pop() != Some(b'\n') {
-            return Err(invalid("the header is cut short"));
+            return Err(invalid("the file is cut short inside its header"));
         }
         let start = (first.len() + header.len() + 2) as u64;
         let mut trace = Trace::header(&header, file_len.saturating_sub(start))?;
@@ -367,6 +358,18 @@ impl Trace {
         trace.validate()?;
         trace.mark_volatile()?;
         Ok(trace)
+    }
+
+    /// What a file whose first line never ends (`bytes`, all of it) is: a
+    /// trace cut short, or not a trace.
+    fn no_first_line(bytes: &[u8]) -> TraceError {
+        let magic = TRACE_MAGIC.as_bytes();
+        let n = bytes.len().min(magic.len());
+        if bytes[..n] == magic[..n] {
+            invalid("the file is cut short inside its first line")
+        } else {
+            invalid(format!("it does not start with `{TRACE_MAGIC}`"))
+        }
     }
 
     /// Checks the first line of a trace file (without its newline).
@@ -388,6 +391,12 @@ impl Trace {
     fn header(json: &[u8], blob_len: u64) -> Result<Trace, TraceError> {
         let trace: Trace =
             serde_json::from_slice(json).map_err(|e| invalid(format!("bad header: {e}")))?;
+        if blob_len < trace.data_len {
+            return Err(invalid(format!(
+                "the file is cut short: its data blob holds {blob_len} bytes, the header says {}",
+                trace.data_len
+            )));
+        }
         if blob_len != trace.data_len {
             return Err(invalid(format!(
                 "the data blob holds {blob_len} bytes, the header says {}",

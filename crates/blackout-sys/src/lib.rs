@@ -1,7 +1,8 @@
-//! What blackout asks of the operating system besides files: children that
-//! lead their own process group and are waited on without polling latency,
-//! scratch directories that are always removed (whatever a checker left in
-//! them), signal names, and the `{dir}` placeholder in commands.
+//! What blackout asks of the operating system: children that lead their own
+//! process group and are waited on without polling latency, scratch
+//! directories that are always removed (whatever a checker left in them),
+//! files of its own written durably (whole or not at all, and kept once
+//! written), signal names, and the `{dir}` placeholder in commands.
 //!
 //! Recording and checking both start programs they do not trust; both use
 //! [`proc::wait_group`], so a workload's or checker's descendants never
@@ -18,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod command;
+pub mod durable;
 pub mod isolate;
 pub mod proc;
 pub mod scratch;

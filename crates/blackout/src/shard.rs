@@ -321,19 +321,13 @@ impl ShardPart {
         s
     }
 
-    /// Writes the part to a file (via a temporary file beside it, renamed
-    /// into place).
+    /// Writes the part to a file durably
+    /// ([`blackout_sys::durable::write_durably`]): the old part or the new
+    /// one, whole, whatever happens.
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".blackout-part-")
-            .tempfile_in(parent)?;
-        io::Write::write_all(tmp.as_file_mut(), self.to_json().as_bytes())?;
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        blackout_sys::durable::write_durably(path, 0o644, |w| {
+            io::Write::write_all(w, self.to_json().as_bytes())
+        })
     }
 
     /// Reads and checks a part file.
@@ -362,8 +356,13 @@ impl ShardPart {
     /// Reads and checks a part from its JSON text; the error says what is
     /// wrong, in one line.
     pub fn read(bytes: &[u8]) -> Result<ShardPart, String> {
-        let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|e| format!("not a blackout part file (not JSON: {e})"))?;
+        let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+            if e.is_eof() {
+                format!("the part file is cut short ({e}); write it again with `blackout run --shard K/N --part FILE`")
+            } else {
+                format!("not a blackout part file (not JSON: {e})")
+            }
+        })?;
         if value.get("format").and_then(|f| f.as_str()) != Some(PART_FORMAT) {
             return Err(format!(
                 "not a blackout part file (no \"format\": \"{PART_FORMAT}\"); `blackout run --shard K/N --part FILE` writes them"

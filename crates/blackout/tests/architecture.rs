@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 /// Each crate, in pipeline order, with the crates its library may use.
 /// Everything a crate may use comes before it in this list.
 const CRATES: &[(&str, &[&str])] = &[
-    ("blackout-oplog", &[]),
     ("blackout-sys", &[]),
+    ("blackout-oplog", &["blackout-sys"]),
     ("blackout-block", &["blackout-sys"]),
     ("blackout-record", &["blackout-oplog", "blackout-sys"]),
     ("blackout-explore", &["blackout-oplog"]),
@@ -77,7 +77,10 @@ const MODULES: &[(&str, &[&str])] = &[
             "outcome", "protocol",
         ],
     ),
-    ("blackout-sys", &["command", "proc", "isolate", "scratch"]),
+    (
+        "blackout-sys",
+        &["command", "durable", "proc", "isolate", "scratch"],
+    ),
     (
         "blackout-block",
         &[

@@ -13,9 +13,9 @@
 //! above 500 ops: the path compared is the default's.
 //!
 //! ```text
-//! cargo test -p blackout --test differential                       # the default share
-//! BLACKOUT_DIFFERENTIAL_PROGRAMS=100000 cargo test --release -p blackout --test differential
-//! BLACKOUT_DIFFERENTIAL_REPLAY=case.prog cargo test -p blackout --test differential
+//! cargo test -p blackout-engine --test differential                # the default share
+//! BLACKOUT_DIFFERENTIAL_PROGRAMS=100000 cargo test --release -p blackout-engine --test differential
+//! BLACKOUT_DIFFERENTIAL_REPLAY=case.prog cargo test -p blackout-engine --test differential
 //! ```
 //!
 //! The test binary is its own workload: re-executed with

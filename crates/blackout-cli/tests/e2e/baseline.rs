@@ -235,7 +235,7 @@ fn a_missing_or_malformed_baseline_is_one_error_line_and_exit_2() {
     assert!(out.stdout.is_empty(), "nothing ran: {}", text(&out.stdout));
     fs::write(
         s.path("baseline.tsv"),
-        "# a baseline\nsave\tposix\tPASS\t-\nsave\tposix\tSOMETIMES\t-\n",
+        "# a baseline\nsave\tposix\tPASS\t-\nsave\tposix\tSOMETIMES\t-\n# end of baseline\n",
     )
     .unwrap();
     let out = ratchet(&s, "full", Some("save"), &[], &[]);
@@ -245,6 +245,35 @@ fn a_missing_or_malformed_baseline_is_one_error_line_and_exit_2() {
         s.path("baseline.tsv").display()
     );
     assert_eq!(text(&out.stderr), want);
+}
+
+#[test]
+fn a_baseline_cut_in_the_middle_of_a_row_is_one_error_line_and_exit_2() {
+    let s = Scratch::new();
+    record(&s, "full", "save");
+    let whole = baseline(&s);
+    let cut_at = whole.find("save\tposix\tPA").unwrap() + "save\tposix\tPA".len();
+    fs::write(s.path("baseline.tsv"), &whole[..cut_at]).unwrap();
+    let out = ratchet(&s, "full", Some("save"), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let line = whole[..cut_at].lines().count();
+    let want = format!(
+        "error: {}:{line}: the file ends inside this line: it was cut short; record it again with BLACKOUT_UPDATE_BASELINE=1 (or restore it from version control)\n",
+        s.path("baseline.tsv").display()
+    );
+    assert_eq!(text(&out.stderr), want);
+    assert!(out.stdout.is_empty(), "nothing ran: {}", text(&out.stdout));
+    // Cut at the end of a row, it is still not read as a shorter baseline.
+    let row_end = whole.find("save\tposix").unwrap();
+    fs::write(s.path("baseline.tsv"), &whole[..row_end]).unwrap();
+    let out = ratchet(&s, "full", Some("save"), &[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("the file ends without its last line `# end of baseline`"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stderr).lines().count(), 1);
 }
 
 #[test]

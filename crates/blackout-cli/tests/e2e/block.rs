@@ -26,7 +26,7 @@ const ON_A_MOUNT: &str =
     r#"[ "$(stat -c %d .)" != "$(stat -c %d ..)" ] && [ "$(stat -f -c %T .)" != fuseblk ]"#;
 
 /// Whether this machine can run the block backend (root, /dev/fuse, the
-/// mkfs tools). Under CI a missing one fails the test (.ci/run installs
+/// mkfs tools). Under CI a missing one fails the test (scripts/test installs
 /// the tools and CI runs as root); elsewhere the test says so and skips.
 pub fn block_backend_available() -> bool {
     let root =

@@ -160,7 +160,7 @@ pub fn repo() -> PathBuf {
 }
 
 /// Whether `tool` is installed. Under CI (`CI` set) a missing tool fails
-/// the test, since .ci/run installs it; elsewhere the test says what it
+/// the test, since scripts/test installs it; elsewhere the test says what it
 /// did not check, and the caller skips that part.
 pub fn have_tool(tool: &str) -> bool {
     let found = Command::new("sh")
@@ -170,7 +170,7 @@ pub fn have_tool(tool: &str) -> bool {
     if !found {
         assert!(
             std::env::var_os("CI").is_none(),
-            "{tool} is not installed, and CI must run this test (.ci/run installs it)"
+            "{tool} is not installed, and CI must run this test (scripts/test installs it)"
         );
         eprintln!("note: {tool} is not installed; this part of the test is skipped (CI runs it)");
     }

@@ -40,7 +40,7 @@ fn parse_yaml(yaml: &str) -> Option<Value> {
     if !have {
         assert!(
             std::env::var_os("CI").is_none(),
-            "python3's yaml module is missing, and CI must run this test (.ci/run installs python3-yaml)"
+            "python3's yaml module is missing, and CI must run this test (scripts/test installs python3-yaml)"
         );
         eprintln!("note: python3 cannot import yaml; the workflow is not checked");
         return None;

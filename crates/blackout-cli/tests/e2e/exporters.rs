@@ -6,7 +6,7 @@
 //! Ant/Jenkins format); the Markdown summary is compared with
 //! `docs/examples/report.md`; the HTML page is opened in headless Chromium,
 //! which must render it without a console error. Those tools are installed
-//! by .ci/run: under CI a missing one fails the test, elsewhere that part is
+//! by scripts/test: under CI a missing one fails the test, elsewhere that part is
 //! skipped with a note. Regenerate the checked-in example and the
 //! screenshot with `BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test
 //! e2e exporters`.

@@ -17,6 +17,7 @@ mod materialize;
 mod reports;
 mod representatives;
 mod run;
+mod selfcheck;
 mod server;
 mod shard;
 mod sqlite_matrix;

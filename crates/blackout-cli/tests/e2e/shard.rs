@@ -261,9 +261,10 @@ fn a_part_file_that_is_not_a_part_is_refused_naming_it() {
         f(&mut v);
         serde_json::to_string(&v).unwrap()
     };
+    let cut = "the part file is cut short";
     let cases: Vec<(&str, String, &str)> = vec![
-        ("empty", String::new(), "not JSON"),
-        ("truncated", json[..json.len() / 2].to_string(), "not JSON"),
+        ("empty", String::new(), cut),
+        ("truncated", json[..json.len() / 2].to_string(), cut),
         (
             "a report",
             "{\"schema\": 1, \"verdict\": \"PASS\"}".into(),

@@ -81,6 +81,13 @@ const HEADER: &str = "\
 # case\tmodel\tverdict\tcause kinds (sorted; - for none)
 ";
 
+/// The last line of every baseline file: a file without it was cut short.
+///
+/// ```
+/// assert_eq!(blackout::baseline::END_LINE, "# end of baseline");
+/// ```
+pub const END_LINE: &str = "# end of baseline";
+
 /// One row: what a case got under one model.
 ///
 /// ```
@@ -296,9 +303,10 @@ pub enum BaselineError {
 ///
 /// ```
 /// use blackout::baseline::Baseline;
-/// let b = Baseline::parse("save\tposix\tFAIL\tentry_not_synced\n", "b.tsv".as_ref()).unwrap();
+/// let text = "save\tposix\tFAIL\tentry_not_synced\n# end of baseline\n";
+/// let b = Baseline::parse(text, "b.tsv".as_ref()).unwrap();
 /// assert_eq!(b.rows().len(), 1);
-/// assert!(b.render().ends_with("save\tposix\tFAIL\tentry_not_synced\n"));
+/// assert!(b.render().ends_with(text));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Baseline {
@@ -356,15 +364,21 @@ impl Baseline {
         }
     }
 
-    /// Parses a baseline's text; `path` names it in errors. Blank lines and
-    /// lines starting with `#` are skipped.
+    /// Parses a baseline's text; `path` names it in errors. Its last line
+    /// must be [`END_LINE`] (a file without it was cut short, and is never
+    /// read as a shorter baseline); blank lines and lines starting with `#`
+    /// are skipped.
     ///
     /// ```
-    /// let err = blackout::baseline::Baseline::parse("# head\nsave\tposix\tMAYBE\t-\n", "b.tsv".as_ref())
+    /// use blackout::baseline::Baseline;
+    /// let err = Baseline::parse("# head\nsave\tposix\tMAYBE\t-\n# end of baseline\n", "b.tsv".as_ref())
     ///     .unwrap_err();
     /// assert_eq!(err.to_string(), "b.tsv:2: `MAYBE` is not a verdict (PASS, FAIL, INCONCLUSIVE, HARNESS BROKEN, ERROR)");
+    /// let cut = Baseline::parse("# head\nsave\tposix\tFA", "b.tsv".as_ref()).unwrap_err();
+    /// assert!(cut.to_string().starts_with("b.tsv:2: the file ends inside this line"));
     /// ```
     pub fn parse(text: &str, path: &Path) -> Result<Baseline, BaselineError> {
+        check_whole(text, path)?;
         let mut rows = Vec::new();
         let mut seen = BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
@@ -409,30 +423,26 @@ impl Baseline {
             out.push_str(&r.to_string());
             out.push('\n');
         }
+        out.push_str(END_LINE);
+        out.push('\n');
         out
     }
 
-    /// Writes the file (beside it, then renamed into place).
+    /// Writes the file durably ([`blackout_sys::durable::write_durably`]): a
+    /// power cut leaves the old baseline or the new one whole, and once this
+    /// returns, the new one.
     ///
     /// ```no_run
     /// blackout::baseline::Baseline::default().save("durability.tsv".as_ref()).unwrap();
     /// ```
     pub fn save(&self, path: &Path) -> Result<(), BaselineError> {
-        let io = |source| BaselineError::Io {
+        blackout_sys::durable::write_durably(path, 0o644, |w| {
+            std::io::Write::write_all(w, self.render().as_bytes())
+        })
+        .map_err(|source| BaselineError::Io {
             path: path.to_path_buf(),
             source,
-        };
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".blackout-baseline-")
-            .tempfile_in(dir)
-            .map_err(io)?;
-        std::io::Write::write_all(&mut tmp, self.render().as_bytes()).map_err(io)?;
-        tmp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        })
     }
 
     /// Replaces every row of the cases `rows` name by `rows`, keeping the
@@ -469,6 +479,31 @@ impl Baseline {
 }
 
 /// One line of a baseline as a row, or what is wrong with it.
+/// Refuses a baseline's text that was cut short: its last line unfinished,
+/// or not [`END_LINE`].
+fn check_whole(text: &str, path: &Path) -> Result<(), BaselineError> {
+    let lines = text.lines().count().max(1);
+    let cut = |line: usize, what: &str| {
+        BaselineError::Malformed {
+        path: path.to_path_buf(),
+        line,
+        message: format!(
+            "{what}: it was cut short; record it again with {UPDATE_ENV}=1 (or restore it from version control)"
+        ),
+    }
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err(cut(lines, "the file ends inside this line"));
+    }
+    if text.lines().last() != Some(END_LINE) {
+        return Err(cut(
+            lines,
+            &format!("the file ends without its last line `{END_LINE}`"),
+        ));
+    }
+    Ok(())
+}
+
 fn parse_row(line: &str) -> Result<Row, String> {
     let cells: Vec<&str> = line.split('\t').collect();
     let [case, model, verdict, kinds] = cells[..] else {
@@ -1024,7 +1059,7 @@ mod tests {
         assert_eq!(models, ["posix", "block:ext4", "block:xfs"]);
         assert_eq!(Baseline::parse(&b.render(), "b".as_ref()).unwrap(), b);
         for bad in ["block:", "block:ext 4", "blocks:ext4"] {
-            let line = format!("a\t{bad}\tPASS\t-\n");
+            let line = format!("a\t{bad}\tPASS\t-\n{END_LINE}\n");
             let e = Baseline::parse(&line, "b".as_ref())
                 .unwrap_err()
                 .to_string();
@@ -1056,10 +1091,46 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let e = Baseline::parse(text, p).unwrap_err().to_string();
+            let text = format!("{text}{END_LINE}\n");
+            let e = Baseline::parse(&text, p).unwrap_err().to_string();
             assert!(e.starts_with(want), "{e:?} for {text:?}");
             assert!(!e.contains('\n'));
         }
+    }
+
+    #[test]
+    fn a_file_cut_anywhere_is_refused_in_one_line_never_read_shorter() {
+        let b = base(&[
+            row("a", "process", Verdict::Pass, &NONE),
+            row("a", "posix", Verdict::Fail, &["entry_not_synced"]),
+            row("b", "posix", Verdict::Pass, &NONE),
+        ]);
+        let text = b.render();
+        let p = Path::new("b.tsv");
+        assert_eq!(Baseline::parse(&text, p).unwrap(), b);
+        // Every proper prefix: at a row's end, inside a row, inside the
+        // header, nothing at all.
+        for len in 0..text.len() {
+            let e = Baseline::parse(&text[..len], p).unwrap_err().to_string();
+            assert!(e.contains("it was cut short"), "{len}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let mid_row = text.find("a\tposix\tFA").unwrap() + "a\tposix\tFA".len();
+        let e = Baseline::parse(&text[..mid_row], p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("b.tsv:8: the file ends inside this line"),
+            "{e}"
+        );
+        let at_row_end = text.find("b\tposix").unwrap();
+        let e = Baseline::parse(&text[..at_row_end], p)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("b.tsv:8: the file ends without its last line `# end of baseline`"),
+            "{e}"
+        );
     }
 
     #[test]

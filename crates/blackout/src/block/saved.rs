@@ -111,28 +111,15 @@ pub fn is_saved_recording(path: &Path) -> bool {
 }
 
 impl BlockRecording {
-    /// Writes the recording to `path` (via a temporary file beside it,
-    /// renamed into place, so a failed write leaves no half file).
+    /// Writes the recording to `path` durably
+    /// ([`blackout_sys::durable::write_durably`]): a failed write or a power
+    /// cut leaves the old file or the new one whole, never half of one.
     ///
     /// # Errors
     ///
     /// I/O on `path`'s directory or the recording's own files.
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        use std::os::unix::fs::PermissionsExt;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".blackout-recording-")
-            .permissions(std::fs::Permissions::from_mode(0o644))
-            .tempfile_in(parent)?;
-        let mut w = io::BufWriter::new(tmp.as_file_mut());
-        self.write_to(&mut w)?;
-        w.flush()?;
-        drop(w);
-        tmp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        blackout_sys::durable::write_durably(path, 0o644, |w| self.write_to(w))
     }
 
     fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
