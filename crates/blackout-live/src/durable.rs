@@ -165,14 +165,21 @@ impl Durable {
         match kind {
             OpKind::Write { ino, off, .. } => {
                 let f = self.open(*ino)?;
+                let end = off + data.len() as u64;
+                let len = f.metadata()?.len();
                 if size_only {
-                    let end = off + data.len() as u64;
-                    if f.metadata()?.len() < end {
+                    if len < end {
                         f.set_len(end)?;
                     }
                     Ok(())
                 } else {
-                    f.write_all_at(data, *off)
+                    // Refused (a full disk), a write takes back what it
+                    // added past the file's end: it stays pending whole.
+                    f.write_all_at(data, *off).inspect_err(|_| {
+                        if end > len {
+                            let _ = f.set_len(len);
+                        }
+                    })
                 }
             }
             OpKind::Truncate { ino, size } => self.open(*ino)?.set_len(*size),
@@ -208,6 +215,13 @@ impl Durable {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Closes the file kept open for the next data op: a batch of ops
+    /// applied, the next finds each file by its path again (so a file
+    /// removed behind the mount's back is seen as gone, not written to).
+    pub fn close(&mut self) {
+        self.open = None;
     }
 
     fn open(&mut self, ino: Ino) -> io::Result<&fs::File> {

@@ -111,6 +111,16 @@ pub struct Torn {
     pub tear: String,
 }
 
+/// An op the backing directory refused to make durable, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Refused {
+    /// The op.
+    pub op: OpView,
+    /// The backing file system's error (`No space left on device (os
+    /// error 28)`).
+    pub error: String,
+}
+
 /// What a crash did: each pending unit dropped, kept or torn, in order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CrashReport {
@@ -120,6 +130,9 @@ pub struct CrashReport {
     pub kept: Vec<OpView>,
     /// Reached the disk torn.
     pub torn: Vec<Torn>,
+    /// Kept by the crash, but refused by the backing directory: lost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refused>,
     /// Processes killed first.
     pub killed: usize,
 }
@@ -156,8 +169,44 @@ impl CrashReport {
         for line in self.torn_lines() {
             s.push_str(&format!("  torn    {line}\n"));
         }
+        for r in &self.refused {
+            s.push_str(&format!(
+                "  refused {} by the backing directory: {}\n",
+                r.op.describe(),
+                r.error
+            ));
+        }
         s
     }
+}
+
+/// The ops the backing directory refused, in one line: `2 ops could not be
+/// made durable in the backing directory (everything else is): write a [0,
+/// 10): No space left on device (os error 28); ...`.
+///
+/// ```
+/// use blackout_live::faults::{refused_line, Refused};
+/// use blackout_live::pending::OpView;
+/// use blackout_oplog::ops::Part;
+/// let op = OpView {
+///     seq: 3, call: "write".into(), path: "a".into(), to: None,
+///     offset: Some(0), length: Some(10), size: None, part: Part::Whole,
+///     durable_by: "fsync(a)".into(),
+/// };
+/// let line = refused_line(&[Refused { op, error: "No space left on device (os error 28)".into() }]);
+/// assert_eq!(line, "1 op could not be made durable in the backing directory (everything else is): write a [0, 10): No space left on device (os error 28)");
+/// ```
+pub fn refused_line(refused: &[Refused]) -> String {
+    let each: Vec<String> = refused
+        .iter()
+        .map(|r| format!("{}: {}", r.op.describe(), r.error))
+        .collect();
+    format!(
+        "{} op{} could not be made durable in the backing directory (everything else is): {}",
+        refused.len(),
+        if refused.len() == 1 { "" } else { "s" },
+        each.join("; ")
+    )
 }
 
 /// The ops pending on one path.

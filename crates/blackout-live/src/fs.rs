@@ -432,8 +432,9 @@ impl Filesystem for LiveFs {
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
+        // The disk's room and limits are the backing directory's.
         let live = lock(&self.live);
-        match rustix::fs::statvfs(live.view_root()) {
+        match rustix::fs::statvfs(live.backing_root()) {
             Ok(s) => reply.statfs(
                 s.f_blocks,
                 s.f_bfree,

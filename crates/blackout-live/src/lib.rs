@@ -7,7 +7,8 @@
 //!
 //! Modules, lowest first: [`pending`] (the pending ops, what each sync
 //! covers, what a crash keeps), [`faults`] (what a crash is asked and
-//! what it says), [`tree`] (real trees read, copied,
+//! what it says), [`limits`] (the backing file system's largest file and
+//! longest name, the mount's), [`tree`] (real trees read, copied,
 //! moved), [`durable`] (the backing directory as a crash leaves it, ops
 //! applied to it), [`state`] (the view, requests, syncs, the crash),
 //! [`fs`] (the FUSE adapter), [`mount`] (a mount's life: crash and
@@ -18,6 +19,7 @@ pub mod control;
 pub mod durable;
 pub mod faults;
 pub mod fs;
+pub mod limits;
 pub mod mount;
 pub mod pending;
 pub mod state;

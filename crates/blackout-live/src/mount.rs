@@ -206,8 +206,12 @@ impl LiveMount {
     pub fn sync(&self) -> io::Result<usize> {
         self.drain();
         let mut live = lock(&self.live);
-        live.sync_all()
-            .map_err(|_| io::Error::other(live.failure().unwrap_or("sync failed").to_string()))
+        live.sync_all().map_err(|e| {
+            io::Error::other(
+                live.refused_text()
+                    .unwrap_or_else(|| io::Error::from_raw_os_error(e).to_string()),
+            )
+        })
     }
 
     /// Arms a crash at the next op `trigger` matches; the receiver hears

@@ -158,23 +158,48 @@ pub struct Pending {
     next: u64,
 }
 
-/// A pending op taken for the durable tree: what to apply of it.
+/// A pending op taken for the durable tree: what to apply of it, and the
+/// op itself, to go back on the list ([`Pending::restore`]) if the backing
+/// directory refuses it.
 #[derive(Debug)]
 pub struct Taken {
     /// Its number.
     pub seq: u64,
-    /// What it does.
-    pub kind: OpKind,
-    /// A write's bytes (possibly a torn prefix).
-    pub data: Box<[u8]>,
+    /// The op (a write's bytes in its `data`: possibly a torn prefix).
+    pub op: PendingOp,
     /// Which halves to apply.
     pub halves: Halves,
     /// A write torn by a crash: only the file's new size reaches the disk.
     pub size_only: bool,
 }
 
+/// The inodes whose sync covers `halves` of an op, each with whether it is
+/// a rename's source half (as [`Pending::push`] files them).
+fn sync_keys(kind: &OpKind, halves: Halves) -> Vec<(Ino, bool)> {
+    match kind {
+        OpKind::Rename {
+            from_dir, to_dir, ..
+        } => {
+            let mut keys = Vec::new();
+            if halves.dest {
+                keys.push((*to_dir, false));
+            }
+            if halves.source {
+                keys.push((*from_dir, true));
+            }
+            keys
+        }
+        OpKind::Write { ino: at, .. }
+        | OpKind::Truncate { ino: at, .. }
+        | OpKind::Fallocate { ino: at, .. }
+        | OpKind::Link { dir: at, .. }
+        | OpKind::Unlink { dir: at, .. } => vec![(*at, false)],
+        _ => Vec::new(),
+    }
+}
+
 /// The inodes an op names, in any field.
-fn named(kind: &OpKind) -> Vec<Ino> {
+pub fn named(kind: &OpKind) -> Vec<Ino> {
     match kind {
         OpKind::Write { ino, .. }
         | OpKind::Truncate { ino, .. }
@@ -200,27 +225,48 @@ impl Pending {
     pub fn push(&mut self, op: PendingOp) -> u64 {
         let seq = self.next;
         self.next += 1;
-        match &op.kind {
-            OpKind::Rename {
-                from_dir, to_dir, ..
-            } => {
-                self.by_sync.entry(*to_dir).or_default().push((seq, false));
-                self.by_sync.entry(*from_dir).or_default().push((seq, true));
-            }
-            OpKind::Write { ino: at, .. }
-            | OpKind::Truncate { ino: at, .. }
-            | OpKind::Fallocate { ino: at, .. }
-            | OpKind::Link { dir: at, .. }
-            | OpKind::Unlink { dir: at, .. } => {
-                self.by_sync.entry(*at).or_default().push((seq, false));
-            }
-            _ => return seq,
+        let keys = sync_keys(&op.kind, Halves::BOTH);
+        if keys.is_empty() {
+            return seq;
+        }
+        for (ino, source) in keys {
+            self.by_sync.entry(ino).or_default().push((seq, source));
         }
         for ino in named(&op.kind) {
             *self.refs.entry(ino).or_default() += 1;
         }
         self.ops.insert(seq, op);
         seq
+    }
+
+    /// Puts an op taken for a sync back on the list, pending as it was
+    /// (its `halves` of it), in its place: the backing directory refused
+    /// it, and nothing the program was told was written may be lost.
+    pub fn restore(&mut self, t: Taken) {
+        let Taken {
+            seq, op, halves, ..
+        } = t;
+        for key in sync_keys(&op.kind, halves) {
+            let list = self.by_sync.entry(key.0).or_default();
+            if !list.contains(&(seq, key.1)) {
+                let at = list.partition_point(|&(s, _)| s < seq);
+                list.insert(at, (seq, key.1));
+            }
+        }
+        match self.ops.get_mut(&seq) {
+            Some(o) => {
+                o.left.source |= halves.source;
+                o.left.dest |= halves.dest;
+            }
+            None => {
+                for ino in named(&op.kind) {
+                    *self.refs.entry(ino).or_default() += 1;
+                }
+                let mut op = op;
+                op.left = halves;
+                self.ops.insert(seq, op);
+            }
+        }
     }
 
     /// How many ops are pending.
@@ -296,8 +342,7 @@ impl Pending {
         if rename && (op.left.source || op.left.dest) {
             return Some(Taken {
                 seq,
-                kind: op.kind.clone(),
-                data: Box::default(),
+                op: op.clone(),
                 halves,
                 size_only: false,
             });
@@ -313,8 +358,7 @@ impl Pending {
         Some(Taken {
             seq,
             halves: halves.unwrap_or(op.left),
-            kind: op.kind,
-            data: op.data,
+            op,
             size_only: false,
         })
     }
@@ -523,7 +567,7 @@ mod tests {
         p.push(write(1));
         let taken = p.take_synced(1);
         assert_eq!(taken.iter().map(|t| t.seq).collect::<Vec<_>>(), [0, 3]);
-        assert_eq!(&*taken[0].data, b"abc");
+        assert_eq!(&*taken[0].op.data, b"abc");
         assert_eq!(p.len(), 2);
         // The entry still names inode 1.
         assert!(p.names(1));
@@ -566,6 +610,48 @@ mod tests {
         assert_eq!(t.len(), 2);
         assert!(t[1].halves.source && !t[1].halves.dest);
         assert!(p.is_empty() && !p.names(1));
+    }
+
+    #[test]
+    fn an_op_put_back_is_pending_as_before_in_its_place() {
+        let mut p = Pending::default();
+        p.push(write(1));
+        p.push(write(1));
+        p.push(write(2));
+        let mut taken = p.take_synced(1);
+        assert!(!p.names(1));
+        // The first write is refused: back in its place, before the
+        // second, which was made durable.
+        taken.truncate(1);
+        p.restore(taken.remove(0));
+        assert_eq!(p.units(), [(0, Part::Whole), (2, Part::Whole)]);
+        assert!(p.names(1));
+        let again = p.take_synced(1);
+        assert_eq!(again.iter().map(|t| t.seq).collect::<Vec<_>>(), [0]);
+        assert_eq!(&*again[0].op.data, b"abc");
+    }
+
+    #[test]
+    fn a_rename_half_put_back_is_the_only_half_pending() {
+        let mut p = Pending::default();
+        p.push(rename(1, 1, 3));
+        let mut t = p.take_synced(1);
+        assert!(p.is_empty());
+        // Its removal of the old name applied, its new name refused.
+        let dest = t.remove(1);
+        assert!(dest.halves.dest || t[0].halves.dest);
+        let (refused, _) = if dest.halves.dest {
+            (dest, t.remove(0))
+        } else {
+            (t.remove(0), dest)
+        };
+        p.restore(refused);
+        assert_eq!(p.units(), [(0, Part::Dest)]);
+        assert!(p.names(3));
+        let again = p.take_synced(1);
+        assert_eq!(again.len(), 1);
+        assert!(again[0].halves.dest && !again[0].halves.source);
+        assert!(p.is_empty() && !p.names(3));
     }
 
     #[test]

@@ -22,8 +22,11 @@ use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind, Part, ROOT_INO};
 use blackout_oplog::store::Halves;
 
 use crate::durable::Durable;
-use crate::faults::{CrashReport, CrashSpec, PendingFile, PendingReport, Torn, Trigger, When};
-use crate::pending::{kept, Keep, Pending, PendingOp, Rng};
+use crate::faults::{
+    refused_line, CrashReport, CrashSpec, PendingFile, PendingReport, Refused, Torn, Trigger, When,
+};
+use crate::limits::Limits;
+use crate::pending::{kept, named, Keep, Pending, PendingOp, Rng, Taken};
 use crate::tree::{self, Meta};
 
 /// An errno for a request.
@@ -35,6 +38,15 @@ pub const SECTOR: u64 = 512;
 
 fn errno(e: &io::Error) -> Errno {
     e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// What a sync answers when the backing directory refused what it covers:
+/// a full disk or quota as itself (as fsync reports them), else `EIO`.
+fn sync_errno(e: &io::Error) -> Errno {
+    match e.raw_os_error() {
+        Some(n) if n == libc::ENOSPC || n == libc::EDQUOT => n,
+        _ => libc::EIO,
+    }
 }
 
 /// One inode of the view.
@@ -71,9 +83,12 @@ pub struct Live {
     /// The power is off: every request fails with `EIO`.
     frozen: bool,
     trigger: Option<(Trigger, Sender<()>)>,
-    /// The first failure to make an op durable (a sync then fails with
-    /// `EIO`).
-    failure: Option<String>,
+    /// The pending ops the backing directory refused when a sync took them
+    /// (by number), with its error: they stay pending, and every sync that
+    /// covers them fails until they are made durable.
+    refused: BTreeMap<u64, String>,
+    /// The backing file system's limits, enforced at each request.
+    limits: Limits,
 }
 
 fn rel_join(dir: &str, name: &Name) -> String {
@@ -94,6 +109,7 @@ impl Live {
     /// Reading `backing` or writing the view; an inode in it that is not a
     /// file, a directory or a symlink.
     pub fn new(backing: &Path, view: &Path, orphans: &Path) -> io::Result<Live> {
+        let limits = Limits::probe(backing)?;
         let scanned = tree::scan(backing, Some(view))?;
         let durable = Durable::new(backing, orphans, &scanned);
         let nodes = scanned
@@ -115,7 +131,8 @@ impl Live {
             orphans: orphans.to_path_buf(),
             frozen: false,
             trigger: None,
-            failure: None,
+            refused: BTreeMap::new(),
+            limits,
         })
     }
 
@@ -245,9 +262,29 @@ impl Live {
         self.frozen = true;
     }
 
-    /// The first failure to make an op durable, if any.
-    pub fn failure(&self) -> Option<&str> {
-        self.failure.as_deref()
+    /// The pending ops the backing directory refused, in order, with why.
+    pub fn refused(&self) -> Vec<Refused> {
+        self.refused
+            .iter()
+            .filter_map(|(&seq, error)| {
+                let op = self.pending.view(seq, blackout_oplog::ops::Part::Whole)?;
+                Some(Refused {
+                    op,
+                    error: error.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// The refused ops in one line ([`refused_line`]), if there are any.
+    pub fn refused_text(&self) -> Option<String> {
+        let refused = self.refused();
+        (!refused.is_empty()).then(|| refused_line(&refused))
+    }
+
+    /// The backing file system's limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// The inode `name` names in directory `dir`, with its view metadata.
@@ -257,6 +294,7 @@ impl Live {
     /// `ENOENT`, or the view's `lstat`.
     pub fn lookup(&self, dir: Ino, name: &OsStr) -> Result<(Ino, fs::Metadata), Errno> {
         self.powered()?;
+        self.limits.name(name.as_bytes())?;
         let ino = *self
             .dir(dir)?
             .entries
@@ -359,6 +397,7 @@ impl Live {
         make: impl FnOnce(&Path) -> io::Result<()>,
     ) -> Result<(Ino, PathBuf), Errno> {
         self.dir(dir)?;
+        self.limits.name(name.as_bytes())?;
         let n = Name(name.as_bytes().to_vec());
         let dir_rel = self.rel(dir);
         let rel = rel_join(&dir_rel, &n);
@@ -503,6 +542,7 @@ impl Live {
     pub fn write(&mut self, fh: u64, off: u64, data: &[u8]) -> Result<u32, Errno> {
         let h = self.handles.get(&fh).ok_or(libc::EBADF)?;
         let (ino, path, sync) = (h.ino, h.path.clone(), h.sync);
+        self.limits.size(off, data.len() as u64)?;
         // While the power is off, the kernel's writeback (what programs
         // wrote before, held in its page cache) is still taken, as pending
         // writes only: the crash drops them, and says so.
@@ -558,6 +598,7 @@ impl Live {
             .map(|h| h.path.clone());
         let rel: Arc<str> = handle_path.unwrap_or_else(|| self.rel(ino).into());
         if let Some(size) = size {
+            self.limits.size(size, 0)?;
             let fire = self.gate("truncate", &rel, None)?;
             match fh.and_then(|f| self.handles.get(&f)) {
                 Some(h) => h.file.set_len(size),
@@ -613,6 +654,7 @@ impl Live {
         }
         let h = self.handles.get(&fh).ok_or(libc::EBADF)?;
         let (ino, path) = (h.ino, h.path.clone());
+        self.limits.size(off, len)?;
         let fire = self.gate("fallocate", &path, None)?;
         let h = self.handles.get(&fh).ok_or(libc::EBADF)?;
         let flags = rustix::fs::FallocateFlags::from_bits_retain(mode as u32);
@@ -642,6 +684,7 @@ impl Live {
     /// The view's link.
     pub fn link(&mut self, ino: Ino, dir: Ino, name: &OsStr) -> Result<(), Errno> {
         self.dir(dir)?;
+        self.limits.name(name.as_bytes())?;
         let n = Name(name.as_bytes().to_vec());
         let dir_rel = self.rel(dir);
         let rel = rel_join(&dir_rel, &n);
@@ -711,6 +754,7 @@ impl Live {
             return Err(libc::EINVAL);
         }
         let exchange = flags & libc::RENAME_EXCHANGE != 0;
+        self.limits.name(to_name.as_bytes())?;
         let (from_n, to_n) = (
             Name(name.as_bytes().to_vec()),
             Name(to_name.as_bytes().to_vec()),
@@ -769,8 +813,8 @@ impl Live {
         Ok(())
     }
 
-    /// Applies taken ops to the durable tree, in order.
-    fn apply(&mut self, taken: Vec<crate::pending::Taken>) -> Result<(), Errno> {
+    /// Applies one taken op to the durable tree.
+    fn apply_taken(&mut self, t: &Taken) -> io::Result<()> {
         let nodes = &self.nodes;
         let pending = &self.pending;
         let alive = |i: Ino| {
@@ -778,17 +822,42 @@ impl Live {
                 || nodes.get(i as usize).is_some_and(|n| !n.names.is_empty())
                 || pending.names(i)
         };
+        self.durable
+            .apply(&t.op.kind, &t.op.data, t.halves, t.size_only, &alive)
+    }
+
+    /// Applies the ops a sync took to the durable tree, in order. An op the
+    /// backing directory refuses goes back on the pending list, and so does
+    /// every later one on an inode it names (their order kept); every other
+    /// op is applied. The sync then fails with the first refusal's error.
+    fn apply(&mut self, taken: Vec<Taken>) -> Result<(), Errno> {
+        let mut failed: Option<Errno> = None;
+        let mut held: HashMap<Ino, u64> = HashMap::new();
         for t in taken {
-            if let Err(e) = self
-                .durable
-                .apply(&t.kind, &t.data, t.halves, t.size_only, &alive)
-            {
-                let msg = format!("making op {} durable in the backing directory: {e}", t.seq);
-                self.failure.get_or_insert(msg);
-                return Err(libc::EIO);
+            let inos = named(&t.op.kind);
+            let behind = inos.iter().find_map(|i| held.get(i).copied());
+            let error = match behind {
+                Some(first) => Err(format!("waits for op {first}, refused before it")),
+                None => self.apply_taken(&t).map_err(|e| {
+                    failed.get_or_insert(sync_errno(&e));
+                    e.to_string()
+                }),
+            };
+            match error {
+                Ok(()) => {
+                    self.refused.remove(&t.seq);
+                }
+                Err(why) => {
+                    for i in inos {
+                        held.entry(i).or_insert(t.seq);
+                    }
+                    self.refused.insert(t.seq, why);
+                    self.pending.restore(t);
+                }
             }
         }
-        Ok(())
+        self.durable.close();
+        failed.map_or(Ok(()), Err)
     }
 
     fn sync_inode(&mut self, ino: Ino) -> Result<(), Errno> {
@@ -896,52 +965,64 @@ impl Live {
                 continue;
             }
             let mut taken = self.pending.take_unit(seq, part).expect("listed");
-            if tear {
-                if let OpKind::Write { ino, off, .. } = taken.kind {
-                    let size_before = self
-                        .durable
-                        .location(ino)
-                        .and_then(|p| fs::symlink_metadata(p).ok())
-                        .map_or(0, |m| m.len());
-                    let offered = Tear::offered(off, taken.data.len() as u64, size_before, SECTOR);
-                    if offered.is_empty() {
-                        // Inside one sector: storage writes it whole or not at all.
-                        if kept_whole {
-                            report.kept.push(view);
-                        } else {
-                            report.dropped.push(view);
-                            continue;
-                        }
-                    } else {
-                        let t = offered[rng.below(offered.len() as u64) as usize];
-                        match t.cut(off, taken.data.len() as u64, size_before, SECTOR) {
-                            Some(Cut::Prefix(n)) => {
-                                let mut d = taken.data.into_vec();
-                                d.truncate(n as usize);
-                                taken.data = d.into_boxed_slice();
-                            }
-                            Some(Cut::SizeOnly) => taken.size_only = true,
-                            None => {}
-                        }
-                        report.torn.push(Torn {
-                            op: view,
-                            tear: t.describe().to_string(),
-                        });
-                    }
-                }
+            let torn = if tear {
+                self.tear(&mut taken, &mut rng)
             } else {
-                report.kept.push(view);
+                None
+            };
+            if torn.is_none() && !kept_whole {
+                // Inside one sector: storage writes it whole or not at all.
+                report.dropped.push(view);
+                continue;
             }
-            self.apply(vec![taken])
-                .map_err(|_| io::Error::other(self.failure.clone().unwrap_or_default()))?;
+            match (self.apply_taken(&taken), torn) {
+                // Kept by the crash, refused by the disk: lost after all.
+                (Err(e), _) => report.refused.push(Refused {
+                    op: view,
+                    error: e.to_string(),
+                }),
+                (Ok(()), Some(tear)) => report.torn.push(Torn { op: view, tear }),
+                (Ok(()), None) => report.kept.push(view),
+            }
         }
         self.pending.clear();
+        self.refused.clear();
         self.durable.free_orphans()?;
         Ok(report)
     }
 
-    /// The view's root directory (in scratch).
-    pub fn view_root(&self) -> &Path {
-        &self.view
+    /// Tears a write a crash lets reach the disk as storage tears it (a
+    /// tear the seed picks): what reached the disk, for people, or `None`
+    /// when it cannot be torn (not a write, or inside one sector).
+    fn tear(&self, taken: &mut Taken, rng: &mut Rng) -> Option<String> {
+        let OpKind::Write { ino, off, .. } = taken.op.kind else {
+            return None;
+        };
+        let size_before = self
+            .durable
+            .location(ino)
+            .and_then(|p| fs::symlink_metadata(p).ok())
+            .map_or(0, |m| m.len());
+        let len = taken.op.data.len() as u64;
+        let offered = Tear::offered(off, len, size_before, SECTOR);
+        if offered.is_empty() {
+            return None;
+        }
+        let t = offered[rng.below(offered.len() as u64) as usize];
+        match t.cut(off, len, size_before, SECTOR) {
+            Some(Cut::Prefix(n)) => {
+                let mut d = std::mem::take(&mut taken.op.data).into_vec();
+                d.truncate(n as usize);
+                taken.op.data = d.into_boxed_slice();
+            }
+            Some(Cut::SizeOnly) => taken.size_only = true,
+            None => {}
+        }
+        Some(t.describe().to_string())
+    }
+
+    /// The backing directory.
+    pub fn backing_root(&self) -> &Path {
+        &self.backing
     }
 }

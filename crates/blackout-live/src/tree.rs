@@ -235,7 +235,8 @@ pub fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// Moves the tree at `from` to `to` (which must not exist): a rename on
-/// one file system, else a copy and a removal.
+/// one file system, else a copy and a removal. A copy that fails (a full
+/// disk) leaves nothing at `to` and `from` as it was.
 ///
 /// # Errors
 ///
@@ -244,7 +245,12 @@ pub fn move_tree(from: &Path, to: &Path, same_fs: bool) -> io::Result<()> {
     if same_fs {
         return fs::rename(from, to);
     }
-    copy_tree(from, to)?;
+    if let Err(e) = copy_tree(from, to) {
+        if fs::symlink_metadata(to).is_ok() {
+            let _ = remove(to);
+        }
+        return Err(e);
+    }
     remove(from)
 }
 

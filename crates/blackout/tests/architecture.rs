@@ -132,7 +132,7 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-live",
         &[
-            "pending", "faults", "tree", "durable", "state", "fs", "mount", "control",
+            "pending", "faults", "limits", "tree", "durable", "state", "fs", "mount", "control",
         ],
     ),
     (

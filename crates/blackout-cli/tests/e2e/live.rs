@@ -12,20 +12,44 @@ use serde_json::Value;
 use crate::common::Scratch;
 
 /// A live mount of `b` at `m`, in a test's scratch; unmounted at the end
-/// (and on a failed assertion).
-struct Live {
-    s: Scratch,
-    m: PathBuf,
-    b: PathBuf,
+/// (and on a failed assertion), and so is a small file system made for `b`.
+pub(crate) struct Live {
+    pub(crate) s: Scratch,
+    pub(crate) m: PathBuf,
+    pub(crate) b: PathBuf,
+    /// `b` is a tmpfs of its own (`Live::mount_small`).
+    small: bool,
 }
 
 impl Live {
     /// Mounts in the background a backing directory holding `files`.
-    fn mount(files: &[(&str, &[u8])]) -> Live {
+    pub(crate) fn mount(files: &[(&str, &[u8])]) -> Live {
+        Live::mount_on(files, None)
+    }
+
+    /// Mounts in the background a backing directory holding `files` on a
+    /// tmpfs of its own of `kib` KiB (root only), so it fills up.
+    pub(crate) fn mount_small(files: &[(&str, &[u8])], kib: u64) -> Live {
+        Live::mount_on(files, Some(kib))
+    }
+
+    fn mount_on(files: &[(&str, &[u8])], small_kib: Option<u64>) -> Live {
         let s = Scratch::new();
         let (m, b) = (s.path("m"), s.path("b"));
         fs::create_dir(&m).unwrap();
         fs::create_dir(&b).unwrap();
+        if let Some(kib) = small_kib {
+            let out = Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+                .arg(&b)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         for (name, bytes) in files {
             fs::write(b.join(name), bytes).unwrap();
         }
@@ -45,11 +69,22 @@ impl Live {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(mounted(&m), "not mounted after --background returned");
-        Live { s, m, b }
+        Live {
+            s,
+            m,
+            b,
+            small: small_kib.is_some(),
+        }
     }
 
     /// Runs a Python program with the mount as its working directory.
-    fn python(&self, program: &str) {
+    pub(crate) fn python(&self, program: &str) {
+        self.python_says(program);
+    }
+
+    /// Runs a Python program with the mount as its working directory; what
+    /// it printed.
+    pub(crate) fn python_says(&self, program: &str) -> String {
         let out = Command::new("python3")
             .arg("-c")
             .arg(program)
@@ -61,6 +96,7 @@ impl Live {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// `blackout fs SUB MOUNT ARGS... --json`, its JSON.
@@ -87,12 +123,19 @@ impl Live {
         self.json("crash", args)
     }
 
-    fn backing(&self, name: &str) -> Option<Vec<u8>> {
+    pub(crate) fn backing(&self, name: &str) -> Option<Vec<u8>> {
         fs::read(self.b.join(name)).ok()
     }
 
     /// Unmounts and asserts nothing is left: no mount, no scratch.
-    fn unmount(self) {
+    pub(crate) fn unmount(self) {
+        self.unmount_saying(0, "");
+    }
+
+    /// Unmounts, asserts the exit code and that standard error is `says`,
+    /// and that nothing is left: no mount, no scratch. The backing
+    /// directory stays until the test ends.
+    pub(crate) fn unmount_saying(&self, code: i32, says: &str) {
         let out = self
             .s
             .blackout()
@@ -100,15 +143,19 @@ impl Live {
             .arg(&self.m)
             .output()
             .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{err}");
+        assert_eq!(err, says);
         assert!(!mounted(&self.m));
         self.s.assert_clean();
     }
+}
+
+/// Detaches whatever is mounted at `path`.
+fn detach(path: &Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
 }
 
 impl Drop for Live {
@@ -120,9 +167,10 @@ impl Drop for Live {
                 .args(["fs", "unmount"])
                 .arg(&self.m)
                 .output();
-            let c = std::ffi::CString::new(self.m.to_str().unwrap()).unwrap();
-            // SAFETY: a NUL-terminated path.
-            unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+            detach(&self.m);
+        }
+        if self.small {
+            detach(&self.b);
         }
     }
 }

@@ -13,6 +13,7 @@ mod engines;
 mod explain;
 mod exporters;
 mod live;
+mod live_disk;
 mod materialize;
 mod reports;
 mod representatives;
