@@ -1,13 +1,104 @@
 //! Promises: what the workload printed to standard output, and which lines
 //! of it (promises) were made before each crash point.
 //!
-//! A line of output is a promise (`--ack-prefix` narrows them to lines
-//! starting with a prefix). A promise is made by the output op that printed
-//! its newline; an unterminated last line counts only once the workload has
-//! ended.
+//! The promise rule ([`PromiseRule`]), one for every way blackout reads a
+//! program's output (a recorded run's output ops, the block backend's marks,
+//! a soak's client): a promise is a whole line, ended by its newline
+//! (`--ack-prefix` narrows them to lines starting with a prefix; a trailing
+//! `\r` is not part of it; an empty line promises nothing). A last line
+//! without a newline counts only when the process that printed it exited
+//! normally: a process killed while printing `ok 12` has promised nothing by
+//! `ok 1`. In a recorded run, a promise is made by the output op that
+//! printed its newline.
 
 use crate::ops::OpKind;
 use crate::trace::Trace;
+
+/// Which lines of a program's output are promises.
+///
+/// ```
+/// use blackout_oplog::promises::PromiseRule;
+/// let every = PromiseRule::new(None);
+/// assert_eq!(every.of_line(b"saved\r"), Some(&b"saved"[..]));
+/// assert_eq!(every.of_line(b""), None);
+/// let acks = PromiseRule::new(Some(b"ok "));
+/// assert_eq!(acks.of_line(b"ok 12"), Some(&b"ok 12"[..]));
+/// assert_eq!(acks.of_line(b"log: ok"), None);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PromiseRule {
+    prefix: Option<Vec<u8>>,
+}
+
+impl PromiseRule {
+    /// The rule: every non-empty line, or with `prefix` only the lines
+    /// starting with it.
+    pub fn new(prefix: Option<&[u8]>) -> PromiseRule {
+        PromiseRule {
+            prefix: prefix.map(<[u8]>::to_vec),
+        }
+    }
+
+    /// The promise a whole line (without its newline) makes, if any: the
+    /// line without a trailing `\r`.
+    pub fn of_line<'a>(&self, line: &'a [u8]) -> Option<&'a [u8]> {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let promised = match &self.prefix {
+            Some(p) => line.starts_with(p),
+            None => !line.is_empty(),
+        };
+        promised.then_some(line)
+    }
+
+    /// Whether a last line without a newline counts: only when the process
+    /// that printed it exited normally (not killed by a signal).
+    pub fn tail_counts(exited_normally: bool) -> bool {
+        exited_normally
+    }
+}
+
+/// Whole lines out of output read in pieces: each line is handed on once
+/// its newline arrives; what follows the last newline waits.
+///
+/// ```
+/// use blackout_oplog::promises::LineBuffer;
+/// let mut b = LineBuffer::default();
+/// let mut lines = Vec::new();
+/// b.push(b"ok 1\nok 2\nok ", |l| lines.push(l.to_vec()));
+/// assert_eq!(lines, [b"ok 1".to_vec(), b"ok 2".to_vec()]);
+/// // Killed while printing `ok 3`: no line, no promise.
+/// assert_eq!(b.finish(false), None);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct LineBuffer {
+    partial: Vec<u8>,
+}
+
+impl LineBuffer {
+    /// Takes `bytes`, calling `line` with each line they complete (without
+    /// its newline).
+    pub fn push(&mut self, bytes: &[u8], mut line: impl FnMut(&[u8])) {
+        let mut rest = bytes;
+        while let Some(nl) = memchr::memchr(b'\n', rest) {
+            if self.partial.is_empty() {
+                line(&rest[..nl]);
+            } else {
+                self.partial.extend_from_slice(&rest[..nl]);
+                line(&self.partial);
+                self.partial.clear();
+            }
+            rest = &rest[nl + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+    }
+
+    /// The output ended: its last line without a newline, if there is one
+    /// and it counts ([`PromiseRule::tail_counts`]).
+    pub fn finish(self, exited_normally: bool) -> Option<Vec<u8>> {
+        (PromiseRule::tail_counts(exited_normally) && !self.partial.is_empty())
+            .then_some(self.partial)
+    }
+}
 
 /// One promise: a line of output.
 #[derive(Debug, Clone)]
@@ -24,7 +115,7 @@ pub struct Outputs {
     stream: Vec<u8>,
     /// `upto[k]`: bytes printed by ops `0..k`.
     upto: Vec<usize>,
-    prefix: Option<Vec<u8>>,
+    rule: PromiseRule,
     /// Every promise, in order: the op that completed it, the line, and
     /// whether it ended with a newline (an unterminated last line counts
     /// only once the workload has ended).
@@ -33,7 +124,9 @@ pub struct Outputs {
 
 impl Outputs {
     /// Collects the output ops of a trace. With `ack_prefix`, only lines
-    /// starting with it are promises.
+    /// starting with it are promises ([`PromiseRule`]); an unterminated last
+    /// line counts (once the workload ended) when the workload exited
+    /// normally.
     pub fn new(trace: &Trace, ack_prefix: Option<&[u8]>) -> Outputs {
         let mut stream = Vec::new();
         let mut upto = Vec::with_capacity(trace.ops.len() + 1);
@@ -47,7 +140,7 @@ impl Outputs {
         let mut out = Outputs {
             stream,
             upto,
-            prefix: ack_prefix.map(<[u8]>::to_vec),
+            rule: PromiseRule::new(ack_prefix),
             promises: Vec::new(),
         };
         out.promises = out.locate_promises(trace);
@@ -67,40 +160,27 @@ impl Outputs {
             last_output = Some(i);
             for nl in memchr::memchr_iter(b'\n', &self.stream[self.upto[i]..self.upto[i + 1]]) {
                 let end = self.upto[i] + nl;
-                let line = &self.stream[start..end];
-                if self.is_promise(line) {
+                if let Some(line) = self.rule.of_line(&self.stream[start..end]) {
                     found.push(Promise {
                         op: i,
-                        line: self.clean(line).to_vec(),
+                        line: line.to_vec(),
                         terminated: true,
                     });
                 }
                 start = end + 1;
             }
         }
-        if let Some(i) = last_output {
-            let line = &self.stream[start..];
-            if !line.is_empty() && self.is_promise(line) {
+        let exited_normally = trace.exit.code.is_some();
+        if let (Some(i), true) = (last_output, PromiseRule::tail_counts(exited_normally)) {
+            if let Some(line) = self.rule.of_line(&self.stream[start..]) {
                 found.push(Promise {
                     op: i,
-                    line: self.clean(line).to_vec(),
+                    line: line.to_vec(),
                     terminated: false,
                 });
             }
         }
         found
-    }
-
-    fn clean<'a>(&self, line: &'a [u8]) -> &'a [u8] {
-        line.strip_suffix(b"\r").unwrap_or(line)
-    }
-
-    fn is_promise(&self, line: &[u8]) -> bool {
-        let l = self.clean(line);
-        match &self.prefix {
-            Some(p) => l.starts_with(p),
-            None => !l.is_empty(),
-        }
     }
 
     /// The promises made before crash point `k`.
@@ -188,7 +268,9 @@ mod tests {
     use super::*;
     use crate::ops::{DataRef, Op};
 
-    fn outputs(pieces: &[&str], prefix: Option<&str>) -> Outputs {
+    /// A trace that printed `pieces`, one output op each, and ended as
+    /// `exit` says.
+    fn printed(pieces: &[&str], exit: crate::trace::WorkloadExit) -> Trace {
         let mut data = Vec::new();
         let mut ops = Vec::new();
         for p in pieces {
@@ -209,12 +291,23 @@ mod tests {
             });
             data.extend_from_slice(p.as_bytes());
         }
-        let trace = Trace {
+        Trace {
             ops,
             data: crate::blob::Blob::from_vec(data),
+            exit,
             ..Trace::default()
-        };
-        Outputs::new(&trace, prefix.map(str::as_bytes))
+        }
+    }
+
+    fn exited(code: i32) -> crate::trace::WorkloadExit {
+        crate::trace::WorkloadExit {
+            code: Some(code),
+            signal: None,
+        }
+    }
+
+    fn outputs(pieces: &[&str], prefix: Option<&str>) -> Outputs {
+        Outputs::new(&printed(pieces, exited(0)), prefix.map(str::as_bytes))
     }
 
     #[test]
@@ -249,6 +342,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn an_unterminated_last_line_of_a_killed_workload_is_no_promise() {
+        let pieces = ["ok 1\nok 2\nok ", "1"];
+        let o = Outputs::new(&printed(&pieces, exited(1)), None);
+        assert_eq!(o.all_promises(), vec![&b"ok 1"[..], b"ok 2", b"ok 1"]);
+        let killed = crate::trace::WorkloadExit {
+            code: None,
+            signal: Some("SIGKILL".into()),
+        };
+        let o = Outputs::new(&printed(&pieces, killed), None);
+        assert_eq!(o.all_promises(), vec![&b"ok 1"[..], b"ok 2"]);
+        assert_eq!(o.promise_count(pieces.len()), 2);
+    }
+
+    #[test]
+    fn a_line_buffer_hands_on_whole_lines_across_pieces() {
+        let mut b = LineBuffer::default();
+        let mut lines: Vec<Vec<u8>> = Vec::new();
+        for piece in [&b"a"[..], b"b\n\nc", b"\r\n", b"tail"] {
+            b.push(piece, |l| lines.push(l.to_vec()));
+        }
+        assert_eq!(lines, [b"ab".to_vec(), b"".to_vec(), b"c\r".to_vec()]);
+        let rule = PromiseRule::new(None);
+        let promised: Vec<&[u8]> = lines.iter().filter_map(|l| rule.of_line(l)).collect();
+        assert_eq!(promised, [&b"ab"[..], b"c"]);
+        assert_eq!(b.clone().finish(true), Some(b"tail".to_vec()));
+        assert_eq!(b.finish(false), None);
     }
 
     #[test]

@@ -10,11 +10,13 @@
 //! before any crash so far still holds. The first violation stops the
 //! soak, with the seed and the ops the last crash dropped.
 //!
-//! Only lines the client printed before it was killed are promises, and
-//! it is killed before the power fails: nothing acknowledged after the
-//! power failed can count as promised.
+//! Only whole lines the client printed before it was killed are promises
+//! (the promise rule, `blackout_oplog::promises`: a line it was killed in
+//! the middle of printing is none), and it is killed before the power
+//! fails: nothing acknowledged after the power failed can count as
+//! promised.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant};
 use blackout_live::faults::{CrashReport, CrashSpec};
 use blackout_live::mount::{LiveMount, Victims};
 use blackout_live::pending::{summarize, Rng};
+use blackout_oplog::promises::{LineBuffer, PromiseRule};
 use blackout_oplog::protocol;
 use blackout_sys::proc::{wait_group, Waited};
 
@@ -177,38 +180,60 @@ fn run_to_end(
 struct Client {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
-    reader: std::thread::JoinHandle<()>,
+    /// Reads the client's output to its end; gives back what followed its
+    /// last newline.
+    reader: std::thread::JoinHandle<LineBuffer>,
+    rule: PromiseRule,
 }
 
 fn start_client(cfg: &SoakConfig, dirs: &Dirs, crash: u32) -> std::io::Result<Client> {
     let mut cmd = shell(&cfg.client, dirs, crash);
     cmd.stdout(Stdio::piped()).stderr(log(dirs, "client.log")?);
     let mut child = blackout_sys::proc::spawn(&mut cmd)?;
-    let stdout = child.stdout.take().expect("piped");
+    let mut stdout = child.stdout.take().expect("piped");
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let (sink, prefix) = (lines.clone(), cfg.ack_prefix.clone());
+    let rule = PromiseRule::new(cfg.ack_prefix.as_deref().map(str::as_bytes));
+    let (sink, reader_rule) = (lines.clone(), rule.clone());
     let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if prefix.as_ref().is_none_or(|p| line.starts_with(p.as_str())) {
-                sink.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-            }
+        // Whole lines only: a line the client was killed in the middle of
+        // printing is no promise (the promise rule).
+        let mut buffer = LineBuffer::default();
+        let mut chunk = [0u8; 8192];
+        loop {
+            let n = match stdout.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+            buffer.push(&chunk[..n], |line| {
+                if let Some(p) = reader_rule.of_line(line) {
+                    sink.push(String::from_utf8_lossy(p).into_owned());
+                }
+            });
         }
+        buffer
     });
     Ok(Client {
         child,
         lines,
         reader,
+        rule,
     })
 }
 
-/// Kills the client's group and returns every promise it printed.
+/// Kills the client's group and returns every promise it printed (its last
+/// line without a newline only if it had exited normally before).
 fn stop_client(mut c: Client) -> Vec<String> {
+    let exited_normally = matches!(c.child.try_wait(), Ok(Some(s)) if s.code().is_some());
     blackout_sys::proc::kill_group(&c.child);
     let _ = c.child.wait();
     blackout_sys::proc::forget(c.child.id());
-    let _ = c.reader.join();
-    std::mem::take(&mut *c.lines.lock().unwrap_or_else(|p| p.into_inner()))
+    let tail = c.reader.join().ok().and_then(|b| b.finish(exited_normally));
+    let mut lines = std::mem::take(&mut *c.lines.lock().unwrap_or_else(|p| p.into_inner()));
+    if let Some(p) = tail.as_deref().and_then(|t| c.rule.of_line(t)) {
+        lines.push(String::from_utf8_lossy(p).into_owned());
+    }
+    lines
 }
 
 /// Starts the service and waits until it is ready: `Err` with why not.

@@ -582,6 +582,42 @@ fn soak_kvlog(s: &Scratch, fsync: bool, extra: &[&str]) -> std::process::Output 
 }
 
 #[test]
+fn a_soak_client_killed_in_the_middle_of_a_line_has_not_promised_it() {
+    let s = Scratch::new();
+    let acked = s.path("acked");
+    // `ok 3` is being printed (no newline yet) when the client is killed:
+    // cut from `ok 30`, it would name a key never acknowledged.
+    let out = s
+        .blackout()
+        .args([
+            "soak",
+            "--crashes",
+            "1",
+            "--run-min",
+            "700ms",
+            "--run-max",
+            "700ms",
+        ])
+        .args(["--client", "printf 'ok 1\\nok 2\\nok 3'; sleep 30"])
+        .arg("--checker")
+        .arg(format!(
+            "printf '%s' \"$BLACKOUT_ACKED\" > {}",
+            acked.display()
+        ))
+        .args(["--", "sleep", "1000"])
+        .output()
+        .unwrap();
+    stdout_with(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("crash 1/1 after 700 ms: 2 promises so far"),
+        "{err}"
+    );
+    assert_eq!(fs::read_to_string(&acked).unwrap(), "ok 1\nok 2");
+    s.assert_clean();
+}
+
+#[test]
 fn soak_passes_a_server_that_syncs_and_names_what_one_that_does_not_lost() {
     let s = Scratch::new();
     let out = soak_kvlog(&s, true, &["--keep", "random", "--tear"]);

@@ -37,6 +37,7 @@ use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{Part, Unit};
 use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::join_lines;
+use blackout_oplog::promises::{LineBuffer, PromiseRule};
 use blackout_oplog::trace::Trace;
 use blackout_record::record::{prepare_dir, RecordConfig, RecordError, StraceRecorder};
 use blackout_record::Recorder;
@@ -156,6 +157,13 @@ pub fn record_block(
     rc.stdout = Some(session.output_path());
     rc.timestamps = true;
     let recorded = recorder.record(&rc)?;
+    // A last line printed without a newline is a promise once the workload
+    // exited normally (the promise rule): marked where it ended.
+    let mut lines = LineBuffer::default();
+    lines.push(&session.output(), |_| {});
+    if let Some(tail) = lines.finish(recorded.trace.exit.code.is_some()) {
+        session.mark(&String::from_utf8_lossy(&tail));
+    }
     let exited = session.position();
     if let Some(settle) = config.settle {
         let until = Instant::now() + settle;
@@ -258,17 +266,13 @@ fn explored_points(rec: &BlockRecording) -> Vec<LogPoint> {
 /// The promises made before log position `position`: the lines printed
 /// (marks), narrowed by the prefix.
 fn promises_before(log: &BlockLog, position: usize, prefix: Option<&[u8]>) -> Vec<String> {
+    let rule = PromiseRule::new(prefix);
     log.records[..position.min(log.records.len())]
         .iter()
         .filter_map(|r| match &r.kind {
-            RecordKind::Mark { name } => {
-                let line = name.trim_end_matches(['\n', '\r']);
-                let keep = match prefix {
-                    Some(p) => line.as_bytes().starts_with(p),
-                    None => !line.is_empty(),
-                };
-                keep.then(|| line.to_string())
-            }
+            RecordKind::Mark { name } => rule
+                .of_line(name.as_bytes())
+                .map(|l| String::from_utf8_lossy(l).into_owned()),
             _ => None,
         })
         .collect()
