@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind, ROOT_INO};
 use blackout_oplog::store::Halves;
 
+use crate::pending::Attr;
 use crate::tree::{self, Meta, Scanned};
 
 /// One inode of the durable tree.
@@ -93,20 +94,60 @@ impl Durable {
         });
     }
 
-    /// Sets the mode and owner an inode is made with, and on its durable
-    /// copy when it has one (modes and owners are not modelled: they reach
-    /// the disk at once).
-    pub fn set_meta(&mut self, ino: Ino, mode: u32, uid: u32, gid: u32) {
-        let Some(n) = self.nodes.get_mut(&ino) else {
-            return;
-        };
-        n.meta.mode = mode;
-        n.meta.uid = uid;
-        n.meta.gid = gid;
-        let meta = n.meta.clone();
-        if let Some(p) = self.location(ino) {
-            let _ = tree::finish(&p, &meta);
+    /// Applies a change to an inode's attributes on its durable copy (made
+    /// in the orphans directory if it has none yet, as a write is); the
+    /// mode and owner are also those it is made with from then on.
+    ///
+    /// # Errors
+    ///
+    /// chmod, chown, setxattr or removexattr on the backing file.
+    pub fn set_attr(&mut self, ino: Ino, attr: &Attr) -> io::Result<()> {
+        self.open = None;
+        let p = self.ensure(ino)?;
+        let n = self
+            .nodes
+            .get_mut(&ino)
+            .ok_or_else(|| invalid(format!("inode {ino} unknown to the durable tree")))?;
+        match attr {
+            Attr::Mode(mode) => {
+                n.meta.mode = *mode;
+                if n.meta.kind != InodeKind::Symlink {
+                    use std::os::unix::fs::PermissionsExt;
+                    fs::set_permissions(&p, fs::Permissions::from_mode(*mode))?;
+                }
+            }
+            Attr::Owner(uid, gid) => {
+                n.meta.uid = uid.unwrap_or(n.meta.uid);
+                n.meta.gid = gid.unwrap_or(n.meta.gid);
+                std::os::unix::fs::lchown(&p, *uid, *gid)?;
+            }
+            Attr::SetXattr(name, value) => {
+                let flags = rustix::fs::XattrFlags::empty();
+                rustix::fs::lsetxattr(&p, OsStr::from_bytes(name), value, flags)?;
+            }
+            Attr::RemoveXattr(name) => {
+                match rustix::fs::lremovexattr(&p, OsStr::from_bytes(name)) {
+                    Err(rustix::io::Errno::NODATA) | Ok(()) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Sets the access and modification times of inode `ino`'s durable
+    /// copy, if it has one (an fsync makes the times it has then durable).
+    ///
+    /// # Errors
+    ///
+    /// utimensat.
+    pub fn set_times(&self, ino: Ino, times: &rustix::fs::Timestamps) -> io::Result<()> {
+        let Some(p) = self.location(ino) else {
+            return Ok(());
+        };
+        let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+        rustix::fs::utimensat(rustix::fs::CWD, &p, times, nofollow)?;
+        Ok(())
     }
 
     /// Where inode `ino` is on disk, if it is anywhere: under its first
@@ -426,6 +467,7 @@ mod tests {
             uid: 0,
             gid: 0,
             target: Vec::new(),
+            special: None,
         }
     }
 

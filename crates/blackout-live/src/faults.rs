@@ -72,11 +72,12 @@ impl Trigger {
 
 /// The calls a trigger can name: the ops the live file system records and
 /// the syncs.
-pub const CALLS: [&str; 14] = [
+pub const CALLS: [&str; 19] = [
     "write",
     "truncate",
     "fallocate",
     "create",
+    "mknod",
     "mkdir",
     "symlink",
     "link",
@@ -84,6 +85,10 @@ pub const CALLS: [&str; 14] = [
     "rmdir",
     "rename",
     "exchange",
+    "chmod",
+    "chown",
+    "setxattr",
+    "removexattr",
     "fsync",
     "fdatasync",
     "fsyncdir",

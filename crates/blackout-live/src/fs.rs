@@ -18,11 +18,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use blackout_oplog::ops::{Ino, InodeKind};
 use fuser::{
     FileAttr, FileType, Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow,
 };
 
-use crate::state::{Errno, Live};
-use crate::tree::Meta;
+use crate::state::{Errno, Live, SetTime};
+use crate::tree::{Meta, Special};
 
 /// How long the kernel may keep an entry or attributes.
 const TTL: Duration = Duration::from_secs(1);
@@ -50,11 +51,16 @@ fn node_of(ino: Ino) -> u64 {
     u64::from(ino) + 1
 }
 
-fn file_type(kind: InodeKind) -> FileType {
-    match kind {
-        InodeKind::File => FileType::RegularFile,
-        InodeKind::Dir => FileType::Directory,
-        InodeKind::Symlink => FileType::Symlink,
+/// The FUSE file type of file type bits (`S_IFMT` of a mode).
+fn file_type(bits: u32) -> FileType {
+    match bits & libc::S_IFMT {
+        libc::S_IFDIR => FileType::Directory,
+        libc::S_IFLNK => FileType::Symlink,
+        libc::S_IFIFO => FileType::NamedPipe,
+        libc::S_IFSOCK => FileType::Socket,
+        libc::S_IFCHR => FileType::CharDevice,
+        libc::S_IFBLK => FileType::BlockDevice,
+        _ => FileType::RegularFile,
     }
 }
 
@@ -67,14 +73,7 @@ fn time(secs: i64, nsecs: i64) -> SystemTime {
 }
 
 fn attr(ino: Ino, md: &fs::Metadata) -> FileAttr {
-    let ft = md.file_type();
-    let kind = if ft.is_dir() {
-        FileType::Directory
-    } else if ft.is_symlink() {
-        FileType::Symlink
-    } else {
-        FileType::RegularFile
-    };
+    let kind = file_type(md.mode());
     FileAttr {
         ino: node_of(ino),
         size: md.size(),
@@ -88,7 +87,7 @@ fn attr(ino: Ino, md: &fs::Metadata) -> FileAttr {
         nlink: md.nlink() as u32,
         uid: md.uid(),
         gid: md.gid(),
-        rdev: 0,
+        rdev: md.rdev() as u32,
         blksize: md.blksize() as u32,
         flags: 0,
     }
@@ -104,6 +103,11 @@ impl LiveFs {
     }
 
     fn meta(&self, req: &Request<'_>, kind: InodeKind, mode: u32, target: &[u8]) -> Meta {
+        let special =
+            (kind == InodeKind::File && mode & libc::S_IFMT != libc::S_IFREG).then_some(Special {
+                file_type: mode & libc::S_IFMT,
+                rdev: 0,
+            });
         let (uid, gid) = if self.root {
             (req.uid(), req.gid())
         } else {
@@ -118,6 +122,7 @@ impl LiveFs {
             uid,
             gid,
             target: target.to_vec(),
+            special,
         }
     }
 
@@ -141,10 +146,32 @@ fn offset(off: i64) -> Result<u64, Errno> {
     u64::try_from(off).map_err(|_| libc::EINVAL)
 }
 
-fn system_time(t: TimeOrNow) -> SystemTime {
+fn set_time(t: TimeOrNow) -> SetTime {
     match t {
-        TimeOrNow::SpecificTime(t) => t,
-        TimeOrNow::Now => SystemTime::now(),
+        TimeOrNow::Now => SetTime::Now,
+        TimeOrNow::SpecificTime(t) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => SetTime::At(d.as_secs() as i64, i64::from(d.subsec_nanos())),
+            Err(e) => {
+                // Before the epoch: whole seconds down, nanoseconds up.
+                let d = e.duration();
+                let (secs, nanos) = (d.as_secs() as i64, i64::from(d.subsec_nanos()));
+                if nanos == 0 {
+                    SetTime::At(-secs, 0)
+                } else {
+                    SetTime::At(-secs - 1, 1_000_000_000 - nanos)
+                }
+            }
+        },
+    }
+}
+
+/// Answers an extended attribute's request for `size` bytes (0: how many).
+fn xattr_reply(reply: ReplyXattr, size: u32, got: Result<Vec<u8>, Errno>) {
+    match got {
+        Err(e) => reply.error(e),
+        Ok(v) if size == 0 => reply.size(v.len() as u32),
+        Ok(v) if v.len() > size as usize => reply.error(libc::ERANGE),
+        Ok(v) => reply.data(&v),
     }
 }
 
@@ -194,25 +221,11 @@ impl Filesystem for LiveFs {
         _flags: Option<u32>,
         reply: ReplyAttr,
     ) {
-        let mut times = fs::FileTimes::new();
-        if let Some(a) = atime {
-            times = times.set_accessed(system_time(a));
-        }
-        if let Some(m) = mtime {
-            times = times.set_modified(system_time(m));
-        }
-        let timed = atime.is_some() || mtime.is_some();
+        let times = [atime.map(set_time), mtime.map(set_time)];
         let i = ino_of(ino);
         let mut live = lock(&self.live);
         let done = live
-            .setattr(
-                i,
-                fh,
-                size,
-                mode,
-                (uid, gid),
-                (timed.then_some(times), false),
-            )
+            .setattr(i, fh, size, mode, (uid, gid), times)
             .and_then(|()| live.metadata(i, fh));
         match done {
             Ok(md) => reply.attr(&TTL, &attr(i, &md)),
@@ -234,20 +247,27 @@ impl Filesystem for LiveFs {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        // Only regular files: the model holds no fifos, sockets or devices.
-        if mode & libc::S_IFMT != libc::S_IFREG {
-            reply.error(libc::EPERM);
-            return;
+        let file_type = mode & libc::S_IFMT;
+        let mut meta = self.meta(req, InodeKind::File, file_type | (mode & !umask), b"");
+        match file_type {
+            libc::S_IFREG => self.entry(reply, |live| {
+                let (ino, fh) = live.create(ino_of(parent), name, meta, libc::O_RDONLY)?;
+                live.release(fh);
+                Ok(ino)
+            }),
+            // A fifo, a unix socket (bind), a device node: an entry like any
+            // file's, durable by its directory's fsync.
+            libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR | libc::S_IFBLK => {
+                if let Some(sp) = meta.special.as_mut() {
+                    sp.rdev = u64::from(rdev);
+                }
+                self.entry(reply, |live| live.mknod(ino_of(parent), name, meta));
+            }
+            _ => reply.error(libc::EINVAL),
         }
-        let meta = self.meta(req, InodeKind::File, mode & !umask, b"");
-        self.entry(reply, |live| {
-            let (ino, fh) = live.create(ino_of(parent), name, meta, libc::O_RDONLY)?;
-            live.release(fh);
-            Ok(ino)
-        });
     }
 
     fn mkdir(
@@ -416,7 +436,7 @@ impl Filesystem for LiveFs {
         let all = dots.into_iter().chain(
             entries
                 .iter()
-                .map(|(n, i, k)| (node_of(*i), file_type(*k), OsStr::from_bytes(&n.0))),
+                .map(|(n, i, t)| (node_of(*i), file_type(*t), OsStr::from_bytes(&n.0))),
         );
         let skip = usize::try_from(off).unwrap_or(0);
         for (i, (node, kind, name)) in all.enumerate().skip(skip) {
@@ -447,6 +467,38 @@ impl Filesystem for LiveFs {
             ),
             Err(e) => reply.error(e.raw_os_error()),
         }
+    }
+
+    fn setxattr(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        self.empty(reply, |live| live.setxattr(ino_of(ino), name, value, flags));
+    }
+
+    fn getxattr(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        name: &OsStr,
+        size: u32,
+        reply: ReplyXattr,
+    ) {
+        xattr_reply(reply, size, lock(&self.live).getxattr(ino_of(ino), name));
+    }
+
+    fn listxattr(&mut self, _req: &Request<'_>, ino: u64, size: u32, reply: ReplyXattr) {
+        xattr_reply(reply, size, lock(&self.live).listxattr(ino_of(ino)));
+    }
+
+    fn removexattr(&mut self, _req: &Request<'_>, ino: u64, name: &OsStr, reply: ReplyEmpty) {
+        self.empty(reply, |live| live.removexattr(ino_of(ino), name));
     }
 
     fn access(&mut self, _req: &Request<'_>, _ino: u64, _mask: i32, reply: ReplyEmpty) {

@@ -15,6 +15,9 @@ pub struct Limits {
     pub file_bytes_max: u64,
     /// The longest name, in bytes (`ENAMETOOLONG` past it).
     pub name_bytes_max: usize,
+    /// Whether it keeps extended attributes (`user.*`; else setting one
+    /// is `EOPNOTSUPP`).
+    pub xattrs: bool,
 }
 
 impl Limits {
@@ -45,10 +48,18 @@ impl Limits {
             lo
         };
         file.set_len(0)?;
+        let xattrs = rustix::fs::fsetxattr(
+            &file,
+            "user.blackout.probe",
+            b"1",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .is_ok();
         let vfs = rustix::fs::statvfs(backing)?;
         Ok(Limits {
             file_bytes_max,
             name_bytes_max: usize::try_from(vfs.f_namemax).unwrap_or(usize::MAX),
+            xattrs,
         })
     }
 
@@ -56,7 +67,7 @@ impl Limits {
     ///
     /// ```
     /// use blackout_live::limits::Limits;
-    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 255 };
+    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 255, xattrs: true };
     /// assert_eq!(l.size(90, 10), Ok(()));
     /// assert_eq!(l.size(90, 11), Err(libc::EFBIG));
     /// assert_eq!(l.size(u64::MAX, 1), Err(libc::EFBIG));
@@ -68,11 +79,20 @@ impl Limits {
         }
     }
 
+    /// `EOPNOTSUPP` when the file system keeps no extended attributes.
+    pub fn xattrs(&self) -> Result<(), i32> {
+        if self.xattrs {
+            Ok(())
+        } else {
+            Err(libc::EOPNOTSUPP)
+        }
+    }
+
     /// `ENAMETOOLONG` for a name longer than the file system takes.
     ///
     /// ```
     /// use blackout_live::limits::Limits;
-    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 3 };
+    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 3, xattrs: true };
     /// assert_eq!(l.name(b"abc"), Ok(()));
     /// assert_eq!(l.name(b"abcd"), Err(libc::ENAMETOOLONG));
     /// ```

@@ -1,8 +1,9 @@
 //! What the live file system was asked to do and has not made durable:
 //! the pending ops, in blackout's terms ([`OpKind`] over the mount's
-//! inodes), which sync covers each (the forcing rules of
-//! [`blackout_oplog::ops::synced_by`], applied as the syncs arrive), and
-//! which of them a crash keeps.
+//! inodes) or changes to an inode's attributes ([`Attr`]), which sync
+//! covers each (the forcing rules of [`blackout_oplog::ops::synced_by`],
+//! applied as the syncs arrive; an attribute change by its inode's fsync,
+//! not fdatasync), and which of them a crash keeps.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -11,12 +12,57 @@ use blackout_oplog::ops::{Ino, OpKind, Part};
 use blackout_oplog::store::Halves;
 use serde::Serialize;
 
+/// A change to an inode's attributes: durable once the inode is fsynced
+/// (an fdatasync leaves it pending). Times are not changes of their own:
+/// an fsync makes the inode's times durable as they are then.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attr {
+    /// chmod: the permission bits.
+    Mode(u32),
+    /// chown: the owner and the group, each if set.
+    Owner(Option<u32>, Option<u32>),
+    /// setxattr: a name and its value.
+    SetXattr(Vec<u8>, Vec<u8>),
+    /// removexattr: a name.
+    RemoveXattr(Vec<u8>),
+}
+
+/// What a pending op changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// An op in blackout's terms: data or an entry.
+    Op(OpKind),
+    /// An inode's attributes.
+    Attr(Ino, Attr),
+}
+
+impl From<OpKind> for Change {
+    fn from(kind: OpKind) -> Change {
+        Change::Op(kind)
+    }
+}
+
+impl Change {
+    /// The op in blackout's terms, if it is one.
+    pub fn op(&self) -> Option<&OpKind> {
+        match self {
+            Change::Op(k) => Some(k),
+            Change::Attr(..) => None,
+        }
+    }
+
+    /// Whether it is a rename.
+    fn is_rename(&self) -> bool {
+        matches!(self, Change::Op(OpKind::Rename { .. }))
+    }
+}
+
 /// One pending op: what it does and how a person names it.
 #[derive(Debug, Clone)]
 pub struct PendingOp {
-    /// What it does, over the mount's inodes (a write's data is
+    /// What it changes, over the mount's inodes (a write's data is
     /// [`PendingOp::data`]; its `DataRef` is unused).
-    pub kind: OpKind,
+    pub change: Change,
     /// The request that made it, as the call's name (`write`, `rename`).
     pub call: &'static str,
     /// The path it acted on, relative to the mount, as it was then
@@ -175,7 +221,11 @@ pub struct Taken {
 
 /// The inodes whose sync covers `halves` of an op, each with whether it is
 /// a rename's source half (as [`Pending::push`] files them).
-fn sync_keys(kind: &OpKind, halves: Halves) -> Vec<(Ino, bool)> {
+fn sync_keys(change: &Change, halves: Halves) -> Vec<(Ino, bool)> {
+    let kind = match change {
+        Change::Op(k) => k,
+        Change::Attr(ino, _) => return vec![(*ino, false)],
+    };
     match kind {
         OpKind::Rename {
             from_dir, to_dir, ..
@@ -199,7 +249,11 @@ fn sync_keys(kind: &OpKind, halves: Halves) -> Vec<(Ino, bool)> {
 }
 
 /// The inodes an op names, in any field.
-pub fn named(kind: &OpKind) -> Vec<Ino> {
+pub fn named(change: &Change) -> Vec<Ino> {
+    let kind = match change {
+        Change::Op(k) => k,
+        Change::Attr(ino, _) => return vec![*ino],
+    };
     match kind {
         OpKind::Write { ino, .. }
         | OpKind::Truncate { ino, .. }
@@ -225,14 +279,14 @@ impl Pending {
     pub fn push(&mut self, op: PendingOp) -> u64 {
         let seq = self.next;
         self.next += 1;
-        let keys = sync_keys(&op.kind, Halves::BOTH);
+        let keys = sync_keys(&op.change, Halves::BOTH);
         if keys.is_empty() {
             return seq;
         }
         for (ino, source) in keys {
             self.by_sync.entry(ino).or_default().push((seq, source));
         }
-        for ino in named(&op.kind) {
+        for ino in named(&op.change) {
             *self.refs.entry(ino).or_default() += 1;
         }
         self.ops.insert(seq, op);
@@ -246,7 +300,7 @@ impl Pending {
         let Taken {
             seq, op, halves, ..
         } = t;
-        for key in sync_keys(&op.kind, halves) {
+        for key in sync_keys(&op.change, halves) {
             let list = self.by_sync.entry(key.0).or_default();
             if !list.contains(&(seq, key.1)) {
                 let at = list.partition_point(|&(s, _)| s < seq);
@@ -259,7 +313,7 @@ impl Pending {
                 o.left.dest |= halves.dest;
             }
             None => {
-                for ino in named(&op.kind) {
+                for ino in named(&op.change) {
                     *self.refs.entry(ino).or_default() += 1;
                 }
                 let mut op = op;
@@ -286,10 +340,22 @@ impl Pending {
     }
 
     /// Takes what a sync of `ino` covers (its data ops; for a directory,
-    /// its entry ops and its halves of renames), in order.
-    pub fn take_synced(&mut self, ino: Ino) -> Vec<Taken> {
+    /// its entry ops and its halves of renames; and, unless `data_only`
+    /// (an fdatasync), the changes to its attributes), in order.
+    pub fn take_synced(&mut self, ino: Ino, data_only: bool) -> Vec<Taken> {
         let list = self.by_sync.remove(&ino).unwrap_or_default();
-        list.into_iter()
+        let (taken, left): (Vec<_>, Vec<_>) = list.into_iter().partition(|(seq, _)| {
+            !data_only
+                || self
+                    .ops
+                    .get(seq)
+                    .is_some_and(|o| matches!(o.change, Change::Op(_)))
+        });
+        if !left.is_empty() {
+            self.by_sync.insert(ino, left);
+        }
+        taken
+            .into_iter()
             .filter_map(|(seq, source)| self.take_half(seq, source))
             .collect()
     }
@@ -323,7 +389,7 @@ impl Pending {
     /// One half (or the whole) of op `seq`, taken.
     fn take_half(&mut self, seq: u64, source: bool) -> Option<Taken> {
         let op = self.ops.get_mut(&seq)?;
-        let rename = matches!(op.kind, OpKind::Rename { .. });
+        let rename = op.change.is_rename();
         let halves = if !rename {
             Halves::BOTH
         } else if source {
@@ -354,7 +420,7 @@ impl Pending {
     /// still pending).
     fn remove(&mut self, seq: u64, halves: Option<Halves>) -> Option<Taken> {
         let op = self.ops.remove(&seq)?;
-        self.unref(&op.kind);
+        self.unref(&op.change);
         Some(Taken {
             seq,
             halves: halves.unwrap_or(op.left),
@@ -363,8 +429,8 @@ impl Pending {
         })
     }
 
-    fn unref(&mut self, kind: &OpKind) {
-        for ino in named(kind) {
+    fn unref(&mut self, change: &Change) {
+        for ino in named(change) {
             if let Some(n) = self.refs.get_mut(&ino) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
@@ -379,10 +445,10 @@ impl Pending {
     pub fn units(&self) -> Vec<(u64, Part)> {
         let mut out = Vec::new();
         for (&seq, op) in &self.ops {
-            match op.kind {
-                OpKind::Rename {
+            match op.change {
+                Change::Op(OpKind::Rename {
                     from_dir, to_dir, ..
-                } if from_dir != to_dir || !(op.left.source && op.left.dest) => {
+                }) if from_dir != to_dir || !(op.left.source && op.left.dest) => {
                     if op.left.source {
                         out.push((seq, Part::Source));
                     }
@@ -404,18 +470,20 @@ impl Pending {
     /// A unit as it is reported.
     pub fn view(&self, seq: u64, part: Part) -> Option<OpView> {
         let op = self.ops.get(&seq)?;
-        let (offset, length, size) = match op.kind {
-            OpKind::Write { off, .. } => (Some(off), Some(op.data.len() as u64), None),
-            OpKind::Fallocate { off, len, .. } => (Some(off), Some(len), None),
-            OpKind::Truncate { size, .. } => (None, None, Some(size)),
+        let (offset, length, size) = match op.change {
+            Change::Op(OpKind::Write { off, .. }) => (Some(off), Some(op.data.len() as u64), None),
+            Change::Op(OpKind::Fallocate { off, len, .. }) => (Some(off), Some(len), None),
+            Change::Op(OpKind::Truncate { size, .. }) => (None, None, Some(size)),
             _ => (None, None, None),
         };
-        let durable_by = match (&op.kind, part) {
-            (OpKind::Rename { .. }, Part::Source) => format!("fsync({})", op.source_sync_path),
-            (OpKind::Rename { .. }, Part::Whole) if op.sync_path != op.source_sync_path => {
+        let durable_by = match (op.change.op(), part) {
+            (Some(OpKind::Rename { .. }), Part::Source) => {
+                format!("fsync({})", op.source_sync_path)
+            }
+            (Some(OpKind::Rename { .. }), Part::Whole) if op.sync_path != op.source_sync_path => {
                 format!("fsync({}) and fsync({})", op.sync_path, op.source_sync_path)
             }
-            (k, _) if k.data_inode().is_some() => {
+            (Some(k), _) if k.data_inode().is_some() => {
                 format!("fsync({}) or fdatasync({})", op.sync_path, op.sync_path)
             }
             _ => format!("fsync({})", op.sync_path),
@@ -520,7 +588,7 @@ mod tests {
 
     fn op(kind: OpKind) -> PendingOp {
         PendingOp {
-            kind,
+            change: Change::Op(kind),
             call: "x",
             path: "p".into(),
             to: None,
@@ -565,13 +633,13 @@ mod tests {
             new: true,
         }));
         p.push(write(1));
-        let taken = p.take_synced(1);
+        let taken = p.take_synced(1, false);
         assert_eq!(taken.iter().map(|t| t.seq).collect::<Vec<_>>(), [0, 3]);
         assert_eq!(&*taken[0].op.data, b"abc");
         assert_eq!(p.len(), 2);
         // The entry still names inode 1.
         assert!(p.names(1));
-        assert_eq!(p.take_synced(0).len(), 1);
+        assert_eq!(p.take_synced(0, false).len(), 1);
         assert!(!p.names(1));
     }
 
@@ -580,11 +648,11 @@ mod tests {
         let mut p = Pending::default();
         p.push(rename(1, 2, 3));
         assert_eq!(p.units(), [(0, Part::Source), (0, Part::Dest)]);
-        let t = p.take_synced(2);
+        let t = p.take_synced(2, false);
         assert!(t[0].halves.dest && !t[0].halves.source);
         assert_eq!(p.units(), [(0, Part::Source)]);
         assert_eq!(p.view(0, Part::Source).unwrap().durable_by, "fsync(p)");
-        let t = p.take_synced(1);
+        let t = p.take_synced(1, false);
         assert!(t[0].halves.source && !t[0].halves.dest);
         assert!(p.is_empty());
         assert!(!p.names(3));
@@ -595,7 +663,7 @@ mod tests {
         let mut p = Pending::default();
         p.push(rename(1, 1, 3));
         assert_eq!(p.units(), [(0, Part::Whole)]);
-        let t = p.take_synced(1);
+        let t = p.take_synced(1, false);
         assert_eq!(t.len(), 2, "both halves, one after the other");
         assert!(p.is_empty());
     }
@@ -605,7 +673,7 @@ mod tests {
         let mut p = Pending::default();
         p.push(write(1));
         p.push(rename(1, 2, 3));
-        p.take_synced(2);
+        p.take_synced(2, false);
         let t = p.take_all();
         assert_eq!(t.len(), 2);
         assert!(t[1].halves.source && !t[1].halves.dest);
@@ -618,7 +686,7 @@ mod tests {
         p.push(write(1));
         p.push(write(1));
         p.push(write(2));
-        let mut taken = p.take_synced(1);
+        let mut taken = p.take_synced(1, false);
         assert!(!p.names(1));
         // The first write is refused: back in its place, before the
         // second, which was made durable.
@@ -626,7 +694,7 @@ mod tests {
         p.restore(taken.remove(0));
         assert_eq!(p.units(), [(0, Part::Whole), (2, Part::Whole)]);
         assert!(p.names(1));
-        let again = p.take_synced(1);
+        let again = p.take_synced(1, false);
         assert_eq!(again.iter().map(|t| t.seq).collect::<Vec<_>>(), [0]);
         assert_eq!(&*again[0].op.data, b"abc");
     }
@@ -635,7 +703,7 @@ mod tests {
     fn a_rename_half_put_back_is_the_only_half_pending() {
         let mut p = Pending::default();
         p.push(rename(1, 1, 3));
-        let mut t = p.take_synced(1);
+        let mut t = p.take_synced(1, false);
         assert!(p.is_empty());
         // Its removal of the old name applied, its new name refused.
         let dest = t.remove(1);
@@ -648,10 +716,27 @@ mod tests {
         p.restore(refused);
         assert_eq!(p.units(), [(0, Part::Dest)]);
         assert!(p.names(3));
-        let again = p.take_synced(1);
+        let again = p.take_synced(1, false);
         assert_eq!(again.len(), 1);
         assert!(again[0].halves.dest && !again[0].halves.source);
         assert!(p.is_empty() && !p.names(3));
+    }
+
+    #[test]
+    fn an_attribute_change_waits_for_its_file_s_fsync_not_its_fdatasync() {
+        let mut p = Pending::default();
+        p.push(write(1));
+        let mut chmod = op(OpKind::Truncate { ino: 9, size: 0 });
+        chmod.change = Change::Attr(1, Attr::Mode(0o600));
+        p.push(chmod);
+        let data = p.take_synced(1, true);
+        assert_eq!(data.iter().map(|t| t.seq).collect::<Vec<_>>(), [0]);
+        assert_eq!(p.units(), [(1, Part::Whole)]);
+        assert!(p.names(1));
+        let all = p.take_synced(1, false);
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].op.change, Change::Attr(1, Attr::Mode(0o600)));
+        assert!(p.is_empty() && !p.names(1));
     }
 
     #[test]

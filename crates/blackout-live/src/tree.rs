@@ -12,11 +12,22 @@ use std::path::{Path, PathBuf};
 
 use blackout_oplog::ops::{Ino, InodeKind, Name, ROOT_INO};
 
+/// A fifo, a unix socket or a device node: an entry with no data of its
+/// own (its kind is [`InodeKind::File`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Special {
+    /// Its file type bits (`S_IFIFO`, `S_IFSOCK`, `S_IFCHR`, `S_IFBLK`).
+    pub file_type: u32,
+    /// A device node's number.
+    pub rdev: u64,
+}
+
 /// What an inode is made with: its kind, mode bits, owner, and a symlink's
 /// target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Meta {
-    /// File, directory or symlink.
+    /// File, directory or symlink (a fifo, socket or device is a file with
+    /// `special` set).
     pub kind: InodeKind,
     /// Permission bits (`0o7777`).
     pub mode: u32,
@@ -26,6 +37,8 @@ pub struct Meta {
     pub gid: u32,
     /// A symlink's target (empty otherwise).
     pub target: Vec<u8>,
+    /// What a fifo, socket or device node is.
+    pub special: Option<Special>,
 }
 
 /// One inode of a scanned tree.
@@ -39,22 +52,20 @@ pub struct Scanned {
     pub entries: BTreeMap<Name, Ino>,
 }
 
-fn kind_of(path: &Path, md: &fs::Metadata) -> io::Result<InodeKind> {
+fn kind_of(md: &fs::Metadata) -> (InodeKind, Option<Special>) {
     let t = md.file_type();
-    if t.is_file() {
-        Ok(InodeKind::File)
-    } else if t.is_dir() {
-        Ok(InodeKind::Dir)
+    if t.is_dir() {
+        (InodeKind::Dir, None)
     } else if t.is_symlink() {
-        Ok(InodeKind::Symlink)
+        (InodeKind::Symlink, None)
+    } else if t.is_file() {
+        (InodeKind::File, None)
     } else {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            format!(
-                "{}: not a file, directory or symlink (the live file system holds only those)",
-                path.display()
-            ),
-        ))
+        let special = Special {
+            file_type: md.mode() & libc::S_IFMT,
+            rdev: md.rdev(),
+        };
+        (InodeKind::File, Some(special))
     }
 }
 
@@ -62,10 +73,10 @@ fn kind_of(path: &Path, md: &fs::Metadata) -> io::Result<InodeKind> {
 ///
 /// # Errors
 ///
-/// `lstat`, `readlink`, or a kind the live file system does not hold.
+/// `lstat`, `readlink`.
 pub fn meta_of(path: &Path) -> io::Result<Meta> {
     let md = fs::symlink_metadata(path)?;
-    let kind = kind_of(path, &md)?;
+    let (kind, special) = kind_of(&md);
     let target = if kind == InodeKind::Symlink {
         fs::read_link(path)?.as_os_str().as_bytes().to_vec()
     } else {
@@ -77,6 +88,7 @@ pub fn meta_of(path: &Path) -> io::Result<Meta> {
         uid: md.uid(),
         gid: md.gid(),
         target,
+        special,
     })
 }
 
@@ -86,8 +98,7 @@ pub fn meta_of(path: &Path) -> io::Result<Meta> {
 ///
 /// # Errors
 ///
-/// Reading or copying, or an inode that is not a file, a directory or a
-/// symlink (named by its path).
+/// Reading or copying.
 pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
     let root_meta = meta_of(root)?;
     if root_meta.kind != InodeKind::Dir {
@@ -150,6 +161,7 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
         }
         if let Some(t) = &to {
             finish(t, &nodes[dir as usize].meta)?;
+            copy_attrs(&path, t);
         }
     }
     Ok(nodes)
@@ -163,8 +175,19 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
 ///
 /// The calls that make it.
 pub fn make(path: &Path, meta: &Meta, from: Option<&Path>) -> io::Result<()> {
-    match meta.kind {
-        InodeKind::File => {
+    match (meta.kind, meta.special) {
+        (_, Some(sp)) => {
+            // Never copied (a fifo would block): made again, as it is.
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                path,
+                rustix::fs::FileType::from_raw_mode(sp.file_type),
+                rustix::fs::Mode::from_raw_mode(meta.mode),
+                sp.rdev,
+            )?;
+            finish(path, meta)?;
+        }
+        (InodeKind::File, None) => {
             match from {
                 Some(f) => {
                     fs::copy(f, path)?;
@@ -173,14 +196,47 @@ pub fn make(path: &Path, meta: &Meta, from: Option<&Path>) -> io::Result<()> {
                     fs::File::create_new(path)?;
                 }
             }
-            finish(path, meta)
+            finish(path, meta)?;
         }
-        InodeKind::Dir => fs::create_dir(path),
-        InodeKind::Symlink => {
+        // Its mode, times and attributes once it is filled (`scan`).
+        (InodeKind::Dir, None) => return fs::create_dir(path),
+        (InodeKind::Symlink, None) => {
             std::os::unix::fs::symlink(OsStr::from_bytes(&meta.target), path)?;
             chown(path, meta);
-            Ok(())
         }
+    }
+    if let Some(f) = from {
+        copy_attrs(f, path);
+    }
+    Ok(())
+}
+
+/// Gives the inode at `to` the extended attributes and the access and
+/// modification times of the one at `from` (neither followed), as far as
+/// `to`'s file system keeps them.
+pub fn copy_attrs(from: &Path, to: &Path) {
+    let mut names = vec![0u8; 64 * 1024];
+    if let Ok(n) = rustix::fs::llistxattr(from, &mut names[..]) {
+        let mut value = vec![0u8; 64 * 1024];
+        for name in names[..n].split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            let name = OsStr::from_bytes(name);
+            if let Ok(len) = rustix::fs::lgetxattr(from, name, &mut value[..]) {
+                let flags = rustix::fs::XattrFlags::empty();
+                let _ = rustix::fs::lsetxattr(to, name, &value[..len], flags);
+            }
+        }
+    }
+    if let Ok(md) = fs::symlink_metadata(from) {
+        let at = |secs: i64, nsecs: i64| rustix::fs::Timespec {
+            tv_sec: secs,
+            tv_nsec: nsecs as _,
+        };
+        let times = rustix::fs::Timestamps {
+            last_access: at(md.atime(), md.atime_nsec()),
+            last_modification: at(md.mtime(), md.mtime_nsec()),
+        };
+        let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+        let _ = rustix::fs::utimensat(rustix::fs::CWD, to, &times, nofollow);
     }
 }
 

@@ -119,7 +119,7 @@ impl Live {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
-    fn crash(&self, args: &[&str]) -> Value {
+    pub(crate) fn crash(&self, args: &[&str]) -> Value {
         self.json("crash", args)
     }
 

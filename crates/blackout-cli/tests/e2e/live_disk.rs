@@ -104,3 +104,82 @@ fn a_backing_file_removed_behind_the_mount_fails_its_fsync_and_loses_nothing_els
     assert_eq!(live.backing("g.txt").unwrap(), b"kept\n");
     assert!(fs::read_dir(&live.b).unwrap().count() == 1);
 }
+
+#[test]
+fn a_fifo_and_a_bound_unix_socket_vanish_or_survive_a_crash_as_their_directory_s_fsync_says() {
+    use std::os::unix::fs::FileTypeExt;
+    let live = Live::mount(&[]);
+    let make = "import os, socket\n\
+                os.mkfifo('fifo')\n\
+                s = socket.socket(socket.AF_UNIX); s.bind('sock'); s.listen(1)\n\
+                c = socket.socket(socket.AF_UNIX); c.connect('sock')\n\
+                a, _ = s.accept(); c.send(b'hi'); assert a.recv(2) == b'hi'\n";
+    live.python(make);
+    let r = live.crash(&[]);
+    let dropped: Vec<&str> = r["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(dropped, ["fifo", "sock"], "{r}");
+    assert!(live.backing("fifo").is_none() && !live.b.join("sock").exists());
+    live.python(&format!(
+        "{make}d = os.open('.', os.O_RDONLY); os.fsync(d); os.close(d)\n"
+    ));
+    live.crash(&[]);
+    let t = |name: &str| fs::symlink_metadata(live.b.join(name)).unwrap().file_type();
+    assert!(t("fifo").is_fifo() && t("sock").is_socket());
+    // And the mount shows them again, as after a reboot.
+    let t = |name: &str| fs::symlink_metadata(live.m.join(name)).unwrap().file_type();
+    assert!(t("fifo").is_fifo() && t("sock").is_socket());
+    live.unmount();
+}
+
+#[test]
+fn chmod_chown_utimensat_and_setxattr_are_lost_by_a_crash_before_the_file_s_fsync_and_kept_after() {
+    use std::os::unix::fs::MetadataExt;
+    let live = Live::mount(&[("f", b"x")]);
+    // Each kind of change, with what the backing file shows once it is
+    // durable.
+    type Holds = dyn Fn(&fs::Metadata, &std::path::Path) -> bool;
+    let kinds: [(&str, &Holds); 4] = [
+        ("os.chmod('f', 0o600)", &|m, _| m.mode() & 0o7777 == 0o600),
+        ("os.chown('f', 1234, 5678)", &|m, _| {
+            (m.uid(), m.gid()) == (1234, 5678)
+        }),
+        ("os.utime('f', (1000000000, 1000000000))", &|m, _| {
+            m.mtime() == 1_000_000_000
+        }),
+        ("os.setxattr('f', 'user.k', b'v')", &|_, p| {
+            Command::new("python3")
+                .args(["-c", &format!("import os; os.getxattr({:?}, 'user.k')", p)])
+                .status()
+                .unwrap()
+                .success()
+        }),
+    ];
+    for (change, holds) in kinds {
+        let backing = live.b.join("f");
+        let durable = || holds(&fs::symlink_metadata(&backing).unwrap(), &backing);
+        // Not synced, or only fdatasynced: lost.
+        live.python(&format!(
+            "import os\n{change}\nfd = os.open('f', os.O_RDONLY); os.fdatasync(fd)\n"
+        ));
+        let r = live.crash(&[]);
+        assert!(!durable(), "{change}: durable before its fsync: {r}");
+        live.python(&format!(
+            "import os\n{change}\nfd = os.open('f', os.O_RDONLY); os.fsync(fd)\n"
+        ));
+        live.crash(&[]);
+        assert!(durable(), "{change}: lost after its fsync");
+        // Back as it was, for the next kind.
+        live.python(
+            "import os\n\
+             os.chmod('f', 0o644); os.chown('f', 0, 0); os.utime('f')\n\
+             try: os.removexattr('f', 'user.k')\nexcept OSError: pass\n\
+             fd = os.open('f', os.O_RDONLY); os.fsync(fd)\n",
+        );
+    }
+    live.unmount();
+}

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 
 use blackout_explore::enumerate::{Cut, Tear};
 use blackout_oplog::ops::{Ino, InodeKind, OpKind, Part, ROOT_INO};
@@ -13,7 +14,7 @@ use super::{sync_errno, Errno, Live, SECTOR};
 use crate::faults::{
     refused_line, CrashReport, CrashSpec, PendingFile, PendingReport, Refused, Torn,
 };
-use crate::pending::{kept, named, Keep, Rng, Taken};
+use crate::pending::{kept, named, Change, Keep, Rng, Taken};
 
 impl Live {
     /// The pending ops the backing directory refused, in order, with why.
@@ -45,8 +46,12 @@ impl Live {
                 || nodes.get(i as usize).is_some_and(|n| !n.names.is_empty())
                 || pending.names(i)
         };
-        self.durable
-            .apply(&t.op.kind, &t.op.data, t.halves, t.size_only, &alive)
+        match &t.op.change {
+            Change::Op(kind) => self
+                .durable
+                .apply(kind, &t.op.data, t.halves, t.size_only, &alive),
+            Change::Attr(ino, attr) => self.durable.set_attr(*ino, attr),
+        }
     }
 
     /// Applies the ops a sync took to the durable tree, in order. An op the
@@ -57,7 +62,7 @@ impl Live {
         let mut failed: Option<Errno> = None;
         let mut held: HashMap<Ino, u64> = HashMap::new();
         for t in taken {
-            let inos = named(&t.op.kind);
+            let inos = named(&t.op.change);
             let behind = inos.iter().find_map(|i| held.get(i).copied());
             let error = match behind {
                 Some(first) => Err(format!("waits for op {first}, refused before it")),
@@ -83,9 +88,35 @@ impl Live {
         failed.map_or(Ok(()), Err)
     }
 
-    pub(super) fn sync_inode(&mut self, ino: Ino) -> Result<(), Errno> {
-        let taken = self.pending.take_synced(ino);
-        self.apply(taken)
+    /// Makes what a sync of `ino` covers durable: its data (and entries),
+    /// and unless `data_only` its attributes, times included.
+    pub(super) fn sync_inode(&mut self, ino: Ino, data_only: bool) -> Result<(), Errno> {
+        let taken = self.pending.take_synced(ino, data_only);
+        let applied = self.apply(taken);
+        if !data_only {
+            self.durable_times(ino);
+        }
+        applied
+    }
+
+    /// The durable copy of `ino` takes the times its view has now (what an
+    /// fsync makes durable of them; a copy the disk refuses them keeps
+    /// its own, as after a crash).
+    fn durable_times(&self, ino: Ino) {
+        let Ok(md) = self.metadata(ino, None) else {
+            return;
+        };
+        let times = rustix::fs::Timestamps {
+            last_access: rustix::fs::Timespec {
+                tv_sec: md.atime(),
+                tv_nsec: md.atime_nsec() as _,
+            },
+            last_modification: rustix::fs::Timespec {
+                tv_sec: md.mtime(),
+                tv_nsec: md.mtime_nsec() as _,
+            },
+        };
+        let _ = self.durable.set_times(ino, &times);
     }
 
     /// fsync or fdatasync of a file, fsync of a directory: what it covers
@@ -105,7 +136,7 @@ impl Live {
             (_, false) => "fsync",
         };
         let fire = self.gate(call, &rel, None)?;
-        self.sync_inode(ino)?;
+        self.sync_inode(ino, datasync)?;
         self.after(fire);
         Ok(())
     }
@@ -118,8 +149,11 @@ impl Live {
     pub fn sync_all(&mut self) -> Result<usize, Errno> {
         let taken = self.pending.take_all();
         let n = taken.len();
-        self.apply(taken)?;
-        Ok(n)
+        let applied = self.apply(taken);
+        for ino in 0..self.nodes.len() {
+            self.durable_times(ino as Ino);
+        }
+        applied.map(|()| n)
     }
 
     /// What is pending now, per path.
@@ -172,8 +206,8 @@ impl Live {
         for (i, &(seq, part)) in units.iter().enumerate() {
             let view = self.pending.view(seq, part).expect("listed");
             let is_write = matches!(
-                self.pending.get(seq).map(|o| &o.kind),
-                Some(OpKind::Write { .. })
+                self.pending.get(seq).map(|o| &o.change),
+                Some(Change::Op(OpKind::Write { .. }))
             );
             let kept_whole = keep.contains(&(seq, part));
             let tear = spec.tear
@@ -218,7 +252,7 @@ impl Live {
     /// tear the seed picks): what reached the disk, for people, or `None`
     /// when it cannot be torn (not a write, or inside one sector).
     fn tear(&self, taken: &mut Taken, rng: &mut Rng) -> Option<String> {
-        let OpKind::Write { ino, off, .. } = taken.op.kind else {
+        let Change::Op(OpKind::Write { ino, off, .. }) = taken.op.change else {
             return None;
         };
         let size_before = self

@@ -29,10 +29,13 @@ use crate::durable::Durable;
 use crate::faults::{Trigger, When};
 use crate::limits::Limits;
 use crate::pending::Pending;
-use crate::tree;
+use crate::tree::{self, Meta};
 
 /// An errno for a request.
 pub type Errno = i32;
+
+/// The largest extended attribute value (or list of names) Linux has.
+const XATTR_BYTES_MAX: usize = 64 * 1024;
 
 /// Sectors a pending write may tear at, in bytes (as the posix model's
 /// default).
@@ -51,12 +54,33 @@ fn sync_errno(e: &io::Error) -> Errno {
     }
 }
 
+/// A time a request sets: now, or `(seconds, nanoseconds)` since the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetTime {
+    /// The time the view sets it.
+    Now,
+    /// This time.
+    At(i64, i64),
+}
+
 /// One inode of the view.
 #[derive(Debug, Clone)]
 struct Node {
     kind: InodeKind,
+    /// Its file type bits (`S_IFREG`, `S_IFDIR`, `S_IFIFO`, ...).
+    file_type: u32,
     names: Vec<(Ino, Name)>,
     entries: BTreeMap<Name, Ino>,
+}
+
+/// The file type bits of an inode made as `meta` says.
+fn file_type(meta: &Meta) -> u32 {
+    match (meta.kind, meta.special) {
+        (_, Some(sp)) => sp.file_type,
+        (InodeKind::Dir, None) => libc::S_IFDIR,
+        (InodeKind::Symlink, None) => libc::S_IFLNK,
+        (InodeKind::File, None) => libc::S_IFREG,
+    }
 }
 
 /// An open file of the view.
@@ -118,6 +142,7 @@ impl Live {
             .into_iter()
             .map(|s| Node {
                 kind: s.meta.kind,
+                file_type: file_type(&s.meta),
                 names: s.names,
                 entries: s.entries,
             })
@@ -317,13 +342,13 @@ impl Live {
     /// # Errors
     ///
     /// `ENOTDIR`, `ESTALE`.
-    pub fn entries(&self, dir: Ino) -> Result<Vec<(Name, Ino, InodeKind)>, Errno> {
+    pub fn entries(&self, dir: Ino) -> Result<Vec<(Name, Ino, u32)>, Errno> {
         self.powered()?;
         Ok(self
             .dir(dir)?
             .entries
             .iter()
-            .map(|(n, &i)| (n.clone(), i, self.nodes[i as usize].kind))
+            .map(|(n, &i)| (n.clone(), i, self.nodes[i as usize].file_type))
             .collect())
     }
 
@@ -333,6 +358,52 @@ impl Live {
             .get(dir as usize)
             .and_then(|n| n.names.first())
             .map_or(ROOT_INO, |(p, _)| *p)
+    }
+
+    /// An extended attribute's value, as the view holds it.
+    ///
+    /// # Errors
+    ///
+    /// `ENODATA`, the view's call.
+    pub fn getxattr(&self, ino: Ino, name: &OsStr) -> Result<Vec<u8>, Errno> {
+        self.powered()?;
+        let path = self.view_path(ino)?;
+        let mut buf = vec![0u8; 256];
+        loop {
+            match rustix::fs::lgetxattr(&path, name, &mut buf[..]) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(buf);
+                }
+                Err(rustix::io::Errno::RANGE) if buf.len() < XATTR_BYTES_MAX => {
+                    buf.resize(buf.len() * 4, 0);
+                }
+                Err(e) => return Err(e.raw_os_error()),
+            }
+        }
+    }
+
+    /// The names of an inode's extended attributes, each ended by a NUL.
+    ///
+    /// # Errors
+    ///
+    /// The view's call.
+    pub fn listxattr(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
+        self.powered()?;
+        let path = self.view_path(ino)?;
+        let mut buf = vec![0u8; 1024];
+        loop {
+            match rustix::fs::llistxattr(&path, &mut buf[..]) {
+                Ok(n) => {
+                    buf.truncate(n);
+                    return Ok(buf);
+                }
+                Err(rustix::io::Errno::RANGE) if buf.len() < XATTR_BYTES_MAX => {
+                    buf.resize(buf.len() * 4, 0);
+                }
+                Err(e) => return Err(e.raw_os_error()),
+            }
+        }
     }
 
     /// A symlink's target.

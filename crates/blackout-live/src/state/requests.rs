@@ -14,21 +14,21 @@ use std::sync::Arc;
 use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind};
 use blackout_oplog::store::Halves;
 
-use super::{errno, rel_join, Errno, Handle, Live, Node};
-use crate::pending::PendingOp;
+use super::{errno, rel_join, Errno, Handle, Live, Node, SetTime};
+use crate::pending::{Attr, Change, PendingOp};
 use crate::tree::{self, Meta};
 
 impl Live {
     fn push(
         &mut self,
-        kind: OpKind,
+        change: impl Into<Change>,
         call: &'static str,
         path: impl Into<Arc<str>>,
         sync_path: impl Into<Arc<str>>,
     ) {
         let sync_path: Arc<str> = sync_path.into();
         self.pending.push(PendingOp {
-            kind,
+            change: change.into(),
             call,
             source_sync_path: sync_path.clone(),
             path: path.into(),
@@ -62,6 +62,7 @@ impl Live {
         let kind = meta.kind;
         self.nodes.push(Node {
             kind,
+            file_type: super::file_type(&meta),
             names: vec![(dir, n.clone())],
             entries: BTreeMap::new(),
         });
@@ -89,6 +90,18 @@ impl Live {
     /// The view's mkdir.
     pub fn mkdir(&mut self, dir: Ino, name: &OsStr, meta: Meta) -> Result<Ino, Errno> {
         self.add(dir, name, meta, "mkdir", |p| fs::create_dir(p))
+            .map(|(i, _)| i)
+    }
+
+    /// mknod of a fifo, a unix socket or a device node (`meta.special`):
+    /// an entry like a file's.
+    ///
+    /// # Errors
+    ///
+    /// The view's mknod (`EPERM` for a device node without the right).
+    pub fn mknod(&mut self, dir: Ino, name: &OsStr, meta: Meta) -> Result<Ino, Errno> {
+        let made = meta.clone();
+        self.add(dir, name, meta, "mknod", |p| tree::make(p, &made, None))
             .map(|(i, _)| i)
     }
 
@@ -210,11 +223,11 @@ impl Live {
             h.file.write_all_at(data, off).map_err(|e| errno(&e))?;
         }
         self.pending.push(PendingOp {
-            kind: OpKind::Write {
+            change: Change::Op(OpKind::Write {
                 ino,
                 off,
                 data: Default::default(),
-            },
+            }),
             call: "write",
             sync_path: path.clone(),
             source_sync_path: path.clone(),
@@ -224,14 +237,16 @@ impl Live {
             left: Halves::BOTH,
         });
         if sync && !frozen {
-            self.sync_inode(ino)?;
+            self.sync_inode(ino, true)?;
         }
         self.after(fire);
         Ok(data.len() as u32)
     }
 
-    /// setattr: a size change is a pending truncate; modes, owners and
-    /// times reach the view (and the durable copy, if any) at once.
+    /// setattr: a size change is a pending truncate, a mode or owner change
+    /// a pending change to the inode's attributes (durable by its fsync);
+    /// times are set in the view (an fsync makes them durable as they are
+    /// then).
     ///
     /// # Errors
     ///
@@ -243,7 +258,7 @@ impl Live {
         size: Option<u64>,
         mode: Option<u32>,
         owner: (Option<u32>, Option<u32>),
-        times: (Option<fs::FileTimes>, bool),
+        times: [Option<SetTime>; 2],
     ) -> Result<(), Errno> {
         self.powered()?;
         let handle_path = fh
@@ -261,35 +276,106 @@ impl Live {
                     .and_then(|f| f.set_len(size)),
             }
             .map_err(|e| errno(&e))?;
-            self.push(OpKind::Truncate { ino, size }, "truncate", rel.clone(), rel);
+            self.push(
+                OpKind::Truncate { ino, size },
+                "truncate",
+                rel.clone(),
+                rel.clone(),
+            );
             self.after(fire);
         }
-        let path = self.view_path(ino).ok();
-        if let (Some(mode), Some(p)) = (mode, &path) {
-            if self.kind(ino) != Some(InodeKind::Symlink) {
-                use std::os::unix::fs::PermissionsExt;
-                fs::set_permissions(p, fs::Permissions::from_mode(mode & 0o7777))
-                    .map_err(|e| errno(&e))?;
-            }
+        let path = self.view_path(ino);
+        if let Some(mode) = mode.filter(|_| self.kind(ino) != Some(InodeKind::Symlink)) {
+            let fire = self.gate("chmod", &rel, None)?;
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(path.clone()?, fs::Permissions::from_mode(mode & 0o7777))
+                .map_err(|e| errno(&e))?;
+            // What the view holds now (a chown may have cleared set-id bits).
+            let md = self.metadata(ino, fh)?;
+            self.push_attr(ino, Attr::Mode(md.mode() & 0o7777), "chmod", &rel);
+            self.after(fire);
         }
-        if let (Some(p), true) = (&path, owner.0.is_some() || owner.1.is_some()) {
-            std::os::unix::fs::lchown(p, owner.0, owner.1).map_err(|e| errno(&e))?;
+        if owner.0.is_some() || owner.1.is_some() {
+            let fire = self.gate("chown", &rel, None)?;
+            std::os::unix::fs::lchown(path.clone()?, owner.0, owner.1).map_err(|e| errno(&e))?;
+            self.push_attr(ino, Attr::Owner(owner.0, owner.1), "chown", &rel);
+            self.after(fire);
         }
-        if let (Some(t), Some(p), false) = (times.0, &path, times.1) {
-            if let Ok(f) = File::options()
-                .write(true)
-                .open(p)
-                .or_else(|_| File::open(p))
-            {
-                let _ = f.set_times(t);
-            }
+        if times.iter().any(Option::is_some) {
+            let stamp = |t: &Option<SetTime>| match t {
+                None => rustix::fs::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: rustix::fs::UTIME_OMIT,
+                },
+                Some(SetTime::Now) => rustix::fs::Timespec {
+                    tv_sec: 0,
+                    tv_nsec: rustix::fs::UTIME_NOW,
+                },
+                Some(SetTime::At(secs, nsecs)) => rustix::fs::Timespec {
+                    tv_sec: *secs,
+                    tv_nsec: *nsecs as _,
+                },
+            };
+            let stamps = rustix::fs::Timestamps {
+                last_access: stamp(&times[0]),
+                last_modification: stamp(&times[1]),
+            };
+            let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
+            rustix::fs::utimensat(rustix::fs::CWD, &path?, &stamps, nofollow)
+                .map_err(|e| e.raw_os_error())?;
         }
-        if mode.is_some() || owner.0.is_some() || owner.1.is_some() {
-            if let Ok(md) = self.metadata(ino, fh) {
-                self.durable
-                    .set_meta(ino, md.mode() & 0o7777, md.uid(), md.gid());
-            }
-        }
+        Ok(())
+    }
+
+    /// Records a change to inode `ino`'s attributes, made in the view by
+    /// `call` on `rel`, as pending until its fsync.
+    fn push_attr(&mut self, ino: Ino, attr: Attr, call: &'static str, rel: &Arc<str>) {
+        self.push(Change::Attr(ino, attr), call, rel.clone(), rel.clone());
+    }
+
+    /// setxattr: made in the view, pending until the inode's fsync.
+    ///
+    /// # Errors
+    ///
+    /// `EOPNOTSUPP` when the backing file system keeps no extended
+    /// attributes, the view's call (`EEXIST`, `ENODATA` with `flags`).
+    pub fn setxattr(
+        &mut self,
+        ino: Ino,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+    ) -> Result<(), Errno> {
+        self.powered()?;
+        self.limits.xattrs()?;
+        let rel: Arc<str> = self.rel(ino).into();
+        let fire = self.gate("setxattr", &rel, None)?;
+        let flags = rustix::fs::XattrFlags::from_bits_retain(flags as _);
+        rustix::fs::lsetxattr(self.view_path(ino)?, name, value, flags)
+            .map_err(|e| e.raw_os_error())?;
+        let attr = Attr::SetXattr(name.as_bytes().to_vec(), value.to_vec());
+        self.push_attr(ino, attr, "setxattr", &rel);
+        self.after(fire);
+        Ok(())
+    }
+
+    /// removexattr: made in the view, pending until the inode's fsync.
+    ///
+    /// # Errors
+    ///
+    /// The view's call (`ENODATA`).
+    pub fn removexattr(&mut self, ino: Ino, name: &OsStr) -> Result<(), Errno> {
+        self.powered()?;
+        let rel: Arc<str> = self.rel(ino).into();
+        let fire = self.gate("removexattr", &rel, None)?;
+        rustix::fs::lremovexattr(self.view_path(ino)?, name).map_err(|e| e.raw_os_error())?;
+        self.push_attr(
+            ino,
+            Attr::RemoveXattr(name.as_bytes().to_vec()),
+            "removexattr",
+            &rel,
+        );
+        self.after(fire);
         Ok(())
     }
 
@@ -445,7 +531,7 @@ impl Live {
             }
         }
         self.pending.push(PendingOp {
-            kind: OpKind::Rename {
+            change: Change::Op(OpKind::Rename {
                 from_dir: dir,
                 from_name: from_n,
                 to_dir,
@@ -453,7 +539,7 @@ impl Live {
                 ino,
                 replaced,
                 exchange,
-            },
+            }),
             call,
             path: rel.into(),
             to: Some(to_rel),
