@@ -25,7 +25,7 @@ use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind, ROOT_INO};
 use blackout_oplog::store::Halves;
 
 use crate::pending::Attr;
-use crate::tree::{self, Meta, Scanned};
+use crate::tree::{self, Meta, Reach, Scanned};
 
 /// One inode of the durable tree.
 #[derive(Debug, Clone)]
@@ -123,10 +123,10 @@ impl Durable {
             }
             Attr::SetXattr(name, value) => {
                 let flags = rustix::fs::XattrFlags::empty();
-                rustix::fs::lsetxattr(&p, OsStr::from_bytes(name), value, flags)?;
+                rustix::fs::lsetxattr(&*p, OsStr::from_bytes(name), value, flags)?;
             }
             Attr::RemoveXattr(name) => {
-                match rustix::fs::lremovexattr(&p, OsStr::from_bytes(name)) {
+                match rustix::fs::lremovexattr(&*p, OsStr::from_bytes(name)) {
                     Err(rustix::io::Errno::NODATA) | Ok(()) => {}
                     Err(e) => return Err(e.into()),
                 }
@@ -142,11 +142,11 @@ impl Durable {
     ///
     /// utimensat.
     pub fn set_times(&self, ino: Ino, times: &rustix::fs::Timestamps) -> io::Result<()> {
-        let Some(p) = self.location(ino) else {
+        let Some(p) = self.reach(ino)? else {
             return Ok(());
         };
         let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
-        rustix::fs::utimensat(rustix::fs::CWD, &p, times, nofollow)?;
+        rustix::fs::utimensat(rustix::fs::CWD, &*p, times, nofollow)?;
         Ok(())
     }
 
@@ -165,10 +165,28 @@ impl Durable {
         n.orphan.then(|| self.orphans.join(ino.to_string()))
     }
 
+    /// [`Durable::location`] made reachable by any call, however long.
+    ///
+    /// # Errors
+    ///
+    /// Opening a directory on the way.
+    pub fn reach(&self, ino: Ino) -> io::Result<Option<Reach>> {
+        self.location(ino).map(tree::reach).transpose()
+    }
+
+    /// Where the entry `dir/name` is on disk (its directory must be
+    /// somewhere), reachable by any call.
+    fn entry_at(&self, dir: Ino, name: &Name) -> io::Result<Reach> {
+        let d = self
+            .location(dir)
+            .ok_or_else(|| invalid(format!("directory inode {dir} is nowhere")))?;
+        tree::reach(d.join(OsStr::from_bytes(&name.0)))
+    }
+
     /// The path of inode `ino`, made in the orphans directory if it is
     /// nowhere yet (a write to a file whose entry is not durable).
-    fn ensure(&mut self, ino: Ino) -> io::Result<PathBuf> {
-        if let Some(p) = self.location(ino) {
+    fn ensure(&mut self, ino: Ino) -> io::Result<Reach> {
+        if let Some(p) = self.reach(ino)? {
             return Ok(p);
         }
         let n = self
@@ -178,7 +196,7 @@ impl Durable {
         let p = self.orphans.join(ino.to_string());
         tree::make_empty(&p, &n.meta)?;
         n.orphan = true;
-        Ok(p)
+        tree::reach(p)
     }
 
     /// Applies one op (its `halves` for a rename); `data` is a write's
@@ -281,7 +299,7 @@ impl Durable {
         ino: Ino,
         alive: &dyn Fn(Ino) -> bool,
     ) -> io::Result<()> {
-        let dpath = self.ensure(dir)?;
+        self.ensure(dir)?;
         let current = self
             .nodes
             .get(&dir)
@@ -292,14 +310,14 @@ impl Durable {
         if let Some(old) = current {
             self.detach(dir, name, old, alive)?;
         }
-        let target = dpath.join(OsStr::from_bytes(&name.0));
+        let target = self.entry_at(dir, name)?;
         let node = self
             .nodes
             .get(&ino)
             .ok_or_else(|| invalid(format!("inode {ino} unknown to the durable tree")))?;
         let is_dir = node.meta.kind == InodeKind::Dir;
         let named = !node.names.is_empty();
-        match self.location(ino) {
+        match self.reach(ino)? {
             // A directory has one name: it moves (what its other half
             // would do; a real tree cannot show it under both).
             Some(from) if named && is_dir => {
@@ -356,10 +374,7 @@ impl Durable {
         ino: Ino,
         alive: &dyn Fn(Ino) -> bool,
     ) -> io::Result<()> {
-        let path = self
-            .location(dir)
-            .ok_or_else(|| invalid(format!("directory inode {dir} is nowhere")))?
-            .join(OsStr::from_bytes(&name.0));
+        let path = self.entry_at(dir, name)?;
         if let Some(d) = self.nodes.get_mut(&dir) {
             d.entries.remove(name);
         }

@@ -118,14 +118,16 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
     // Each hard-linked inode met, and where its first name was copied.
     let mut seen: HashMap<(u64, u64), (Ino, Option<PathBuf>)> = HashMap::new();
     let mut dirs = vec![(ROOT_INO, root.to_path_buf(), copy.map(Path::to_path_buf))];
+    // Every path reached however deep it is (`reach`).
     while let Some((dir, path, to)) = dirs.pop() {
-        let mut names: Vec<_> = fs::read_dir(&path)?
+        let mut names: Vec<_> = fs::read_dir(&*reach(path.clone())?)?
             .map(|e| e.map(|e| e.file_name()))
             .collect::<io::Result<_>>()?;
         names.sort();
         for name in names {
             let p = path.join(&name);
-            let md = fs::symlink_metadata(&p)?;
+            let rp = reach(p.clone())?;
+            let md = fs::symlink_metadata(&*rp)?;
             let key = (md.dev(), md.ino());
             let n = Name(name.as_bytes().to_vec());
             let dest = to.as_ref().map(|t| t.join(&name));
@@ -133,20 +135,20 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
                 let ino = *ino;
                 // A hard link: one inode, another name.
                 if let (Some(first), Some(d)) = (first, &dest) {
-                    fs::hard_link(first, d)?;
+                    fs::hard_link(&*reach(first.clone())?, &*reach(d.clone())?)?;
                 }
                 nodes[ino as usize].names.push((dir, n.clone()));
                 nodes[dir as usize].entries.insert(n, ino);
                 continue;
             }
-            let meta = meta_of(&p)?;
+            let meta = meta_of(&rp)?;
             let ino = Ino::try_from(nodes.len())
                 .map_err(|_| io::Error::other("more than 2^32 inodes"))?;
             if meta.kind != InodeKind::Dir && md.nlink() > 1 {
                 seen.insert(key, (ino, dest.clone()));
             }
             if let Some(d) = &dest {
-                make(d, &meta, Some(&p))?;
+                make(&reach(d.clone())?, &meta, Some(&rp))?;
             }
             let kind = meta.kind;
             nodes.push(Scanned {
@@ -160,8 +162,9 @@ pub fn scan(root: &Path, copy: Option<&Path>) -> io::Result<Vec<Scanned>> {
             }
         }
         if let Some(t) = &to {
-            finish(t, &nodes[dir as usize].meta)?;
-            copy_attrs(&path, t);
+            let t = reach(t.clone())?;
+            finish(&t, &nodes[dir as usize].meta)?;
+            copy_attrs(&reach(path.clone())?, &t);
         }
     }
     Ok(nodes)
@@ -324,6 +327,78 @@ pub fn remove(path: &Path) -> io::Result<()> {
     }
 }
 
+/// The longest path this module hands to a call whole; a longer one is
+/// reached through its directory held open (PATH_MAX is 4096 with the NUL,
+/// and the view's or the backing directory's own prefix comes before the
+/// path a program gave, so a path the program could use may not fit).
+const PATH_BYTES_MAX: usize = 4000;
+
+/// A path any call can take, however long the path it stands for: the path
+/// itself when it fits, else `/proc/self/fd/N/NAME` with its directory held
+/// open as `N` (opened a piece at a time).
+#[derive(Debug)]
+pub struct Reach {
+    path: PathBuf,
+    _dir: Option<std::os::fd::OwnedFd>,
+}
+
+impl std::ops::Deref for Reach {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Reach {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// `path` made reachable by any call ([`Reach`]).
+///
+/// # Errors
+///
+/// Opening a directory on the way (`ENOENT`, `ENOTDIR`, `EACCES`).
+pub fn reach(path: PathBuf) -> io::Result<Reach> {
+    if path.as_os_str().len() < PATH_BYTES_MAX {
+        return Ok(Reach { path, _dir: None });
+    }
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(Reach { path, _dir: None });
+    };
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut dir: Option<std::os::fd::OwnedFd> = None;
+    let mut piece = PathBuf::new();
+    let open = |piece: &Path, dir: &mut Option<std::os::fd::OwnedFd>| -> io::Result<()> {
+        let fd = match dir.as_ref() {
+            Some(d) => rustix::fs::openat(d, piece, flags, Mode::empty())?,
+            None => rustix::fs::openat(rustix::fs::CWD, piece, flags, Mode::empty())?,
+        };
+        *dir = Some(fd);
+        Ok(())
+    };
+    for c in parent.components() {
+        let c = c.as_os_str();
+        if piece.as_os_str().len() + c.len() + 1 >= PATH_BYTES_MAX {
+            open(&piece, &mut dir)?;
+            piece = PathBuf::new();
+        }
+        piece.push(c);
+    }
+    if !piece.as_os_str().is_empty() {
+        open(&piece, &mut dir)?;
+    }
+    let dir = dir.expect("a long path has a directory");
+    use std::os::fd::AsRawFd;
+    let path = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd())).join(name);
+    Ok(Reach {
+        path,
+        _dir: Some(dir),
+    })
+}
+
 /// Whether two paths are on one file system (a rename between them works).
 pub fn same_fs(a: &Path, b: &Path) -> bool {
     match (fs::metadata(a), fs::metadata(b)) {
@@ -335,6 +410,26 @@ pub fn same_fs(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_longer_than_a_call_takes_is_reached_through_its_directory() {
+        let t = tempfile::tempdir().unwrap();
+        let mut deep = t.path().to_path_buf();
+        // 24 directories of 200 bytes: 4,800 bytes and more.
+        for i in 0..24 {
+            let name = format!("{i:0>200}");
+            let r = reach(deep.join(&name)).unwrap();
+            fs::create_dir(&*r).unwrap();
+            deep.push(name);
+        }
+        assert!(deep.as_os_str().len() > 4800);
+        let file = reach(deep.join("f")).unwrap();
+        assert!(file.starts_with("/proc/self/fd/"), "{}", file.display());
+        fs::write(&*file, b"deep").unwrap();
+        assert_eq!(fs::read(&*reach(deep.join("f")).unwrap()).unwrap(), b"deep");
+        let short = reach(t.path().join("x")).unwrap();
+        assert_eq!(&*short, t.path().join("x"));
+    }
 
     #[test]
     fn a_scan_finds_hard_links_and_a_copy_keeps_them() {
@@ -359,18 +454,26 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_is_refused_by_name() {
+    fn a_fifo_is_scanned_and_copied_as_a_fifo_never_opened() {
+        use std::os::unix::fs::FileTypeExt;
         let t = tempfile::tempdir().unwrap();
-        let fifo = t.path().join("pipe");
+        let src = t.path().join("src");
+        fs::create_dir(&src).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &fifo,
+            src.join("pipe"),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,
         )
         .unwrap();
-        let e = scan(t.path(), None).unwrap_err();
-        assert!(e.to_string().contains("pipe: not a file"), "{e}");
+        let copy = t.path().join("copy");
+        // Opening it to copy it would block: it is made again.
+        let scanned = scan(&src, Some(&copy)).unwrap();
+        let special = scanned[1].meta.special.unwrap();
+        assert_eq!(special.file_type, libc::S_IFIFO);
+        let md = fs::symlink_metadata(copy.join("pipe")).unwrap();
+        assert!(md.file_type().is_fifo());
+        assert_eq!(md.mode() & 0o7777, 0o600);
     }
 }

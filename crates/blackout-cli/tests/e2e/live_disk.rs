@@ -154,6 +154,7 @@ fn chmod_chown_utimensat_and_setxattr_are_lost_by_a_crash_before_the_file_s_fsyn
         ("os.setxattr('f', 'user.k', b'v')", &|_, p| {
             Command::new("python3")
                 .args(["-c", &format!("import os; os.getxattr({:?}, 'user.k')", p)])
+                .stderr(std::process::Stdio::null())
                 .status()
                 .unwrap()
                 .success()
@@ -182,4 +183,40 @@ fn chmod_chown_utimensat_and_setxattr_are_lost_by_a_crash_before_the_file_s_fsyn
         );
     }
     live.unmount();
+}
+
+#[test]
+fn a_path_as_long_as_path_max_from_the_mount_point_works_and_is_made_durable() {
+    let live = Live::mount(&[]);
+    // 16 directories of 250 bytes and a file: 4,094 bytes from the mount
+    // point (PATH_MAX is 4,096 with the NUL), more inside the view's and
+    // the backing directory's own paths.
+    let deep = "import os\n\
+                parts = []\n\
+                for i in range(16):\n\
+                \x20   parts.append('%03d' % i + 'x' * 246)\n\
+                \x20   os.makedirs('/'.join(parts), exist_ok=True)\n\
+                d = '/'.join(parts)\n\
+                f = d + '/' + 'y' * (4094 - len(d) - 1)\n\
+                assert len(f) == 4094\n";
+    let says = live.python_says(&format!(
+        "{deep}open(f, 'w').write('deep')\n\
+         os.rename(f, d + '/short'); os.link(d + '/short', f)\n\
+         print(open(f).read(), sorted(n[:1] for n in os.listdir(d)))\n\
+         fd = os.open(f, os.O_RDONLY); os.fsync(fd)\n\
+         for i in range(16, -1, -1):\n\
+         \x20   dfd = os.open('/'.join(parts[:i]) or '.', os.O_RDONLY); os.fsync(dfd)\n"
+    ));
+    assert_eq!(says, "deep ['s', 'y']\n");
+    // Durable: a crash keeps it, and the mount shows it again from the
+    // backing directory.
+    let r = live.crash(&[]);
+    assert_eq!(r["dropped"].as_array().unwrap().len(), 0, "{r}");
+    assert_eq!(
+        live.python_says(&format!(
+            "{deep}print(open(f).read(), os.stat(f).st_nlink)\n"
+        )),
+        "deep 2\n"
+    );
+    live.unmount_saying(0, "");
 }

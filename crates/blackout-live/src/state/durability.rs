@@ -257,8 +257,10 @@ impl Live {
         };
         let size_before = self
             .durable
-            .location(ino)
-            .and_then(|p| fs::symlink_metadata(p).ok())
+            .reach(ino)
+            .ok()
+            .flatten()
+            .and_then(|p| fs::symlink_metadata(&*p).ok())
             .map_or(0, |m| m.len());
         let len = taken.op.data.len() as u64;
         let offered = Tear::offered(off, len, size_before, SECTOR);

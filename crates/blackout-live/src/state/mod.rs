@@ -29,7 +29,7 @@ use crate::durable::Durable;
 use crate::faults::{Trigger, When};
 use crate::limits::Limits;
 use crate::pending::Pending;
-use crate::tree::{self, Meta};
+use crate::tree::{self, Meta, Reach};
 
 /// An errno for a request.
 pub type Errno = i32;
@@ -204,13 +204,13 @@ impl Live {
         Ok(parts)
     }
 
-    /// The inode's path in the view.
-    fn view_path(&self, ino: Ino) -> Result<PathBuf, Errno> {
+    /// The inode's path in the view (reachable however long it is).
+    fn view_path(&self, ino: Ino) -> Result<Reach, Errno> {
         let mut p = self.view.clone();
         for n in self.names_down(ino)? {
             p.push(OsStr::from_bytes(&n.0));
         }
-        Ok(p)
+        tree::reach(p).map_err(|e| errno(&e))
     }
 
     /// The inode's path relative to the mount, for people (`.` for the
@@ -227,8 +227,12 @@ impl Live {
         }
     }
 
-    fn entry_path(&self, dir: Ino, name: &OsStr) -> Result<PathBuf, Errno> {
-        Ok(self.view_path(dir)?.join(name))
+    fn entry_path(&self, dir: Ino, name: &OsStr) -> Result<Reach, Errno> {
+        let mut p = self.view.clone();
+        for n in self.names_down(dir)? {
+            p.push(OsStr::from_bytes(&n.0));
+        }
+        tree::reach(p.join(name)).map_err(|e| errno(&e))
     }
 
     /// Fails every request while the power is off.
@@ -370,7 +374,7 @@ impl Live {
         let path = self.view_path(ino)?;
         let mut buf = vec![0u8; 256];
         loop {
-            match rustix::fs::lgetxattr(&path, name, &mut buf[..]) {
+            match rustix::fs::lgetxattr(&*path, name, &mut buf[..]) {
                 Ok(n) => {
                     buf.truncate(n);
                     return Ok(buf);
@@ -393,7 +397,7 @@ impl Live {
         let path = self.view_path(ino)?;
         let mut buf = vec![0u8; 1024];
         loop {
-            match rustix::fs::llistxattr(&path, &mut buf[..]) {
+            match rustix::fs::llistxattr(&*path, &mut buf[..]) {
                 Ok(n) => {
                     buf.truncate(n);
                     return Ok(buf);

@@ -8,7 +8,7 @@ use std::fs::{self, File};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind};
@@ -16,7 +16,7 @@ use blackout_oplog::store::Halves;
 
 use super::{errno, rel_join, Errno, Handle, Live, Node, SetTime};
 use crate::pending::{Attr, Change, PendingOp};
-use crate::tree::{self, Meta};
+use crate::tree::{self, Meta, Reach};
 
 impl Live {
     fn push(
@@ -48,7 +48,7 @@ impl Live {
         meta: Meta,
         call: &'static str,
         make: impl FnOnce(&Path) -> io::Result<()>,
-    ) -> Result<(Ino, PathBuf), Errno> {
+    ) -> Result<(Ino, Reach), Errno> {
         self.dir(dir)?;
         self.limits.name(name.as_bytes())?;
         let n = Name(name.as_bytes().to_vec());
@@ -284,12 +284,14 @@ impl Live {
             );
             self.after(fire);
         }
-        let path = self.view_path(ino);
         if let Some(mode) = mode.filter(|_| self.kind(ino) != Some(InodeKind::Symlink)) {
             let fire = self.gate("chmod", &rel, None)?;
             use std::os::unix::fs::PermissionsExt;
-            fs::set_permissions(path.clone()?, fs::Permissions::from_mode(mode & 0o7777))
-                .map_err(|e| errno(&e))?;
+            fs::set_permissions(
+                &self.view_path(ino)?,
+                fs::Permissions::from_mode(mode & 0o7777),
+            )
+            .map_err(|e| errno(&e))?;
             // What the view holds now (a chown may have cleared set-id bits).
             let md = self.metadata(ino, fh)?;
             self.push_attr(ino, Attr::Mode(md.mode() & 0o7777), "chmod", &rel);
@@ -297,7 +299,8 @@ impl Live {
         }
         if owner.0.is_some() || owner.1.is_some() {
             let fire = self.gate("chown", &rel, None)?;
-            std::os::unix::fs::lchown(path.clone()?, owner.0, owner.1).map_err(|e| errno(&e))?;
+            std::os::unix::fs::lchown(&self.view_path(ino)?, owner.0, owner.1)
+                .map_err(|e| errno(&e))?;
             self.push_attr(ino, Attr::Owner(owner.0, owner.1), "chown", &rel);
             self.after(fire);
         }
@@ -321,7 +324,7 @@ impl Live {
                 last_modification: stamp(&times[1]),
             };
             let nofollow = rustix::fs::AtFlags::SYMLINK_NOFOLLOW;
-            rustix::fs::utimensat(rustix::fs::CWD, &path?, &stamps, nofollow)
+            rustix::fs::utimensat(rustix::fs::CWD, &*self.view_path(ino)?, &stamps, nofollow)
                 .map_err(|e| e.raw_os_error())?;
         }
         Ok(())
@@ -351,7 +354,7 @@ impl Live {
         let rel: Arc<str> = self.rel(ino).into();
         let fire = self.gate("setxattr", &rel, None)?;
         let flags = rustix::fs::XattrFlags::from_bits_retain(flags as _);
-        rustix::fs::lsetxattr(self.view_path(ino)?, name, value, flags)
+        rustix::fs::lsetxattr(&*self.view_path(ino)?, name, value, flags)
             .map_err(|e| e.raw_os_error())?;
         let attr = Attr::SetXattr(name.as_bytes().to_vec(), value.to_vec());
         self.push_attr(ino, attr, "setxattr", &rel);
@@ -368,7 +371,7 @@ impl Live {
         self.powered()?;
         let rel: Arc<str> = self.rel(ino).into();
         let fire = self.gate("removexattr", &rel, None)?;
-        rustix::fs::lremovexattr(self.view_path(ino)?, name).map_err(|e| e.raw_os_error())?;
+        rustix::fs::lremovexattr(&*self.view_path(ino)?, name).map_err(|e| e.raw_os_error())?;
         self.push_attr(
             ino,
             Attr::RemoveXattr(name.as_bytes().to_vec()),
@@ -509,7 +512,7 @@ impl Live {
             self.entry_path(to_dir, to_name)?,
         );
         let rflags = rustix::fs::RenameFlags::from_bits_retain(flags);
-        rustix::fs::renameat_with(rustix::fs::CWD, &from_p, rustix::fs::CWD, &to_p, rflags)
+        rustix::fs::renameat_with(rustix::fs::CWD, &*from_p, rustix::fs::CWD, &*to_p, rflags)
             .map_err(|e| e.raw_os_error())?;
         if replaced == Some(ino) {
             // Two names of one file: rename does nothing.
