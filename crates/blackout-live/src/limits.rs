@@ -18,6 +18,8 @@ pub struct Limits {
     /// Whether it keeps extended attributes (`user.*`; else setting one
     /// is `EOPNOTSUPP`).
     pub xattrs: bool,
+    /// The most names a file may have (`EMLINK` past it).
+    pub links_max: u64,
 }
 
 impl Limits {
@@ -60,6 +62,7 @@ impl Limits {
             file_bytes_max,
             name_bytes_max: usize::try_from(vfs.f_namemax).unwrap_or(usize::MAX),
             xattrs,
+            links_max: links_max(backing),
         })
     }
 
@@ -67,7 +70,7 @@ impl Limits {
     ///
     /// ```
     /// use blackout_live::limits::Limits;
-    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 255, xattrs: true };
+    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 255, xattrs: true, links_max: 8 };
     /// assert_eq!(l.size(90, 10), Ok(()));
     /// assert_eq!(l.size(90, 11), Err(libc::EFBIG));
     /// assert_eq!(l.size(u64::MAX, 1), Err(libc::EFBIG));
@@ -76,6 +79,22 @@ impl Limits {
         match off.checked_add(len) {
             Some(end) if end <= self.file_bytes_max => Ok(()),
             _ => Err(libc::EFBIG),
+        }
+    }
+
+    /// `EMLINK` when a file with `nlink` names may have no more.
+    ///
+    /// ```
+    /// use blackout_live::limits::Limits;
+    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 255, xattrs: true, links_max: 2 };
+    /// assert_eq!(l.link(1), Ok(()));
+    /// assert_eq!(l.link(2), Err(libc::EMLINK));
+    /// ```
+    pub fn link(&self, nlink: u64) -> Result<(), i32> {
+        if nlink >= self.links_max {
+            Err(libc::EMLINK)
+        } else {
+            Ok(())
         }
     }
 
@@ -92,7 +111,7 @@ impl Limits {
     ///
     /// ```
     /// use blackout_live::limits::Limits;
-    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 3, xattrs: true };
+    /// let l = Limits { file_bytes_max: 100, name_bytes_max: 3, xattrs: true, links_max: 8 };
     /// assert_eq!(l.name(b"abc"), Ok(()));
     /// assert_eq!(l.name(b"abcd"), Err(libc::ENAMETOOLONG));
     /// ```
@@ -103,6 +122,18 @@ impl Limits {
             Ok(())
         }
     }
+}
+
+/// The most names a file in `dir`'s file system may have (`pathconf`
+/// `_PC_LINK_MAX`), unbounded where it does not say.
+fn links_max(dir: &Path) -> u64 {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return u64::MAX;
+    };
+    // SAFETY: a NUL-terminated path; pathconf reads it only.
+    let n = unsafe { libc::pathconf(c.as_ptr(), libc::_PC_LINK_MAX) };
+    u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

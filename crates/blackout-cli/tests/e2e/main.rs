@@ -8,6 +8,7 @@ mod baseline;
 mod block;
 mod cli;
 mod common;
+mod conformance;
 mod distributed;
 mod engines;
 mod explain;

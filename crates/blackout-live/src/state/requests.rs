@@ -427,6 +427,7 @@ impl Live {
     pub fn link(&mut self, ino: Ino, dir: Ino, name: &OsStr) -> Result<(), Errno> {
         self.dir(dir)?;
         self.limits.name(name.as_bytes())?;
+        self.limits.link(self.metadata(ino, None)?.nlink())?;
         let n = Name(name.as_bytes().to_vec());
         let dir_rel = self.rel(dir);
         let rel = rel_join(&dir_rel, &n);
