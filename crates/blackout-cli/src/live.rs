@@ -14,6 +14,7 @@ use blackout::live::pending::Keep;
 use blackout::sys::scratch::default_scratch_parent;
 
 use crate::args::{FsCmd, FsCrashArgs, FsMountArgs};
+use crate::report::print_out;
 use crate::{stopped_exit_code, INTERRUPTED};
 
 /// How long a command waits for a daemon still mounting.
@@ -33,7 +34,7 @@ pub(crate) fn cmd_fs(cmd: FsCmd) -> Result<u8> {
         }
         FsCmd::Sync(a) => {
             let v = control::request(&a.mountpoint, &Request::Sync, DAEMON_PATIENCE, &INTERRUPTED)?;
-            println!("synced {} ops", v["synced"]);
+            print_out(&format!("synced {} ops\n", v["synced"]))?;
             Ok(0)
         }
         FsCmd::Pending(a) => {
@@ -44,10 +45,10 @@ pub(crate) fn cmd_fs(cmd: FsCmd) -> Result<u8> {
                 &INTERRUPTED,
             )?;
             if a.json {
-                println!("{v}");
+                print_out(&format!("{v}\n"))?;
             } else {
                 let r: PendingReport = serde_json::from_value(v)?;
-                print!("{}", r.text());
+                print_out(&r.text())?;
             }
             Ok(0)
         }
@@ -131,10 +132,10 @@ fn crash(a: FsCrashArgs) -> Result<u8> {
     // An armed crash waits for its op as long as it takes.
     let v = control::request(&a.mountpoint, &req, DAEMON_PATIENCE, &INTERRUPTED)?;
     if a.json {
-        println!("{v}");
+        print_out(&format!("{v}\n"))?;
     } else {
         let r: CrashReport = serde_json::from_value(v)?;
-        print!("{}", r.text());
+        print_out(&r.text())?;
     }
     Ok(0)
 }

@@ -200,3 +200,12 @@ pub(crate) fn emit_merged(
     };
     args.emit(report, &ctx)
 }
+
+/// Writes `text` to standard output: a reader that stops early (`| head`)
+/// ends the command quietly (a broken pipe is an error `main` exits on
+/// without a word), never a panic.
+pub(crate) fn print_out(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}

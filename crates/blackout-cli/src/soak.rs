@@ -10,6 +10,7 @@ use blackout::soak::{dropped_lines, soak, SoakConfig, SoakError};
 use blackout::sys::scratch::default_scratch_parent;
 
 use crate::args::SoakArgs;
+use crate::report::print_out;
 use crate::{stopped_exit_code, INTERRUPTED};
 
 fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
@@ -73,26 +74,27 @@ pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {
         if cfg.spec.tear { ", torn writes" } else { "" }
     );
     let Some(v) = &report.violation else {
-        println!(
-            "PASS: {} crashes ({how}): all {} promises held; {} pending ops dropped in all",
+        print_out(&format!(
+            "PASS: {} crashes ({how}): all {} promises held; {} pending ops dropped in all\n",
             report.crashes, report.promises, report.dropped
-        );
+        ))?;
         return Ok(0);
     };
-    println!(
-        "FAIL: after crash {} of {} ({how}), a promise broke: {}",
+    let mut text = format!(
+        "FAIL: after crash {} of {} ({how}), a promise broke: {}\n",
         v.crash, cfg.crashes, v.reason
     );
-    println!(
-        "the crash dropped {} ops ({} torn):",
+    text.push_str(&format!(
+        "the crash dropped {} ops ({} torn):\n",
         v.report.dropped.len(),
         v.report.torn.len()
-    );
+    ));
     for l in dropped_lines(v) {
-        println!("  {l}");
+        text.push_str(&format!("  {l}\n"));
     }
-    println!(
-        "the same --seed repeats the crash moments and what each crash keeps; what is pending at a moment depends on timing"
+    text.push_str(
+        "the same --seed repeats the crash moments and what each crash keeps; what is pending at a moment depends on timing\n",
     );
+    print_out(&text)?;
     Ok(1)
 }

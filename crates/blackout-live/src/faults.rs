@@ -202,10 +202,14 @@ impl CrashReport {
 /// assert_eq!(line, "1 op could not be made durable in the backing directory (everything else is): write a [0, 10): No space left on device (os error 28)");
 /// ```
 pub fn refused_line(refused: &[Refused]) -> String {
-    let each: Vec<String> = refused
+    let mut each: Vec<String> = refused
         .iter()
+        .take(REFUSED_SHOWN)
         .map(|r| format!("{}: {}", r.op.describe(), r.error))
         .collect();
+    if refused.len() > REFUSED_SHOWN {
+        each.push(format!("and {} more", refused.len() - REFUSED_SHOWN));
+    }
     format!(
         "{} op{} could not be made durable in the backing directory (everything else is): {}",
         refused.len(),
@@ -213,6 +217,9 @@ pub fn refused_line(refused: &[Refused]) -> String {
         each.join("; ")
     )
 }
+
+/// The refused ops [`refused_line`] names; it counts the rest.
+pub const REFUSED_SHOWN: usize = 10;
 
 /// The ops pending on one path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -255,5 +262,38 @@ impl PendingReport {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use blackout_oplog::ops::Part;
+
+    #[test]
+    fn the_refused_line_names_ten_ops_and_counts_the_rest() {
+        let refused: Vec<Refused> = (0..12)
+            .map(|i| Refused {
+                op: OpView {
+                    seq: i,
+                    call: "link".into(),
+                    path: format!("d/l{i}"),
+                    to: None,
+                    offset: None,
+                    length: None,
+                    size: None,
+                    part: Part::Whole,
+                    durable_by: "fsync(d)".into(),
+                },
+                error: "Too many links (os error 31)".into(),
+            })
+            .collect();
+        let line = refused_line(&refused);
+        assert!(
+            line.starts_with("12 ops could not be made durable"),
+            "{line}"
+        );
+        assert!(line.contains("link d/l9: Too many links") && !line.contains("d/l10"));
+        assert!(line.ends_with("; and 2 more"), "{line}");
     }
 }
