@@ -50,7 +50,31 @@ pub struct Durable {
     /// The file the last data op was applied to, kept open for the next
     /// (an fsync applies a file's pending writes one after another);
     /// dropped by every entry op, which may move what an inode is.
-    open: Option<(Ino, fs::File)>,
+    open: Option<OpenFile>,
+}
+
+/// A durable file kept open between data ops.
+#[derive(Debug)]
+struct OpenFile {
+    ino: Ino,
+    file: fs::File,
+    /// Its length, kept as the ops applied change it (`None`: unknown).
+    len: Option<u64>,
+    /// Whether it was seen to still have a name since the last batch.
+    checked: bool,
+}
+
+/// One field of an open file's metadata, asked for alone: `statx` with
+/// only `mask`, so the file's times are not read (reading them makes the
+/// kernel hand out finer timestamps everywhere afterwards, and a program's
+/// writes on the mount then dirty its times at every fsync).
+fn statx_of(file: &fs::File, mask: rustix::fs::StatxFlags) -> io::Result<rustix::fs::Statx> {
+    Ok(rustix::fs::statx(
+        file,
+        "",
+        rustix::fs::AtFlags::EMPTY_PATH,
+        mask,
+    )?)
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -223,32 +247,45 @@ impl Durable {
         }
         match kind {
             OpKind::Write { ino, off, .. } => {
-                let f = self.open(*ino)?;
+                let o = self.open(*ino)?;
                 let end = off + data.len() as u64;
-                let len = f.metadata()?.len();
+                let len = match o.len {
+                    Some(len) => len,
+                    None => statx_of(&o.file, rustix::fs::StatxFlags::SIZE)?.stx_size,
+                };
+                o.len = Some(len.max(end));
                 if size_only {
                     if len < end {
-                        f.set_len(end)?;
+                        o.file.set_len(end)?;
                     }
                     Ok(())
                 } else {
                     // Refused (a full disk), a write takes back what it
                     // added past the file's end: it stays pending whole.
-                    f.write_all_at(data, *off).inspect_err(|_| {
+                    o.file.write_all_at(data, *off).inspect_err(|_| {
+                        o.len = None;
                         if end > len {
-                            let _ = f.set_len(len);
+                            let _ = o.file.set_len(len);
                         }
                     })
                 }
             }
-            OpKind::Truncate { ino, size } => self.open(*ino)?.set_len(*size),
+            OpKind::Truncate { ino, size } => {
+                let o = self.open(*ino)?;
+                o.len = None;
+                o.file.set_len(*size)
+            }
             OpKind::Fallocate {
                 ino,
                 off,
                 len,
                 zero,
                 keep_size,
-            } => fallocate(self.open(*ino)?, *off, *len, *zero, *keep_size),
+            } => {
+                let o = self.open(*ino)?;
+                o.len = None;
+                fallocate(&o.file, *off, *len, *zero, *keep_size)
+            }
             OpKind::Link { dir, name, ino, .. } => self.set_entry(*dir, name, *ino, alive),
             OpKind::Unlink { dir, name, ino } => self.remove_entry(*dir, name, *ino, alive),
             OpKind::Rename {
@@ -276,19 +313,37 @@ impl Durable {
         }
     }
 
-    /// Closes the file kept open for the next data op: a batch of ops
-    /// applied, the next finds each file by its path again (so a file
-    /// removed behind the mount's back is seen as gone, not written to).
+    /// A batch of ops applied: the file kept open is looked at again before
+    /// the next op on it (a file removed behind the mount's back is then
+    /// seen as gone, not written to).
     pub fn close(&mut self) {
-        self.open = None;
+        if let Some(o) = self.open.as_mut() {
+            o.checked = false;
+        }
     }
 
-    fn open(&mut self, ino: Ino) -> io::Result<&fs::File> {
-        if self.open.as_ref().is_none_or(|(i, _)| *i != ino) {
+    fn open(&mut self, ino: Ino) -> io::Result<&mut OpenFile> {
+        let stale = match &self.open {
+            Some(o) if o.ino == ino && !o.checked => {
+                statx_of(&o.file, rustix::fs::StatxFlags::NLINK)?.stx_nlink == 0
+            }
+            Some(o) => o.ino != ino,
+            None => true,
+        };
+        if stale {
+            self.open = None;
             let p = self.ensure(ino)?;
-            self.open = Some((ino, fs::OpenOptions::new().write(true).open(p)?));
+            let file = fs::OpenOptions::new().write(true).open(p)?;
+            self.open = Some(OpenFile {
+                ino,
+                file,
+                len: None,
+                checked: true,
+            });
         }
-        Ok(&self.open.as_ref().expect("just opened").1)
+        let o = self.open.as_mut().expect("just opened");
+        o.checked = true;
+        Ok(o)
     }
 
     /// Makes `dir/name` name `ino` durably (what was there loses the name).

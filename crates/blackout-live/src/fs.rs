@@ -28,6 +28,13 @@ use crate::tree::{Meta, Special};
 /// How long the kernel may keep an entry or attributes.
 const TTL: Duration = Duration::from_secs(1);
 
+/// FUSE's `FUSE_HANDLE_KILLPRIV_V2` (protocol 7.33), which the FUSE
+/// crate's constants stop before.
+const FUSE_HANDLE_KILLPRIV_V2: u32 = 1 << 28;
+
+/// A write's flag: the caller may not keep the file's set-ID bits.
+const FUSE_WRITE_KILL_SUIDGID: u32 = 1 << 2;
+
 /// The largest write the kernel sends at once.
 const MAX_WRITE_BYTES: u32 = 1 << 20;
 
@@ -184,6 +191,11 @@ impl Filesystem for LiveFs {
         // crash. It merges a program's small writes into few requests.
         let _ = config.set_max_write(MAX_WRITE_BYTES);
         let _ = config.add_capabilities(fuser::consts::FUSE_WRITEBACK_CACHE);
+        // This process clears the set-user-ID and set-group-ID bits a write
+        // or truncate by an unprivileged caller clears: the kernel then
+        // does not ask for `security.capability` before every write (a
+        // round trip per write, since getxattr is served).
+        let _ = config.add_capabilities(FUSE_HANDLE_KILLPRIV_V2);
         Ok(())
     }
 
@@ -205,7 +217,7 @@ impl Filesystem for LiveFs {
 
     fn setattr(
         &mut self,
-        _req: &Request<'_>,
+        req: &Request<'_>,
         ino: u64,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -226,6 +238,12 @@ impl Filesystem for LiveFs {
         let mut live = lock(&self.live);
         let done = live
             .setattr(i, fh, size, mode, (uid, gid), times)
+            // A truncate by an unprivileged caller clears the set-ID bits
+            // (the kernel leaves it to this process: see `init`).
+            .and_then(|()| match size {
+                Some(_) if req.uid() != 0 => live.kill_suidgid(i),
+                _ => Ok(()),
+            })
             .and_then(|()| live.metadata(i, fh));
         match done {
             Ok(md) => reply.attr(&TTL, &attr(i, &md)),
@@ -364,16 +382,21 @@ impl Filesystem for LiveFs {
     fn write(
         &mut self,
         _req: &Request<'_>,
-        _ino: u64,
+        ino: u64,
         fh: u64,
         off: i64,
         data: &[u8],
-        _write_flags: u32,
+        write_flags: u32,
         _flags: i32,
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
-        match offset(off).and_then(|o| lock(&self.live).write(fh, o, data)) {
+        let mut live = lock(&self.live);
+        let written = offset(off).and_then(|o| live.write(fh, o, data));
+        if written.is_ok() && write_flags & FUSE_WRITE_KILL_SUIDGID != 0 {
+            let _ = live.kill_suidgid(ino_of(ino));
+        }
+        match written {
             Ok(n) => reply.written(n),
             Err(e) => reply.error(e),
         }

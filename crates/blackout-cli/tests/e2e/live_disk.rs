@@ -220,3 +220,52 @@ fn a_path_as_long_as_path_max_from_the_mount_point_works_and_is_made_durable() {
     );
     live.unmount_saying(0, "");
 }
+
+#[test]
+fn a_write_or_truncate_by_another_user_clears_set_id_bits_as_on_the_disk_under_it() {
+    // The kernel leaves clearing them to the daemon (so it does not ask
+    // for `security.capability` before every write): the mount must do
+    // what the plain directory does.
+    let live = Live::mount(&[]);
+    let program = "import os, sys\n\
+        d = sys.argv[1]\n\
+        def fresh(name):\n\
+        \x20   p = os.path.join(d, name)\n\
+        \x20   open(p, 'w').write('x' * 10)\n\
+        \x20   os.chown(p, 65534, 65534); os.chmod(p, 0o6775); return p\n\
+        def as_nobody(f):\n\
+        \x20   pid = os.fork()\n\
+        \x20   if pid == 0:\n\
+        \x20       os.setgid(65534); os.setuid(65534); f(); os._exit(0)\n\
+        \x20   os.waitpid(pid, 0)\n\
+        def write(p):\n\
+        \x20   fd = os.open(p, os.O_WRONLY); os.write(fd, b'y'); os.close(fd)\n\
+        w = fresh('w'); as_nobody(lambda: write(w))\n\
+        t = fresh('t'); as_nobody(lambda: os.truncate(t, 3))\n\
+        c = fresh('c'); os.chown(c, 65534, 65534)\n\
+        r = fresh('r'); fd = os.open(r, os.O_WRONLY); os.write(fd, b'z'); os.fsync(fd)\n\
+        print(' '.join(oct(os.stat(p).st_mode & 0o7777) for p in (w, t, c, r)))\n";
+    let run = |dir: &std::path::Path| {
+        let out = Command::new("python3")
+            .args(["-c", program])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let plain = live.s.path("plain");
+    fs::create_dir(&plain).unwrap();
+    for d in [&plain, &live.m] {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(d, fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let on_disk = run(&plain);
+    assert_eq!(on_disk, "0o775 0o775 0o775 0o6775\n");
+    assert_eq!(run(&live.m), on_disk);
+    live.unmount();
+}

@@ -330,6 +330,26 @@ impl Live {
         Ok(())
     }
 
+    /// Clears the set-user-ID bit of a regular file, and its set-group-ID
+    /// bit if it is group-executable, as a write or truncate by a caller
+    /// without the right to keep them does: a pending chmod like any.
+    ///
+    /// # Errors
+    ///
+    /// The view's chmod.
+    pub fn kill_suidgid(&mut self, ino: Ino) -> Result<(), Errno> {
+        let md = self.metadata(ino, None)?;
+        let mode = md.mode();
+        let mut kept = mode & 0o7777 & !libc::S_ISUID;
+        if mode & libc::S_IXGRP != 0 {
+            kept &= !libc::S_ISGID;
+        }
+        if !md.is_file() || kept == mode & 0o7777 {
+            return Ok(());
+        }
+        self.setattr(ino, None, None, Some(kept), (None, None), [None, None])
+    }
+
     /// Records a change to inode `ino`'s attributes, made in the view by
     /// `call` on `rel`, as pending until its fsync.
     fn push_attr(&mut self, ino: Ino, attr: Attr, call: &'static str, rel: &Arc<str>) {
