@@ -136,6 +136,13 @@ impl Live {
     /// and that nothing is left: no mount, no scratch. The backing
     /// directory stays until the test ends.
     pub(crate) fn unmount_saying(&self, code: i32, says: &str) {
+        let err = self.unmount_with(code);
+        assert_eq!(err, says);
+    }
+
+    /// Unmounts, asserts the exit code and that nothing is left (no mount,
+    /// no scratch), and returns what it said on standard error.
+    pub(crate) fn unmount_with(&self, code: i32) -> String {
         let out = self
             .s
             .blackout()
@@ -143,11 +150,11 @@ impl Live {
             .arg(&self.m)
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(code), "{err}");
-        assert_eq!(err, says);
         assert!(!mounted(&self.m));
         self.s.assert_clean();
+        err
     }
 }
 
@@ -185,7 +192,7 @@ fn mounted(m: &Path) -> bool {
 }
 
 /// The descriptions of a crash report's list (`dropped`, `kept`, `torn`).
-fn calls(report: &Value, list: &str) -> Vec<String> {
+pub(crate) fn calls(report: &Value, list: &str) -> Vec<String> {
     report[list]
         .as_array()
         .unwrap()

@@ -6,7 +6,7 @@
 use std::fs;
 use std::process::Command;
 
-use crate::live::Live;
+use crate::live::{calls, Live};
 
 #[test]
 fn a_size_the_backing_file_system_refuses_is_refused_at_the_call_and_the_unmount_keeps_the_rest() {
@@ -32,38 +32,40 @@ fn a_size_the_backing_file_system_refuses_is_refused_at_the_call_and_the_unmount
     assert_eq!(live.backing("big").unwrap(), b"");
 }
 
-#[test]
-fn a_full_backing_disk_fails_the_fsync_that_needed_it_and_loses_nothing_else() {
-    // 512 KiB of room, and a 2 MiB write to a file already there.
-    let live = Live::mount_small(&[("big.bin", b"")], 512);
-    let says = live.python_says(
-        "import os, errno\n\
-         fd = os.open('big.bin', os.O_WRONLY)\n\
-         os.write(fd, b'x' * (2 << 20))\n\
-         try:\n\
+/// The end of a Python program that wrote to `fd`: fsync it and print
+/// `fsync ok` or `fsync ERRNO`, then write `kept` to a new file `name` and
+/// fsync it and its directory.
+fn fsync_then_another_file(name: &str) -> String {
+    format!(
+        "try:\n\
          \x20   os.fsync(fd)\n\
          \x20   print('fsync ok')\n\
          except OSError as e:\n\
          \x20   print('fsync', errno.errorcode[e.errno])\n\
          os.close(fd)\n\
-         fd = os.open('small.txt', os.O_WRONLY | os.O_CREAT, 0o644)\n\
+         fd = os.open('{name}', os.O_WRONLY | os.O_CREAT, 0o644)\n\
          os.write(fd, b'kept\\n'); os.fsync(fd); os.close(fd)\n\
-         d = os.open('.', os.O_RDONLY); os.fsync(d); os.close(d)\n",
-    );
+         d = os.open('.', os.O_RDONLY); os.fsync(d); os.close(d)\n"
+    )
+}
+
+#[test]
+fn a_full_backing_disk_fails_the_fsync_that_needed_it_and_loses_nothing_else() {
+    // 512 KiB of room, and a 2 MiB write to a file already there.
+    let live = Live::mount_small(&[("big.bin", b"")], 512);
+    let says = live.python_says(&format!(
+        "import os, errno\n\
+         fd = os.open('big.bin', os.O_WRONLY)\n\
+         os.write(fd, b'x' * (2 << 20))\n\
+         {}",
+        fsync_then_another_file("small.txt")
+    ));
     assert_eq!(says, "fsync ENOSPC\n");
     // Everything else reached the disk: the new file and its name.
     assert_eq!(live.backing("small.txt").unwrap(), b"kept\n");
     // The unmount syncs what it can and says, in one line, what it could
     // not (still the writes of big.bin, for want of room).
-    let out = live
-        .s
-        .blackout()
-        .args(["fs", "unmount"])
-        .arg(&live.m)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = live.unmount_with(2);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.contains("could not be made durable in the backing directory (everything else is): write big.bin [0, ")
@@ -83,15 +85,8 @@ fn a_backing_file_removed_behind_the_mount_fails_its_fsync_and_loses_nothing_els
          fd = os.open('f.txt', os.O_WRONLY)\n\
          os.pwrite(fd, b'new', 0)\n\
          os.unlink({gone:?})\n\
-         try:\n\
-         \x20   os.fsync(fd)\n\
-         \x20   print('fsync ok')\n\
-         except OSError as e:\n\
-         \x20   print('fsync', errno.errorcode[e.errno])\n\
-         os.close(fd)\n\
-         fd = os.open('g.txt', os.O_WRONLY | os.O_CREAT, 0o644)\n\
-         os.write(fd, b'kept\\n'); os.fsync(fd); os.close(fd)\n\
-         d = os.open('.', os.O_RDONLY); os.fsync(d); os.close(d)\n",
+         {}",
+        fsync_then_another_file("g.txt")
     ));
     assert_eq!(says, "fsync EIO\n");
     assert_eq!(live.backing("g.txt").unwrap(), b"kept\n");
@@ -116,13 +111,7 @@ fn a_fifo_and_a_bound_unix_socket_vanish_or_survive_a_crash_as_their_directory_s
                 a, _ = s.accept(); c.send(b'hi'); assert a.recv(2) == b'hi'\n";
     live.python(make);
     let r = live.crash(&[]);
-    let dropped: Vec<&str> = r["dropped"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["path"].as_str().unwrap())
-        .collect();
-    assert_eq!(dropped, ["fifo", "sock"], "{r}");
+    assert_eq!(calls(&r, "dropped"), ["mknod fifo", "mknod sock"], "{r}");
     assert!(live.backing("fifo").is_none() && !live.b.join("sock").exists());
     live.python(&format!(
         "{make}d = os.open('.', os.O_RDONLY); os.fsync(d); os.close(d)\n"

@@ -37,6 +37,26 @@ pub type Errno = i32;
 /// The largest extended attribute value (or list of names) Linux has.
 const XATTR_BYTES_MAX: usize = 64 * 1024;
 
+/// What `read` puts in a buffer, the buffer grown while it is too small
+/// (`ERANGE`), up to [`XATTR_BYTES_MAX`].
+fn read_growing(
+    mut read: impl FnMut(&mut [u8]) -> rustix::io::Result<usize>,
+) -> Result<Vec<u8>, Errno> {
+    let mut buf = vec![0u8; 256];
+    loop {
+        match read(&mut buf[..]) {
+            Ok(n) => {
+                buf.truncate(n);
+                return Ok(buf);
+            }
+            Err(rustix::io::Errno::RANGE) if buf.len() < XATTR_BYTES_MAX => {
+                buf.resize(buf.len() * 4, 0);
+            }
+            Err(e) => return Err(e.raw_os_error()),
+        }
+    }
+}
+
 /// Sectors a pending write may tear at, in bytes (as the posix model's
 /// default).
 pub const SECTOR: u64 = 512;
@@ -372,19 +392,7 @@ impl Live {
     pub fn getxattr(&self, ino: Ino, name: &OsStr) -> Result<Vec<u8>, Errno> {
         self.powered()?;
         let path = self.view_path(ino)?;
-        let mut buf = vec![0u8; 256];
-        loop {
-            match rustix::fs::lgetxattr(&*path, name, &mut buf[..]) {
-                Ok(n) => {
-                    buf.truncate(n);
-                    return Ok(buf);
-                }
-                Err(rustix::io::Errno::RANGE) if buf.len() < XATTR_BYTES_MAX => {
-                    buf.resize(buf.len() * 4, 0);
-                }
-                Err(e) => return Err(e.raw_os_error()),
-            }
-        }
+        read_growing(|buf| rustix::fs::lgetxattr(&*path, name, buf))
     }
 
     /// The names of an inode's extended attributes, each ended by a NUL.
@@ -395,19 +403,7 @@ impl Live {
     pub fn listxattr(&self, ino: Ino) -> Result<Vec<u8>, Errno> {
         self.powered()?;
         let path = self.view_path(ino)?;
-        let mut buf = vec![0u8; 1024];
-        loop {
-            match rustix::fs::llistxattr(&*path, &mut buf[..]) {
-                Ok(n) => {
-                    buf.truncate(n);
-                    return Ok(buf);
-                }
-                Err(rustix::io::Errno::RANGE) if buf.len() < XATTR_BYTES_MAX => {
-                    buf.resize(buf.len() * 4, 0);
-                }
-                Err(e) => return Err(e.raw_os_error()),
-            }
-        }
+        read_growing(|buf| rustix::fs::llistxattr(&*path, buf))
     }
 
     /// A symlink's target.
