@@ -11,7 +11,7 @@ use blackout::check::server::request_line;
 use blackout::check::shell::{acked_env_value, ACKED_ENV_BYTES_MAX};
 use blackout::check::StateFiles;
 use blackout::explore::dedup::distinct_states;
-use blackout::explore::enumerate::StateDesc;
+use blackout::explore::enumerate::{StateDesc, Tearing};
 use blackout::explore::model::for_people;
 use blackout::export::text::{explored_text, shell_quote};
 use blackout::oplog::promises::Outputs;
@@ -90,7 +90,13 @@ pub(crate) fn cmd_state(a: StateArgs) -> Result<u8> {
             a.id
         )
     })?;
+    let sizes = trace.sizes_before();
+    let tearing = Tearing {
+        sizes_before: Some(&sizes),
+        sector: a.sector,
+    };
     desc.validate(&trace.ops)
+        .and_then(|()| desc.possible(&trace.ops, tearing))
         .map_err(|e| anyhow!("state {}: {e}", a.id))?;
     let (acks, output) = write_state(
         &trace,

@@ -385,19 +385,11 @@ fn keyed(
                         take(at, desc, hash);
                     }
                 }
-                Keyed::Covered(cov) => {
-                    coverage.crash_points += cov.crash_points;
-                    coverage
-                        .partial_crash_points
-                        .extend(cov.partial_crash_points);
-                    coverage.subsets_not_covered = coverage
-                        .subsets_not_covered
-                        .saturating_add(cov.subsets_not_covered);
-                }
+                Keyed::Covered(cov) => coverage.add(cov),
             }
         }
     });
-    coverage.partial_crash_points.sort_unstable();
+    coverage.settle();
     Ok(coverage)
 }
 

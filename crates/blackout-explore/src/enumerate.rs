@@ -313,6 +313,58 @@ impl StateDesc {
     }
 }
 
+impl StateDesc {
+    /// Checks that a crash could leave this state under the strongest model
+    /// (posix, which allows every state a weaker one does): each lost unit
+    /// still pending at its crash point (no sync before the crash covered
+    /// it), and the torn write pending and torn as storage can tear it
+    /// (`tearing`: a write inside one sector cannot be). Call
+    /// [`StateDesc::validate`] first.
+    ///
+    /// # Errors
+    ///
+    /// Why no crash leaves this state, in one line.
+    pub fn possible(&self, ops: &[Op], tearing: Tearing<'_>) -> Result<(), String> {
+        let synced = synced_by(ops);
+        let pending = pending_at(ops, &synced, self.crash);
+        for u in self.lost.iter() {
+            if !pending.contains(u) {
+                return Err(format!(
+                    "op {} was made durable by a sync before crash point c{}: no crash there loses it",
+                    { u.op },
+                    self.crash
+                ));
+            }
+        }
+        if let Some((op, tear)) = self.torn {
+            let whole = Unit {
+                op,
+                part: blackout_oplog::ops::Part::Whole,
+            };
+            if !pending.contains(&whole) {
+                return Err(format!(
+                    "op {op} was made durable by a sync before crash point c{}: no crash there tears it",
+                    self.crash
+                ));
+            }
+            let offered = tearing.offered(ops, op);
+            if !offered.contains(&tear) {
+                let can = if offered.is_empty() {
+                    "storage writes it whole or not at all (it lies inside one sector)".to_string()
+                } else {
+                    let ids: Vec<String> = offered
+                        .iter()
+                        .map(|t| format!("torn{op}{}", t.code()))
+                        .collect();
+                    format!("the tears storage can make of it are {}", ids.join(", "))
+                };
+                return Err(format!("op {op} cannot be torn `{}`: {can}", tear.code()));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Enumeration settings.
 #[derive(Debug, Clone)]
 pub struct ExploreConfig {
@@ -525,8 +577,13 @@ pub enum ConfigError {
 /// What an enumeration did not cover.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Coverage {
-    /// Crash points enumerated.
+    /// Crash points enumerated (`explored`'s length once merged).
     pub crash_points: usize,
+    /// Which crash points were enumerated, ascending: so that coverage
+    /// merged from two explorations of one trace (representatives, then
+    /// the rest) counts a crash point once.
+    #[serde(skip)]
+    pub explored: Vec<usize>,
     /// Crash points whose subsets were not all enumerated.
     pub partial_crash_points: Vec<usize>,
     /// Subsets of pending units left out, summed over crash points
@@ -556,6 +613,29 @@ pub struct ClassCount {
     pub crash_points: usize,
     /// The crash points explored for it.
     pub explored: Vec<usize>,
+}
+
+impl Coverage {
+    /// Adds what another enumeration of the same trace covered (a batch of
+    /// crash points, or the rest after the representatives); then
+    /// [`Coverage::settle`].
+    pub fn add(&mut self, more: Coverage) {
+        self.explored.extend(more.explored);
+        self.partial_crash_points.extend(more.partial_crash_points);
+        self.subsets_not_covered = self
+            .subsets_not_covered
+            .saturating_add(more.subsets_not_covered);
+    }
+
+    /// The crash points in order, each once, and counted: a crash point two
+    /// enumerations both explored is one.
+    pub fn settle(&mut self) {
+        self.explored.sort_unstable();
+        self.explored.dedup();
+        self.partial_crash_points.sort_unstable();
+        self.partial_crash_points.dedup();
+        self.crash_points = self.explored.len();
+    }
 }
 
 fn as_decimal<S: serde::Serializer>(n: &u128, s: S) -> Result<S::Ok, S::Error> {
@@ -725,6 +805,7 @@ pub fn enumerate_points(
     let mut along = PendingAlong::new(ops, &synced);
     for &k in points.iter().filter(|&&k| k <= ops.len()) {
         cov.crash_points += 1;
+        cov.explored.push(k);
         let point = CrashPoint {
             ops,
             synced: &synced,

@@ -263,14 +263,9 @@ impl Explored {
                 m.coverage.classes = classes;
             } else {
                 m.states += more.states;
-                let cov = &mut m.coverage;
-                cov.partial_crash_points
-                    .extend(more.coverage.partial_crash_points);
-                cov.partial_crash_points.sort_unstable();
-                cov.partial_crash_points.dedup();
-                cov.subsets_not_covered = cov
-                    .subsets_not_covered
-                    .saturating_add(more.coverage.subsets_not_covered);
+                // A crash point both explored counts once.
+                m.coverage.add(more.coverage);
+                m.coverage.settle();
             }
             m.coverage.full_crash_points = Some(full);
         }

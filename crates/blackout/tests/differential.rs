@@ -517,6 +517,52 @@ fn verified_fix(report: &RunReport) -> Option<(Vec<SyncFix>, Vec<Replace>)> {
         .map(both)
 }
 
+/// Every count the report gives against its whole, in every format a person
+/// reads (text, Markdown): no "N of M" with N more than M; and every
+/// cause's windows inside the run's crash points.
+fn counts_hold(report: &RunReport, trace: &Trace) -> Result<(), String> {
+    use blackout::export::markdown::MarkdownExporter;
+    use blackout::export::text::TextExporter;
+    use blackout::export::{ExportContext, Exporter};
+    let cx = ExportContext {
+        trace,
+        trace_path: None,
+        trace_id: "",
+        checker: "",
+        checker_flag: "",
+        state_flags: "",
+        all_causes: true,
+        ack_prefix: None,
+    };
+    let exporters: [&dyn Exporter; 2] = [&TextExporter { color: false }, &MarkdownExporter];
+    for e in exporters {
+        let text = String::from_utf8_lossy(&e.export(report, &cx)).into_owned();
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for w in words.windows(3) {
+            let num = |s: &str| {
+                s.trim_matches(|c: char| !c.is_ascii_digit())
+                    .parse::<u64>()
+                    .ok()
+            };
+            let (Some(n), "of", Some(m)) = (num(w[0]), w[1], num(w[2])) else {
+                continue;
+            };
+            if n > m {
+                return Err(format!("the report counts {n} of {m}: {}", w.join(" ")));
+            }
+        }
+    }
+    let last = trace.ops.len();
+    for g in report.models.iter().flat_map(|m| &m.causes) {
+        for w in g.windows.iter().chain(std::iter::once(&g.window)) {
+            if w.crash_last > last || w.crash_first > w.crash_last {
+                return Err(format!("a window outside the run's crash points: {w:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// What one program showed when every rule held.
 struct Shown {
     /// The exhaustive verdict.
@@ -592,6 +638,9 @@ fn compare(prog: &Program, scratch: &Path) -> Result<Shown, String> {
             return Err("representatives alone fail where --exhaustive does not".into());
         }
         _ => {}
+    }
+    for r in [&default, &all, &reps] {
+        counts_hold(r, &trace)?;
     }
     let fix = verified_fix(&default);
     if let Some((syncs, replaced)) = &fix {

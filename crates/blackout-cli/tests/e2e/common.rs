@@ -221,7 +221,57 @@ pub fn run_json(s: &Scratch, args: &[&str]) -> (i32, Value, Output) {
         )
     });
     s.assert_clean();
+    counts_hold(&v);
     (out.status.code().unwrap(), v, out)
+}
+
+/// Every count of a JSON report against its whole: a model's crash points
+/// left partly unenumerated or explored in full, states checked, failing
+/// states, never more than what they are part of; each window's crash
+/// points in order.
+pub fn counts_hold(v: &Value) {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let len = |v: &Value| v.as_array().map_or(0, Vec::len) as u64;
+    for m in v["result"]["models"].as_array().into_iter().flatten() {
+        let cov = &m["coverage"];
+        // The crash points explored: those the rest explored in full among
+        // them, and every one partly covered.
+        for part in [
+            len(&cov["partial_crash_points"]),
+            n(&cov["full_crash_points"]),
+        ] {
+            assert!(
+                part <= n(&cov["crash_points"]),
+                "a part of the crash points explored larger than all of them: {cov:#}"
+            );
+        }
+        assert!(n(&m["states_checked"]) <= n(&m["distinct"]), "{m:#}");
+        assert!(
+            n(&m["distinct"]) <= n(&m["states"]).max(n(&m["distinct"])),
+            "{m:#}"
+        );
+        let failing: u64 = m["causes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| n(&g["states"]))
+            .sum();
+        assert!(
+            failing <= n(&m["distinct"]),
+            "{failing} failing states of {}",
+            n(&m["distinct"])
+        );
+        for g in m["causes"].as_array().into_iter().flatten() {
+            for w in g["windows"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain([&g["window"]])
+            {
+                assert!(n(&w["crash_first"]) <= n(&w["crash_last"]), "{w:#}");
+            }
+        }
+    }
 }
 
 /// Runs blackout with `args` and `TMPDIR` on a 256 KiB tmpfs of its own,

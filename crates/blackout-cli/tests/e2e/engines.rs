@@ -144,6 +144,19 @@ fn a_4k_overwrite_tears_only_at_sector_boundaries() {
         want[100..new_until].fill(b'b');
         assert!(got == want, "{id} is cut at {new_until}");
     }
+    // A state no crash leaves is refused, not written: the write does not
+    // grow the file (no tear to its new size), and its fsync (op 1) makes
+    // it durable before crash point c2.
+    for (id, says) in [
+        ("c1.torn0z", "state c1.torn0z: op 0 cannot be torn `z`: the tears storage can make of it are torn0h, torn0s"),
+        ("c2.lost0", "state c2.lost0: op 0 was made durable by a sync before crash point c2: no crash there loses it"),
+    ] {
+        let at = s.path(id);
+        let st = s.blackout().arg("state").arg(&trace).arg(id).arg(&at).output().unwrap();
+        assert_eq!(st.status.code(), Some(2));
+        assert_eq!(String::from_utf8_lossy(&st.stderr), format!("error: {says}\n"));
+        assert!(!at.exists());
+    }
     s.assert_clean();
 }
 

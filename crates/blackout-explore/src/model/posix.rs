@@ -327,6 +327,7 @@ mod tests {
         let cfg = ExploreConfig::default();
         let cov = |n| Coverage {
             crash_points: 40,
+            explored: (0..40).collect(),
             partial_crash_points: vec![30, 31],
             subsets_not_covered: n,
             classes: None,
