@@ -149,7 +149,7 @@ pub struct Context<'a> {
     added: Vec<usize>,
     /// The files only ever appended to (every write at the end, nothing
     /// truncated): logs.
-    appended: std::collections::HashSet<Ino>,
+    appended: std::collections::HashMap<Ino, usize>,
     /// For ops alike (the same call on the same path): whether a checked
     /// state that lost one of them alone failed, and whether one passed
     /// ([`Context::with_alone_outcomes`]).
@@ -210,7 +210,14 @@ impl<'a> Context<'a> {
 
     /// Whether file `ino` is only ever appended to.
     pub fn only_appended(&self, ino: Ino) -> bool {
-        self.appended.contains(&ino)
+        self.appended.contains_key(&ino)
+    }
+
+    /// Whether file `ino` is a log: only ever appended to, record after
+    /// record (more than one append). A file given one append is updated
+    /// as a whole is: a new file renamed over it makes that atomic.
+    pub fn is_log(&self, ino: Ino) -> bool {
+        self.appended.get(&ino).is_some_and(|&n| n > 1)
     }
 
     /// The same, for a trace made by [`with_syncs`], given the indices of
@@ -267,15 +274,15 @@ impl<'a> Context<'a> {
 }
 
 /// The files a trace only ever appends to: every write at the file's end,
-/// no truncate or fallocate.
-fn appended_files(trace: &Trace) -> std::collections::HashSet<Ino> {
+/// no truncate or fallocate; with how many appends each.
+fn appended_files(trace: &Trace) -> std::collections::HashMap<Ino, usize> {
     let sizes = trace.sizes_before();
-    let mut appended = std::collections::HashSet::new();
+    let mut appended = std::collections::HashMap::new();
     let mut not = std::collections::HashSet::new();
     for (op, size) in trace.ops.iter().zip(sizes) {
         match op.kind {
             OpKind::Write { ino, off, .. } if off == size => {
-                appended.insert(ino);
+                *appended.entry(ino).or_insert(0) += 1;
             }
             OpKind::Write { ino, .. }
             | OpKind::Truncate { ino, .. }
@@ -285,7 +292,7 @@ fn appended_files(trace: &Trace) -> std::collections::HashSet<Ino> {
             _ => {}
         }
     }
-    appended.retain(|i| !not.contains(i));
+    appended.retain(|i, _| !not.contains(i));
     appended
 }
 
@@ -385,9 +392,19 @@ pub fn explain(
         // A loss alone that fails as the crash point itself does says
         // nothing of the lost op.
         let same_as_here = |r: &String| here.as_ref() == Some(&blur_digits(r));
-        blame_lost(cx, desc, &mut |d: &StateDesc| {
+        let single = single_lost(desc, &mut |d: &StateDesc| {
             rejected(d).is_some_and(|r| !same_as_here(&r))
-        })
+        });
+        match single {
+            Some(u) => lost_cause(cx, k, u, &alone(k, u)),
+            // No loss alone known to fail: the ops lost just before the
+            // crash (as likely to matter as any) taken off first, when they
+            // leave an earlier crash point's state.
+            None => match without_lost_tail(cx, desc) {
+                Some(earlier) => return explain(cx, &earlier, reason, rejected),
+                None => blame_latest_likely(cx, desc),
+            },
+        }
     };
     // Rejected for another reason than its own crash point's state: what
     // it lost or tore is what breaks it.
@@ -411,6 +428,43 @@ pub fn explain(
         Some(c) => not_atomic(cx, c, Some(cause.blamed)),
         None => cause,
     }
+}
+
+/// The same disk as `desc` at an earlier crash point, when the ops just
+/// before its crash are lost whole (or are syncs) and print nothing: the
+/// state with those ops never made. `None` when no op can be taken off.
+fn without_lost_tail(cx: &Context<'_>, desc: &StateDesc) -> Option<StateDesc> {
+    let lost_whole = |lost: &[Unit], i: usize| {
+        let has = |part| lost.binary_search(&Unit { op: i, part }).is_ok();
+        has(Part::Whole) || (has(Part::Source) && has(Part::Dest))
+    };
+    let mut lost: Vec<Unit> = desc.lost.to_vec();
+    let mut k = desc.crash;
+    while k > 0 && cx.outputs.printed_len(k - 1) == cx.outputs.printed_len(k) {
+        let i = k - 1;
+        if desc.torn.is_some_and(|(op, _)| op == i) {
+            break;
+        }
+        let sync = matches!(
+            cx.ops()[i].kind,
+            OpKind::Fsync { .. }
+                | OpKind::Fdatasync { .. }
+                | OpKind::Sync { .. }
+                | OpKind::SyncFileRange { .. }
+                | OpKind::FailedSync { .. }
+        );
+        if !sync && !lost_whole(&lost, i) {
+            break;
+        }
+        lost.retain(|u| u.op != i);
+        k = i;
+    }
+    // Nothing lost at the end, or only syncs: the same crash point.
+    (lost.len() < desc.lost.len()).then(|| StateDesc {
+        crash: k,
+        lost: lost.into(),
+        torn: desc.torn,
+    })
 }
 
 /// How many crash points [`explain`] looks back for the start of a run of
@@ -441,47 +495,45 @@ pub fn blur_digits(reason: &str) -> String {
     out
 }
 
-/// The cause of a state that lost some units: a unit whose loss alone
-/// already fails is blamed (and explained in that state), else the latest.
-fn blame_lost(
-    cx: &Context<'_>,
-    desc: &StateDesc,
-    fails: &mut dyn FnMut(&StateDesc) -> bool,
-) -> Cause {
-    let k = desc.crash;
-    // Blame a unit whose loss alone fails (and explain that state); else
-    // the latest.
-    let alone = |u: Unit| StateDesc {
+/// The state that loses unit `u` alone at crash point `k`.
+fn alone(k: usize, u: Unit) -> StateDesc {
+    StateDesc {
         crash: k,
         lost: vec![u].into(),
         torn: None,
-    };
-    let single = if desc.lost.len() == 1 {
-        Some(desc.lost[0])
-    } else {
-        desc.lost.iter().copied().find(|u| fails(&alone(*u)))
-    };
-    match single {
-        Some(u) => lost_cause(cx, k, u, &alone(u)),
-        None => {
-            // The latest of those most likely to matter: an op whose like
-            // ones fail when lost alone, before one never tried alone,
-            // before one whose like ones are known to pass.
-            let u = desc
-                .lost
-                .iter()
-                .copied()
-                .rev()
-                .min_by_key(|u| cx.suspicion(*u))
-                .unwrap_or(desc.lost[desc.lost.len() - 1]);
-            let mut cause = lost_cause(cx, k, u, desc);
-            cause.sentence.push_str(&format!(
-                " (no lost op fails alone here: it fails together with {} other lost op(s))",
-                desc.lost.len() - 1
-            ));
-            cause
-        }
     }
+}
+
+/// The unit of a state that lost some whose loss alone already fails (the
+/// one lost unit, for a state that lost one).
+fn single_lost(desc: &StateDesc, fails: &mut dyn FnMut(&StateDesc) -> bool) -> Option<Unit> {
+    if desc.lost.len() == 1 {
+        return Some(desc.lost[0]);
+    }
+    desc.lost
+        .iter()
+        .copied()
+        .find(|u| fails(&alone(desc.crash, *u)))
+}
+
+/// The cause of a state whose lost units fail only together: the latest of
+/// those most likely to matter (an op whose like ones fail when lost alone,
+/// before one never tried alone, before one whose like ones are known to
+/// pass).
+fn blame_latest_likely(cx: &Context<'_>, desc: &StateDesc) -> Cause {
+    let u = desc
+        .lost
+        .iter()
+        .copied()
+        .rev()
+        .min_by_key(|u| cx.suspicion(*u))
+        .unwrap_or(desc.lost[desc.lost.len() - 1]);
+    let mut cause = lost_cause(cx, desc.crash, u, desc);
+    cause.sentence.push_str(&format!(
+        " (no lost op fails alone here: it fails together with {} other lost op(s))",
+        desc.lost.len() - 1
+    ));
+    cause
 }
 
 /// The rename, kept in the state, that publishes file `f` after op `i` and

@@ -318,6 +318,36 @@ impl Building {
     }
 }
 
+impl Building {
+    /// Takes another group's states in: one cause over both (this one's
+    /// place and sentence kept; their syncs together).
+    fn absorb(&mut self, b: Building) {
+        let h = self;
+        h.group.states += b.group.states;
+        h.group.ids.extend(b.group.ids);
+        let w = &b.group.window;
+        h.group.window.extend(w.crash_first, w.op_first);
+        h.group.window.extend(w.crash_last, w.op_last);
+        for f in b.group.fixes {
+            if !h.group.fixes.contains(&f) {
+                h.group.fixes.push(f);
+            }
+        }
+        for (kind, n) in b.kinds {
+            match h.kinds.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, m)) => *m += n,
+                None => h.kinds.push((kind, n)),
+            }
+        }
+        h.at.extend(b.at);
+        h.plain.extend(b.plain);
+        h.breaks = h.breaks.min(b.breaks);
+        if let Some((a, z)) = b.plain_ops {
+            h.plain_ops = Some(h.plain_ops.map_or((a, z), |(x, y)| (x.min(a), y.max(z))));
+        }
+    }
+}
+
 /// The content keys of states of a trace, made along the crash points as
 /// the keyer makes them: explaining a cause asks about every crash point
 /// from its blamed op to its crash, so building each key from the first
@@ -536,6 +566,7 @@ fn group_causes(
                     .map(|(_, l)| String::from_utf8_lossy(l).into_owned()),
                 fixes: cause.fix.iter().cloned().collect(),
                 replace: None,
+                log: false,
                 window: Window::at(c.crash, bite, path.clone()),
                 windows: Vec::new(),
                 cause,
@@ -584,8 +615,12 @@ fn finish_groups(cx: &explain::Context<'_>, mut groups: Vec<Building>) -> Vec<Ca
     merge_torn_into_lost(&mut groups);
     for b in &mut groups {
         b.group.windows = windows(&mut b.at);
-        // No sync fixes it: the update in place it belongs to, made atomic.
-        if b.group.fixes.is_empty() {
+        // No sync fixes it: the update in place it belongs to, made
+        // atomic; never a log's (only ever appended to, record after
+        // record), which its recovery fixes.
+        let blamed = &cx.trace.ops[b.group.cause.blamed.op];
+        b.group.log = explain::op_inode(&blamed.kind).is_some_and(|i| cx.is_log(i));
+        if b.group.fixes.is_empty() && !b.group.log {
             b.group.replace = replace::propose(cx.trace, cx.outputs, b.group.cause.blamed.op);
         }
     }
@@ -614,63 +649,35 @@ fn role(path: &str) -> String {
 }
 
 /// One mechanism, one cause: causes of the same kind, issued by the same
-/// call, on files of the same role, whose simplest states the checker
-/// rejects for the same reason (digits aside; any reason for an update
-/// that is not atomic) are one cause over all their windows (a record split at a block boundary of each of several log
-/// files of one kind). Each keeps the place of the simplest.
+/// call, on files of the same role (a record split at a block boundary of
+/// each of several log files of one kind, a promise printed before the sync
+/// of each log rotated through), whatever the checker said of each (the
+/// consequences differ from file to file, the mechanism does not), are one
+/// cause over all their windows; and so are causes that blame one op (a
+/// write to a manifest lost alone, and lost while a later one reached the
+/// disk). Each keeps the place of the simplest.
 fn merge_alike_places(groups: &mut Vec<Building>) {
-    // The reason tells mechanisms apart, but not a crash point the
-    // program passes through rejected: what a reader finds there varies.
     let key = |b: &Building| match &b.place {
-        Place::At { path, syscall } => Some((
-            b.group.cause.kind,
-            *syscall,
-            role(path),
-            match &b.group.simplest.outcome {
-                Outcome::Fail { reason, .. } if b.group.cause.kind != CauseKind::NotAtomic => {
-                    explain::blur_digits(reason)
-                }
-                _ => String::new(),
-            },
-        )),
+        Place::At { path, syscall } => Some((b.group.cause.kind, *syscall, role(path))),
         _ => None,
     };
     let mut i = 0;
     while i < groups.len() {
-        let Some(k) = key(&groups[i]) else {
-            i += 1;
-            continue;
-        };
+        let k = key(&groups[i]);
+        let blamed = groups[i].group.cause.blamed;
         let mut j = i + 1;
         while j < groups.len() {
-            if key(&groups[j]).as_ref() != Some(&k) {
+            let same_place = k.is_some() && key(&groups[j]) == k;
+            // A tear of the blamed write joins its loss later, said so.
+            let same_op = groups[j].group.cause.blamed == blamed
+                && !is_torn(groups[j].group.cause.kind)
+                && !is_torn(groups[i].group.cause.kind);
+            if !same_place && !same_op {
                 j += 1;
                 continue;
             }
             let b = groups.remove(j);
-            let h = &mut groups[i];
-            h.group.states += b.group.states;
-            h.group.ids.extend(b.group.ids);
-            let w = &b.group.window;
-            h.group.window.extend(w.crash_first, w.op_first);
-            h.group.window.extend(w.crash_last, w.op_last);
-            for f in b.group.fixes {
-                if !h.group.fixes.contains(&f) {
-                    h.group.fixes.push(f);
-                }
-            }
-            for (kind, n) in b.kinds {
-                match h.kinds.iter_mut().find(|(k, _)| *k == kind) {
-                    Some((_, m)) => *m += n,
-                    None => h.kinds.push((kind, n)),
-                }
-            }
-            h.at.extend(b.at);
-            h.plain.extend(b.plain);
-            h.breaks = h.breaks.min(b.breaks);
-            if let Some((a, z)) = b.plain_ops {
-                h.plain_ops = Some(h.plain_ops.map_or((a, z), |(x, y)| (x.min(a), y.max(z))));
-            }
+            groups[i].absorb(b);
         }
         let mut paths: Vec<&str> = groups[i].at.iter().map(|(_, _, p)| &**p).collect();
         paths.sort_unstable();

@@ -174,6 +174,10 @@ pub struct CauseGroup {
     /// replacement that should (a new file renamed over it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replace: Option<Replace>,
+    /// The blamed file is a log (only ever appended to, more than once):
+    /// no replacement is proposed for it; what fixes a partial record there is its recovery
+    /// (or one write per record), which the cause says.
+    pub log: bool,
     /// The fix verified, if a sync or a replacement can fix it.
     pub fix: Option<FixCheck>,
 }
@@ -191,8 +195,9 @@ pub struct FixCheck {
     pub added_at: Vec<usize>,
     /// `fsync(.) after op 3 (log line 224)`.
     pub description: String,
-    /// Whether every state checked passes with it (never when
-    /// `cut_short`).
+    /// Whether the states it is judged on pass with it (never when
+    /// `cut_short`): a cause's fix, the states of that cause ([`OwnCheck`]);
+    /// the fix for every cause, every state checked.
     pub passes: bool,
     /// Whether the re-exploration was exact: every crash point of the
     /// trace with the syncs explored in full and every distinct state
@@ -211,6 +216,30 @@ pub struct FixCheck {
     /// How many of them still fail.
     pub still_failing: usize,
     /// The simplest still failing (its id with the added sync) and its cause.
+    pub simplest_failing: Option<(String, String)>,
+    /// A cause's fix, judged on that cause's states alone: a program with
+    /// several bugs keeps failing for the others' with any one fix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own: Option<OwnCheck>,
+}
+
+impl FixCheck {
+    /// Whether every state checked passes with it, every cause's too.
+    pub fn passes_all(&self) -> bool {
+        !self.cut_short && self.still_failing == 0
+    }
+}
+
+/// How a cause's fix does on that cause: of the states that still fail with
+/// it, those that are the cause's (a state that failed in the run for this
+/// cause, or one the run never saw fail, explained as this cause is).
+#[derive(Debug, Clone, Serialize)]
+pub struct OwnCheck {
+    /// The cause's failing states in the run.
+    pub states: usize,
+    /// The cause's states that still fail with the fix.
+    pub still_failing: usize,
+    /// The simplest of them (its id with the added syncs) and its cause.
     pub simplest_failing: Option<(String, String)>,
 }
 
@@ -244,7 +273,8 @@ pub struct ModelReport {
     /// in the order of their simplest states.
     pub causes: Vec<CauseGroup>,
     /// When no single cause's fix makes every state pass: the set of syncs
-    /// that does, or why none was found.
+    /// that does (every state of a cause a sync can fix passes with it), or
+    /// why none was found.
     pub fix_set: Option<FixSet>,
 }
 
@@ -252,18 +282,28 @@ pub struct ModelReport {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "snake_case", tag = "result")]
 pub enum FixSet {
-    /// Verified: with these syncs every state passes.
+    /// Verified: with these syncs every state passes, but those of the
+    /// causes no sync fixes (`unfixable`).
     Found {
         /// The re-exploration with the set.
         check: FixCheck,
         /// Whether each sync was tried without and found needed (the
         /// search stops at its bound).
         minimal: bool,
+        /// The causes (indices in the model's causes) neither a sync nor a
+        /// replacement fixes: every state still failing with the set is
+        /// one of theirs. Empty: every state passes.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unfixable: Vec<usize>,
     },
-    /// Every proposed sync together still leaves failing states.
+    /// Every proposed sync together still leaves failing states (besides
+    /// those of the causes no sync fixes).
     NotFound {
         /// The re-exploration with all of them.
         tried: FixCheck,
+        /// As for `Found`: causes left out of the set.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unfixable: Vec<usize>,
     },
     /// Fix verification reached its time bound before the set of every
     /// proposed sync was verified: whether it fixes every cause is not

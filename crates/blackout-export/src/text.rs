@@ -631,39 +631,82 @@ pub fn fix_text(g: &CauseGroup, model: Model) -> String {
             f.description,
             model.name()
         ),
-        (Some(f), _) if f.passes => format!(
+        (Some(f), _) if f.passes_all() => format!(
             "{} {} makes {} pass under {}",
             fix_verb(f),
             f.description,
             fix_states_text(f),
             model.name()
         ),
-        (Some(f), _) => format!(
-            "{} {} is not enough: {} of {} states still fail under {}{}",
-            fix_verb(f),
-            f.description,
-            for_people(f.still_failing as u128),
-            checked_of(f),
-            model.name(),
-            match &f.simplest_failing {
-                Some((id, why)) => format!(
-                    "; the simplest ({id}, counting the added {}{} as op{} {}): {why}",
-                    if f.replaced.is_empty() { "fsync" } else { "op" },
-                    if f.added_at.len() == 1 { "" } else { "s" },
-                    if f.added_at.len() == 1 { "" } else { "s" },
-                    f.added_at
-                        .iter()
-                        .map(usize::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                None => String::new(),
-            }
-        ),
+        (Some(f), _) => match &f.own {
+            // Judged on this cause: the others' states fail with it too.
+            Some(own) if own.still_failing == 0 => format!(
+                "{} {} fixes this cause: makes all {} of its states pass under {} ({} with it); {} states of the other causes still fail with it alone",
+                fix_verb(f),
+                f.description,
+                for_people(own.states as u128),
+                model.name(),
+                states_checked_text(f),
+                for_people(f.still_failing as u128),
+            ),
+            Some(own) => format!(
+                "{} {} is not enough: {} states still fail for this cause (it had {}) under {} ({}){}",
+                fix_verb(f),
+                f.description,
+                for_people(own.still_failing as u128),
+                for_people(own.states as u128),
+                model.name(),
+                states_checked_text(f),
+                still_failing_text(f, &own.simplest_failing)
+            ),
+            None => format!(
+                "{} {} is not enough: {} of {} states still fail under {}{}",
+                fix_verb(f),
+                f.description,
+                for_people(f.still_failing as u128),
+                checked_of(f),
+                model.name(),
+                still_failing_text(f, &f.simplest_failing)
+            ),
+        },
         (None, Some(_)) => {
             "not verified (the checker could not be run, or more than the first few causes)".into()
         }
+        (None, None) if g.log => "no sync fixes this, nor a replacement of the log: its recovery should drop a partial record at its end (checking each record's length and checksum before trusting it), or the program should write each record with one write".into(),
         (None, None) => "no single sync fixes this (see the cause)".into(),
+    }
+}
+
+/// How many states of the trace with a fix were checked: `6026 states
+/// checked`, `1234 of 6026 states checked`.
+fn states_checked_text(f: &FixCheck) -> String {
+    if f.states_checked == f.states {
+        format!("{} states checked", for_people(f.states as u128))
+    } else {
+        format!(
+            "{} of {} states checked",
+            for_people(f.states_checked as u128),
+            for_people(f.states as u128)
+        )
+    }
+}
+
+/// `; the simplest (ID, counting the added fsyncs as ops ...): WHY` for a
+/// state still failing with a fix.
+fn still_failing_text(f: &FixCheck, simplest: &Option<(String, String)>) -> String {
+    match simplest {
+        Some((id, why)) => format!(
+            "; the simplest ({id}, counting the added {}{} as op{} {}): {why}",
+            if f.replaced.is_empty() { "fsync" } else { "op" },
+            if f.added_at.len() == 1 { "" } else { "s" },
+            if f.added_at.len() == 1 { "" } else { "s" },
+            f.added_at
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => String::new(),
     }
 }
 
@@ -680,17 +723,31 @@ pub fn fix_verb(f: &FixCheck) -> &'static str {
 /// The line for the syncs that together fix every cause.
 pub fn fix_set_text(set: &FixSet, model: Model) -> String {
     match set {
-        FixSet::Found { check, minimal } => format!(
+        FixSet::Found {
+            check,
+            minimal,
+            unfixable,
+        } if unfixable.is_empty() => format!(
             "fix for every cause: {} {} makes {} pass under {}{}",
             fix_verb(check),
             check.description,
             fix_states_text(check),
             model.name(),
-            if *minimal && check.syncs.len() > 1 {
-                " (each of them is needed)"
-            } else {
-                ""
-            }
+            needed(check, *minimal)
+        ),
+        FixSet::Found {
+            check,
+            minimal,
+            unfixable,
+        } => format!(
+            "fix for every cause a sync can fix: {} {} makes every state pass under {} but {} of {}, which no sync fixes ({}){}",
+            fix_verb(check),
+            check.description,
+            model.name(),
+            for_people(check.still_failing as u128),
+            causes_named(unfixable),
+            states_checked_text(check),
+            needed(check, *minimal)
         ),
         FixSet::CutShort { tried } => format!(
             "fix for every cause not known: {} before the set of all {} proposed syncs was verified under {}",
@@ -698,8 +755,13 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
             tried.syncs.len(),
             model.name()
         ),
-        FixSet::NotFound { tried } => format!(
-            "no set of the proposed syncs fixes every cause: with all {} of them, {} of {} states still fail under {}{}",
+        FixSet::NotFound { tried, unfixable } => format!(
+            "no set of the proposed syncs fixes every cause{}: with all {} of them, {} of {} states still fail under {}{}",
+            if unfixable.is_empty() {
+                String::new()
+            } else {
+                format!(" but {}", causes_named(unfixable))
+            },
             tried.syncs.len(),
             for_people(tried.still_failing as u128),
             checked_of(tried),
@@ -709,6 +771,27 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
                 None => String::new(),
             }
         ),
+    }
+}
+
+/// ` (each of them is needed)` for a set of several syncs each tried
+/// without.
+fn needed(check: &FixCheck, minimal: bool) -> &'static str {
+    if minimal && check.syncs.len() > 1 {
+        " (each of them is needed)"
+    } else {
+        ""
+    }
+}
+
+/// `cause 5` or `causes 2 and 5` (numbered from 1, as printed), for causes
+/// given by index.
+fn causes_named(causes: &[usize]) -> String {
+    let n: Vec<String> = causes.iter().map(|c| (c + 1).to_string()).collect();
+    match n.as_slice() {
+        [one] => format!("cause {one}'s states"),
+        [rest @ .., last] => format!("the states of causes {} and {last}", rest.join(", ")),
+        [] => String::new(),
     }
 }
 

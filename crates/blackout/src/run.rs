@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 pub use crate::sweep::RunError;
 use crate::sweep::{add_rest, check_all, check_rest, PoolAsk, Session};
 use crate::verdict::{verdict_of, Covered};
-use crate::verify::{verify_fixes, FIX_VERIFICATIONS_MAX};
+use crate::verify::{verify_fixes, Owners, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
 use blackout_analysis::report::fix_time_bound;
 use blackout_analysis::report::{Checked, Promised, RunReport, Verdict};
@@ -465,6 +465,36 @@ pub(crate) fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
 /// state must pass, then each model's report (causes, fixes verified, for
 /// at most as long as exploring and checking took: [`fix_time_bound`]),
 /// then the verdict, which says how much was checked.
+/// Each model's report, and whose each of its failing states is (by
+/// content: a cause's fix is judged on its own states).
+fn model_reports(
+    s: &Session<'_>,
+    start: &mut Start,
+    results: &[Option<Outcome>],
+) -> Result<(Vec<blackout_analysis::report::ModelReport>, Vec<Owners>), RunError> {
+    let mut models = Vec::new();
+    let mut ask = PoolAsk::new(&s.pool);
+    for m in &start.explored.models {
+        models.push(model_report(
+            s,
+            m,
+            results,
+            start.explored.in_full,
+            &mut start.cache,
+            &mut ask,
+        )?);
+    }
+    drop(ask);
+    let owners = start
+        .explored
+        .models
+        .iter()
+        .zip(&models)
+        .map(|(m, r)| Owners::of_run(&start.explored, m, results, &r.causes))
+        .collect();
+    Ok((models, owners))
+}
+
 pub(crate) fn finish(
     s: &Session<'_>,
     cfg: &RunConfig,
@@ -476,19 +506,7 @@ pub(crate) fn finish(
         return Ok(start.stop(stop));
     }
     let in_full = start.explored.in_full;
-    let mut models = Vec::new();
-    let mut ask = PoolAsk::new(&s.pool);
-    for m in &start.explored.models {
-        models.push(model_report(
-            s,
-            m,
-            &results,
-            in_full,
-            &mut start.cache,
-            &mut ask,
-        )?);
-    }
-    drop(ask);
+    let (mut models, owners) = model_reports(s, &mut start, &results)?;
     let covered = Covered {
         checked: results.iter().filter(|o| o.is_some()).count(),
         distinct: results.len(),
@@ -527,8 +545,8 @@ pub(crate) fn finish(
         },
         ..*s
     };
-    for m in &mut models {
-        verify_fixes(s, m, &mut start.cache)?;
+    for (m, owners) in models.iter_mut().zip(&owners) {
+        verify_fixes(s, m, &mut start.cache, owners)?;
     }
     let fix_seconds = t0.elapsed().as_secs_f64();
     let (verdict, reason) = verdict_of(&models, &covered, cfg.require_exact);
@@ -865,7 +883,7 @@ mod tests {
         fix.states = 0;
         fix.still_failing = 0;
         fix.simplest_failing = None;
-        if let Some(FixSet::Found { check, .. } | FixSet::NotFound { tried: check }) =
+        if let Some(FixSet::Found { check, .. } | FixSet::NotFound { tried: check, .. }) =
             m.fix_set.take()
         {
             m.fix_set = Some(FixSet::CutShort { tried: check });

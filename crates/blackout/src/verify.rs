@@ -6,22 +6,26 @@
 //! alone passes, the smallest set of the proposed syncs that does
 //! ([`FIX_SET_VERIFICATIONS_MAX`]).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use blackout_check::pool::Cache;
-use blackout_explore::dedup::{distinct_states_watched, Explored, Watch};
+use blackout_explore::dedup::{distinct_states_watched, Explored, StateKey, Watch};
 use blackout_explore::enumerate::{ExploreConfig, Representatives};
 use blackout_explore::model::Model;
 use blackout_explore::rest::check_order;
 use blackout_oplog::ops::{Ino, Op, OpKind};
+use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
 use blackout_analysis::explain::{self, SyncFix};
 use blackout_analysis::group::{fail_reason, sorted_results, Analysis, StateKeys};
 use blackout_analysis::replace::{self, Replace};
-use blackout_analysis::report::{CauseGroup, FixCheck, FixSet, ModelReport, Verdict};
+use blackout_analysis::report::{
+    CauseGroup, Checked, FixCheck, FixSet, ModelReport, OwnCheck, Verdict,
+};
 
 use crate::sweep::{add_rest, RunError, Session};
 
@@ -29,32 +33,100 @@ use crate::sweep::{add_rest, RunError, Session};
 /// trace; causes that share a fix share its verification).
 pub const FIX_VERIFICATIONS_MAX: usize = 16;
 
+/// Which cause each failing state of a model's run is, by content key: a
+/// cause's fix is judged on the states of that cause, since with several
+/// bugs every single fix leaves the others' states failing.
+#[derive(Debug, Default)]
+pub struct Owners {
+    /// The cause (its index in the model's causes) of each failing state.
+    pub of: HashMap<StateKey, usize>,
+}
+
+impl Owners {
+    /// The owners of `m`'s failing states: each state of `explored` the run
+    /// checked and rejected, under the cause whose ids name it.
+    pub fn of_run(
+        explored: &Explored,
+        m: &blackout_explore::dedup::ModelStates,
+        results: &[Option<blackout_oplog::outcome::Outcome>],
+        causes: &[CauseGroup],
+    ) -> Owners {
+        let by_id: HashMap<&str, usize> = causes
+            .iter()
+            .enumerate()
+            .flat_map(|(c, g)| g.ids.iter().map(move |id| (id.as_str(), c)))
+            .collect();
+        let of = m
+            .reach
+            .iter()
+            .filter(|(i, _)| {
+                matches!(
+                    results.get(*i),
+                    Some(Some(blackout_oplog::outcome::Outcome::Fail { .. }))
+                )
+            })
+            .filter_map(|(i, d)| Some((explored.distinct[*i].key, *by_id.get(d.id().as_str())?)))
+            .collect();
+        Owners { of }
+    }
+}
+
+/// A cause a fix is judged on: its index, and what an explanation of a
+/// state the run never saw fail must say to be one of its states (its kind,
+/// and one of its files).
+#[derive(Debug, Clone)]
+pub struct Judged {
+    /// The cause's index among the model's causes.
+    pub cause: usize,
+    /// Its failing states in the run.
+    pub states: usize,
+    /// Its kind.
+    pub kind: blackout_analysis::explain::CauseKind,
+    /// The files or directories of its windows.
+    pub paths: Vec<String>,
+}
+
+impl Judged {
+    fn of(cause: usize, g: &CauseGroup) -> Judged {
+        let mut paths: Vec<String> = g.windows.iter().map(|w| w.path.clone()).collect();
+        paths.push(g.window.path.clone());
+        paths.sort();
+        paths.dedup();
+        Judged {
+            cause,
+            states: g.states,
+            kind: g.cause.kind,
+            paths,
+        }
+    }
+}
+
 /// Verifies the fixes of a model's causes ([`blackout_analysis::group::model_report`]): each
-/// distinct fix once, then the smallest set of syncs that fixes them all.
-/// Stops at [`Analysis::fix_deadline`].
+/// distinct fix once, judged on the states of each cause that proposed it
+/// (`owners`), then the smallest set of syncs that fixes them all, judged
+/// on every state. Stops at [`Analysis::fix_deadline`].
 pub fn verify_fixes(
     s: &Session<'_>,
     report: &mut ModelReport,
     cache: &mut Cache,
+    owners: &Owners,
 ) -> Result<(), RunError> {
     let model = report.model;
-    // Verify each distinct fix once, in the order of the causes (most
-    // serious first, so a small budget goes to them). A cause
-    // found at one source line is fixed at every op that line issued; one
-    // found on a sample of the states (not every distinct state checked),
-    // at every op like its blamed ones that no sync covers before the
-    // next promise.
-    let mut verified: Vec<(Vec<SyncFix>, Vec<Replace>, Option<FixCheck>)> = Vec::new();
-    // Each verification gets an even share of the time left (the fix set
-    // counted as one more): the first one cannot take it all.
-    let mut left = report
-        .causes
-        .iter()
-        .filter(|g| !g.fixes.is_empty() || g.replace.is_some())
-        .count()
-        .min(s.fix_verifications)
-        + 1;
-    for g in report.causes.iter_mut() {
+    // Each distinct fix once, with the causes that propose it, in the order
+    // of the causes (most serious first, so a small budget goes to them).
+    // A cause found at one source line is fixed at every op that line
+    // issued; one found on a sample of the states (not every distinct
+    // state checked), at every op like its blamed ones that no sync covers
+    // before the next promise.
+    struct Plan {
+        fixes: Vec<SyncFix>,
+        replaces: Vec<Replace>,
+        source: Option<String>,
+        like: Option<String>,
+        causes: Vec<usize>,
+    }
+    let mut plans: Vec<Plan> = Vec::new();
+    for (c, g) in report.causes.iter_mut().enumerate() {
         if g.fixes.is_empty() && g.replace.is_none() {
             continue;
         }
@@ -66,30 +138,50 @@ pub fn verify_fixes(
         let mut fixes = g.fixes.clone();
         fixes.sort_by_key(|f| (f.after, f.ino));
         let replaces: Vec<Replace> = g.replace.iter().cloned().collect();
-        if let Some((.., done)) = verified
-            .iter()
-            .find(|(f, r, _)| *f == fixes && *r == replaces)
+        match plans
+            .iter_mut()
+            .find(|p| p.fixes == fixes && p.replaces == replaces)
         {
-            g.fix = done.clone();
-        } else if verified.len() < s.fix_verifications {
-            let said = Said {
-                source: g.source.as_deref(),
-                like: like.as_deref(),
-            };
-            let share = Session {
-                analysis: Analysis {
-                    verify_deadline: share_of(s.fix_deadline, left),
-                    ..s.analysis
-                },
-                ..*s
-            };
-            left = left.saturating_sub(1).max(1);
-            g.fix = verify_fix(&share, model, (&fixes, &replaces), said, cache)?;
-            verified.push((fixes, replaces, g.fix.clone()));
+            Some(p) => p.causes.push(c),
+            None => plans.push(Plan {
+                fixes,
+                replaces,
+                source: g.source.clone(),
+                like,
+                causes: vec![c],
+            }),
+        }
+    }
+    plans.truncate(s.fix_verifications);
+    // Each verification gets an even share of the time left (the fix set
+    // counted as one more): the first one cannot take it all.
+    let mut left = plans.len() + 1;
+    for plan in &plans {
+        let said = Said {
+            source: plan.source.as_deref(),
+            like: plan.like.as_deref(),
+        };
+        let share = Session {
+            analysis: Analysis {
+                verify_deadline: share_of(s.fix_deadline, left),
+                ..s.analysis
+            },
+            ..*s
+        };
+        left = left.saturating_sub(1).max(1);
+        let judged: Vec<Judged> = plan
+            .causes
+            .iter()
+            .map(|&c| Judged::of(c, &report.causes[c]))
+            .collect();
+        let fix = (&plan.fixes[..], &plan.replaces[..]);
+        let checks = verify_fix(&share, model, fix, said, cache, (owners, &judged))?;
+        for (j, check) in judged.iter().zip(checks) {
+            report.causes[j.cause].fix = check;
         }
     }
     if report.verdict == Verdict::Fail && s.fix_verifications > 0 {
-        report.fix_set = fix_set(s, model, &report.causes, cache)?;
+        report.fix_set = fix_set(s, model, &report.causes, cache, owners)?;
     }
     Ok(())
 }
@@ -111,33 +203,36 @@ pub const FIX_SET_VERIFICATIONS_MAX: usize = 8;
 /// proposed syncs found that does: all of them verified together, then each
 /// cause's syncs dropped in turn while the rest still pass (at most
 /// [`FIX_SET_VERIFICATIONS_MAX`] re-explorations, and no more than
-/// `--verify-fixes`). `None` when one cause's fix already passes, when a
-/// cause no sync can fix says so itself, or when the set is one cause's
-/// fix, already verified.
+/// `--verify-fixes`). Causes no sync or replacement fixes are left out:
+/// the set passes when every state still failing with it is one of theirs
+/// (judged as a cause's own fix is). `None` when one cause's fix already
+/// passes, when no cause has a fix, or when the set is one cause's fix,
+/// already verified on every state.
 fn fix_set(
     s: &Session<'_>,
     model: Model,
     groups: &[CauseGroup],
     cache: &mut Cache,
+    owners: &Owners,
 ) -> Result<Option<FixSet>, RunError> {
-    if groups.is_empty()
-        || groups
-            .iter()
-            .any(|g| g.fix.as_ref().is_some_and(|f| f.passes))
-    {
-        return Ok(None);
-    }
-    // A cause neither a sync nor a replacement can fix says so itself.
     if groups
         .iter()
-        .any(|g| g.fixes.is_empty() && g.replace.is_none())
+        .any(|g| g.fix.as_ref().is_some_and(FixCheck::passes_all))
     {
         return Ok(None);
     }
+    let fixable = |g: &CauseGroup| !g.fixes.is_empty() || g.replace.is_some();
+    let unfixable: Vec<usize> = (0..groups.len())
+        .filter(|&c| !fixable(&groups[c]))
+        .collect();
+    let judged: Vec<Judged> = unfixable
+        .iter()
+        .map(|&c| Judged::of(c, &groups[c]))
+        .collect();
     // Each cause's syncs (or replacement) are one unit: kept or dropped
     // together.
-    let mut units: Vec<(Vec<SyncFix>, Vec<Replace>)> = Vec::new();
-    for g in groups {
+    let mut units: Vec<Unit> = Vec::new();
+    for g in groups.iter().filter(|g| fixable(g)) {
         let mut u = g.fixes.clone();
         u.sort_by_key(|f| (f.after, f.ino));
         let u = (u, g.replace.iter().cloned().collect());
@@ -145,39 +240,33 @@ fn fix_set(
             units.push(u);
         }
     }
-    let union = |units: &[(Vec<SyncFix>, Vec<Replace>)]| {
-        let mut set: Vec<SyncFix> = Vec::new();
-        let mut replaces: Vec<Replace> = Vec::new();
-        for (syncs, rs) in units {
-            for f in syncs {
-                if !set.iter().any(|g| (g.after, g.ino) == (f.after, f.ino)) {
-                    set.push(f.clone());
-                }
-            }
-            for r in rs {
-                if !replaces.contains(r) {
-                    replaces.push(r.clone());
-                }
-            }
-        }
-        set.sort_by_key(|f| (f.after, f.ino));
-        replaces.sort_by_key(|r| (r.first, r.ino));
-        (set, replaces)
-    };
+    if units.is_empty() {
+        return Ok(None);
+    }
     let (set, replaces) = union(&units);
-    // Already verified as one cause's fix (and not enough).
-    if groups.iter().any(|g| {
-        g.fix
-            .as_ref()
-            .is_some_and(|f| f.syncs == set && f.replaced == replaces && !f.cut_short)
-    }) {
+    // Already verified as one cause's fix on every state (and not enough).
+    if unfixable.is_empty()
+        && groups.iter().any(|g| {
+            g.fix
+                .as_ref()
+                .is_some_and(|f| f.syncs == set && f.replaced == replaces && !f.cut_short)
+        })
+    {
         return Ok(None);
     }
     let mut budget = FIX_SET_VERIFICATIONS_MAX.min(s.fix_verifications);
-    let mut best = match verify_fix(s, model, (&set, &replaces), Said::default(), cache)? {
-        Some(check) if check.passes => check,
-        Some(check) if check.cut_short => return Ok(Some(FixSet::CutShort { tried: check })),
-        Some(check) => return Ok(Some(FixSet::NotFound { tried: check })),
+    let every = |s: &Session<'_>, set: &[SyncFix], replaces: &[Replace], cache: &mut Cache| {
+        verify_set(s, model, (set, replaces), cache, (owners, &judged))
+    };
+    let mut best = match every(s, &set, &replaces, cache)? {
+        Some((check, true)) => check,
+        Some((check, _)) if check.cut_short => return Ok(Some(FixSet::CutShort { tried: check })),
+        Some((check, _)) => {
+            return Ok(Some(FixSet::NotFound {
+                tried: check,
+                unfixable,
+            }))
+        }
         None => return Ok(None),
     };
     budget -= 1;
@@ -188,14 +277,14 @@ fn fix_set(
         fewer.remove(i);
         budget -= 1;
         let (set, replaces) = union(&fewer);
-        match verify_fix(s, model, (&set, &replaces), Said::default(), cache)? {
-            Some(check) if check.passes => {
+        match every(s, &set, &replaces, cache)? {
+            Some((check, true)) => {
                 units = fewer;
                 best = check;
             }
             // Each sync left was not tried without: the set may not be
             // the smallest.
-            Some(check) if check.cut_short => {
+            Some((check, _)) if check.cut_short => {
                 out_of_time = true;
                 break;
             }
@@ -205,7 +294,57 @@ fn fix_set(
     Ok(Some(FixSet::Found {
         minimal: !out_of_time && (i >= units.len() || units.len() == 1),
         check: best,
+        unfixable,
     }))
+}
+
+/// A fix set's check, and whether it passes: no state still failing with
+/// it but those of the causes no sync fixes (`judged`).
+fn verify_set(
+    s: &Session<'_>,
+    model: Model,
+    fix: (&[SyncFix], &[Replace]),
+    cache: &mut Cache,
+    (owners, judged): (&Owners, &[Judged]),
+) -> Result<Option<(FixCheck, bool)>, RunError> {
+    let checks = verify_fix(s, model, fix, Said::default(), cache, (owners, judged))?;
+    let theirs: usize = checks
+        .iter()
+        .flatten()
+        .filter_map(|c| c.own.as_ref())
+        .map(|o| o.still_failing)
+        .sum();
+    Ok(checks.into_iter().next().flatten().map(|mut check| {
+        let passes = !check.cut_short && check.still_failing == theirs;
+        check.passes = !check.cut_short && check.still_failing == 0;
+        check.own = None;
+        (check, passes)
+    }))
+}
+
+/// One cause's syncs and replacements, kept or dropped together in a fix
+/// set.
+type Unit = (Vec<SyncFix>, Vec<Replace>);
+
+/// The syncs and replacements of `units` together, each once, in order.
+fn union(units: &[Unit]) -> Unit {
+    let mut set: Vec<SyncFix> = Vec::new();
+    let mut replaces: Vec<Replace> = Vec::new();
+    for (syncs, rs) in units {
+        for f in syncs {
+            if !set.iter().any(|g| (g.after, g.ino) == (f.after, f.ino)) {
+                set.push(f.clone());
+            }
+        }
+        for r in rs {
+            if !replaces.contains(r) {
+                replaces.push(r.clone());
+            }
+        }
+    }
+    set.sort_by_key(|f| (f.after, f.ino));
+    replaces.sort_by_key(|r| (r.first, r.ino));
+    (set, replaces)
 }
 
 /// Several syncs in few words, by file: `fsync(db) after ops 3, 7 and
@@ -523,46 +662,34 @@ fn explore_with_syncs(
     })
 }
 
-/// Re-explores the trace with the added syncs under `model` (with the
-/// run's enumeration settings, [`explore_as_the_run`]; when the run
-/// checked every one of its own states, [`Analysis::check_rest`], every
-/// crash point) and checks the states the cache does not know, those the
+/// Verifies one fix: explores the trace with its syncs added (and its
+/// updates replaced) as the run explored its own, and checks the states the
 /// syncs change first (at crash points after the first of them), most
 /// novel first, until [`Analysis::verify_deadline`]: states of the trace
 /// with syncs added are states of the trace as recorded, so most of them
 /// are known when the run checked its own. A check that does not get
-/// through them says how many it checked (not `exact`). `None` if the
-/// checker could not be run. At [`Analysis::fix_deadline`] a
-/// re-exploration not finished is stopped and the check says it was cut
-/// short; after it, none starts.
+/// through them says how many it checked (not `exact`). At
+/// [`Analysis::fix_deadline`] a re-exploration not finished is stopped and
+/// the check says it was cut short; after it, none starts.
+///
+/// The fix is judged for each cause in `judged` on that cause's states
+/// ([`OwnCheck`]: a still-failing state `owners` gives to it, or one the run
+/// never saw fail that explains as it), one check each; with none judged,
+/// on every state (the fix for every cause), one check. `None` if the
+/// checker could not be run.
 pub fn verify_fix(
     s: &Session<'_>,
     model: Model,
     (fixes, replaces): (&[SyncFix], &[Replace]),
     said: Said<'_>,
     cache: &mut Cache,
-) -> Result<Option<FixCheck>, RunError> {
+    (owners, judged): (&Owners, &[Judged]),
+) -> Result<Vec<Option<FixCheck>>, RunError> {
+    let each = |check: Option<FixCheck>| vec![check; judged.len().max(1)];
     let (trace, added) = replace::with_fixes(s.pool.trace, fixes, replaces);
-    let mut parts: Vec<String> = replaces.iter().map(|r| r.describe(s.pool.trace)).collect();
-    if !fixes.is_empty() {
-        parts.push(describe_fix(s.pool.trace, fixes, said));
-    }
-    let description = parts.join(", and ");
-    let cut_short = FixCheck {
-        description: description.clone(),
-        syncs: fixes.to_vec(),
-        replaced: replaces.to_vec(),
-        added_at: added.clone(),
-        passes: false,
-        exact: false,
-        cut_short: true,
-        states: 0,
-        states_checked: 0,
-        still_failing: 0,
-        simplest_failing: None,
-    };
+    let cut_short = unverified(s.pool.trace, (fixes, replaces), said, &added);
     if s.fix_deadline.is_some_and(|d| Instant::now() >= d) {
-        return Ok(Some(cut_short));
+        return Ok(each(Some(cut_short)));
     }
     let outputs = Outputs::new(&trace, s.ack_prefix);
     let explore = explore_as_the_run(s.explore, &s.pool.trace.ops);
@@ -576,7 +703,7 @@ pub fn verify_fix(
     };
     let explored = match explore_with_syncs(s, &s2, model, &explore) {
         Ok(e) => e,
-        Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(Some(cut_short)),
+        Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(each(Some(cut_short))),
         Err(e) => return Err(e),
     };
     // The states the syncs change first: at crash points after the first.
@@ -588,17 +715,9 @@ pub fn verify_fix(
         .pool
         .check_distinct(&explored, cache, Some(&order), deadline)?;
     let Ok(results) = checked else {
-        return Ok(None);
+        return Ok(each(None));
     };
     let m = &explored.models[0];
-    let (failing, _) = sorted_results(&s2, m, &results);
-    let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
-    let still = failing.first().map(|c| {
-        let mut known = StateKeys::new(&trace, &outputs, s.pool.cfg.sector);
-        let reason = fail_reason(&c.outcome);
-        let cause = explain::explain(&cx, &c.desc(), reason, &mut |d| known.rejected(cache, d));
-        (c.id.clone(), cause.sentence)
-    });
     let states_checked = m
         .reach
         .iter()
@@ -606,21 +725,132 @@ pub fn verify_fix(
         .count();
     if states_checked == 0 && !m.reach.is_empty() {
         // The bound ended it before a state was checked: nothing known.
-        return Ok(Some(cut_short));
+        return Ok(each(Some(cut_short)));
     }
-    Ok(Some(FixCheck {
-        description,
-        syncs: fixes.to_vec(),
-        replaced: replaces.to_vec(),
-        added_at: added,
+    // The states still failing, simplest first.
+    let (failing, _) = sorted_results(&s2, m, &results);
+    let cx = explain::Context::with_added_syncs(&trace, &outputs, &added);
+    let mut known = StateKeys::new(&trace, &outputs, s.pool.cfg.sector);
+    let mut explain = |c: &Checked| {
+        let reason = fail_reason(&c.outcome);
+        explain::explain(&cx, &c.desc(), reason, &mut |d| known.rejected(cache, d))
+    };
+    let base = FixCheck {
         passes: failing.is_empty(),
         exact: explored.in_full && states_checked == m.reach.len(),
         cut_short: false,
         states: m.reach.len(),
         states_checked,
         still_failing: failing.len(),
-        simplest_failing: still,
-    }))
+        simplest_failing: failing.first().map(|c| (c.id.clone(), explain(c).sentence)),
+        ..cut_short
+    };
+    if judged.is_empty() {
+        return Ok(vec![Some(base)]);
+    }
+    // Each still-failing state with its content key.
+    let key_of: HashMap<String, StateKey> = m
+        .reach
+        .iter()
+        .filter(|(i, _)| matches!(results[*i], Some(Outcome::Fail { .. })))
+        .map(|(i, d)| (d.id(), explored.distinct[*i].key))
+        .collect();
+    let whose = Whose {
+        key_of: &key_of,
+        owners,
+        trace: &trace,
+    };
+    Ok(judge(base, &failing, whose, judged, &mut explain))
+}
+
+/// A fix's check before (or without) its verification: described, and
+/// cut short.
+fn unverified(
+    trace: &Trace,
+    (fixes, replaces): (&[SyncFix], &[Replace]),
+    said: Said<'_>,
+    added: &[usize],
+) -> FixCheck {
+    let mut parts: Vec<String> = replaces.iter().map(|r| r.describe(trace)).collect();
+    if !fixes.is_empty() {
+        parts.push(describe_fix(trace, fixes, said));
+    }
+    FixCheck {
+        description: parts.join(", and "),
+        syncs: fixes.to_vec(),
+        replaced: replaces.to_vec(),
+        added_at: added.to_vec(),
+        passes: false,
+        exact: false,
+        cut_short: true,
+        states: 0,
+        states_checked: 0,
+        still_failing: 0,
+        simplest_failing: None,
+        own: None,
+    }
+}
+
+/// What tells whose a state still failing with a fix is: the content key
+/// of each, the run's owners of content keys, and the trace with the fix.
+struct Whose<'a> {
+    key_of: &'a HashMap<String, StateKey>,
+    owners: &'a Owners,
+    trace: &'a Trace,
+}
+
+/// The check of a fix for each cause of `judged`: on the states still
+/// failing with it (`failing`) that are that cause's: the cause the run
+/// gave one, else (a state the run never saw fail) the cause it explains
+/// as (same kind, on one of the cause's files).
+fn judge(
+    base: FixCheck,
+    failing: &[Checked],
+    by: Whose<'_>,
+    judged: &[Judged],
+    explain: &mut dyn FnMut(&Checked) -> explain::Cause,
+) -> Vec<Option<FixCheck>> {
+    let trace = by.trace;
+    let mut whose: Vec<Option<usize>> = Vec::with_capacity(failing.len());
+    for c in failing {
+        let owner = by
+            .key_of
+            .get(&c.id)
+            .and_then(|k| by.owners.of.get(k))
+            .copied();
+        whose.push(owner.or_else(|| {
+            let cause = explain(c);
+            let op = &trace.ops[cause.blamed.op];
+            let path = match &cause.fix {
+                Some(f) => f.path.clone(),
+                None => trace.show_path(&op.path),
+            };
+            judged
+                .iter()
+                .find(|j| j.kind == cause.kind && j.paths.contains(&path))
+                .map(|j| j.cause)
+        }));
+    }
+    judged
+        .iter()
+        .map(|j| {
+            let own: Vec<&Checked> = failing
+                .iter()
+                .zip(&whose)
+                .filter(|(_, w)| **w == Some(j.cause))
+                .map(|(c, _)| c)
+                .collect();
+            Some(FixCheck {
+                passes: own.is_empty(),
+                own: Some(OwnCheck {
+                    states: j.states,
+                    still_failing: own.len(),
+                    simplest_failing: own.first().map(|c| (c.id.clone(), explain(c).sentence)),
+                }),
+                ..base.clone()
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -728,9 +958,10 @@ mod tests {
             (&fsync_a(), &[]),
             Said::default(),
             &mut cache,
+            (&Owners::default(), &[]),
         );
         scratch.remove().unwrap();
-        check
+        check.map(|mut c| c.remove(0))
     }
 
     #[test]

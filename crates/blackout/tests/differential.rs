@@ -513,7 +513,7 @@ fn verified_fix(report: &RunReport) -> Option<(Vec<SyncFix>, Vec<Replace>)> {
     m.causes
         .iter()
         .filter_map(|g| g.fix.as_ref())
-        .find(|f| f.passes && f.exact)
+        .find(|f| f.passes_all() && f.exact)
         .map(both)
 }
 

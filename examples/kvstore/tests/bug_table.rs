@@ -81,13 +81,18 @@ fn cause_cell(report: &RunReport, first: Option<Model>) -> String {
                     verb(f),
                     stable(&f.description)
                 ),
-                Some(f) if f.passes => {
+                Some(f) if f.passes_all() => {
                     format!(
                         "{} {} makes every state pass",
                         verb(f),
                         stable(&f.description)
                     )
                 }
+                Some(f) if f.passes => format!(
+                    "{} {} fixes this cause; the others' states still fail with it alone",
+                    verb(f),
+                    stable(&f.description)
+                ),
                 Some(f) => format!("{} {} is not enough alone", verb(f), stable(&f.description)),
                 None => "no single sync fixes it".into(),
             };

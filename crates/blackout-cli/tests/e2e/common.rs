@@ -227,8 +227,8 @@ pub fn run_json(s: &Scratch, args: &[&str]) -> (i32, Value, Output) {
 
 /// Every count of a JSON report against its whole: a model's crash points
 /// left partly unenumerated or explored in full, states checked, failing
-/// states, never more than what they are part of; each window's crash
-/// points in order.
+/// states, a fix's states checked and still failing, never more than what
+/// they are part of; each window's crash points in order.
 pub fn counts_hold(v: &Value) {
     let n = |v: &Value| v.as_u64().unwrap_or(0);
     let len = |v: &Value| v.as_array().map_or(0, Vec::len) as u64;
@@ -270,6 +270,19 @@ pub fn counts_hold(v: &Value) {
             {
                 assert!(n(&w["crash_first"]) <= n(&w["crash_last"]), "{w:#}");
             }
+            // A fix's check: what it checked and what still fails, within
+            // its states; a cause's own still failing within them.
+            let f = &g["fix"];
+            assert!(n(&f["states_checked"]) <= n(&f["states"]), "{f:#}");
+            assert!(n(&f["still_failing"]) <= n(&f["states_checked"]), "{f:#}");
+            assert!(
+                n(&f["own"]["still_failing"]) <= n(&f["still_failing"]),
+                "{f:#}"
+            );
+        }
+        // The causes a fix set leaves out are causes of the model.
+        for c in m["fix_set"]["unfixable"].as_array().into_iter().flatten() {
+            assert!(n(c) < len(&m["causes"]), "{:#}", m["fix_set"]);
         }
     }
 }

@@ -240,8 +240,11 @@ fn a_program_that_needs_two_syncs_gets_the_pair_verified() {
         &format!("sh {} no-fsync", save.join("save.sh").display()),
     );
     assert_eq!(code, 1, "{m:#}");
+    // Each fix fixes its own cause; the other's states still fail with it.
     for c in causes(&m) {
-        assert_eq!(c["fix"]["passes"], false, "{c:#}");
+        assert_eq!(c["fix"]["passes"], true, "{c:#}");
+        assert_eq!(c["fix"]["own"]["still_failing"], 0, "{c:#}");
+        assert!(c["fix"]["still_failing"].as_u64().unwrap() > 0, "{c:#}");
     }
     let set = &m["fix_set"];
     assert_eq!(set["result"], "found", "{set:#}");
@@ -595,4 +598,134 @@ fn a_record_split_at_block_boundaries_is_one_cause_and_the_info_log_is_blamed_fo
     );
     // Nothing blames the info log.
     assert!(!m["causes"].to_string().contains("INFO"), "{m:#}");
+}
+
+#[test]
+fn each_planted_bug_of_a_rotating_log_is_one_cause_whose_fix_makes_its_states_pass() {
+    // The block log with every planted bug, rotating over three logs:
+    // a new log's directory entry never synced, its manifest line never
+    // synced, CURRENT renamed before its data is synced, every 50th record
+    // acknowledged before its sync; and, inherent to the format, a record
+    // split over a block boundary that its early reader rejects.
+    let bugs =
+        "--bug ack-early --bug no-log-dir-fsync --bug manifest-unsynced --bug current-unsynced";
+    let s = Scratch::new();
+    let trace = record_py(
+        &s,
+        None,
+        "blocklog.py",
+        &format!("{bugs} write 110 --rotate 40"),
+    );
+    let server = py("blocklog.py", &format!("{bugs} serve"));
+    let md = s.path("report.md");
+    let (code, v) = run_trace(
+        &s,
+        &trace,
+        &[
+            "--checker-server",
+            &server,
+            "--check-budget",
+            "5",
+            "--fix-time",
+            "10m",
+            "--markdown",
+            md.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1, "{:#}", v["result"]["reason"]);
+    let m = &v["result"]["models"][0];
+    let causes = causes(m);
+    // One cause per planted bug, and the split record's.
+    assert_eq!(
+        kinds_and_roles(causes),
+        [
+            "data_not_synced MANIFEST",
+            "data_not_synced_before_rename CURRENT.tmp",
+            "entry_not_synced .",
+            "not_atomic data-N.log",
+            "promise_before_sync data-N.log",
+        ],
+    );
+    for c in causes {
+        fix_judged_on_its_own_states(c);
+    }
+    // The set of every cause's syncs, verified over every state of the
+    // run with them: what still fails is the split record's alone.
+    let set = &m["fix_set"];
+    assert_eq!(set["result"], "found", "{set:#}");
+    let split = causes
+        .iter()
+        .position(|c| c["cause"]["kind"] == "not_atomic")
+        .unwrap();
+    assert_eq!(set["unfixable"], serde_json::json!([split]), "{set:#}");
+    assert!(set["check"]["replaced"]
+        .as_array()
+        .is_none_or(Vec::is_empty));
+    // As people read it.
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        text.contains("fix for every cause a sync can fix: adding ")
+            && text.contains(&format!(
+                "of cause {}'s states, which no sync fixes",
+                split + 1
+            )),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("fixes this cause: makes all ").count(),
+        4,
+        "{text}"
+    );
+    assert!(!text.contains("is not enough"), "{text}");
+    assert!(!text.contains(".blackout-new"), "{text}");
+}
+
+/// Each cause's kind and the file of its window, sorted; a log of the
+/// block log (`data-2.log`) as `data-N.log`.
+fn kinds_and_roles(causes: &[Value]) -> Vec<String> {
+    let mut kinds: Vec<String> = causes
+        .iter()
+        .map(|c| {
+            // `data-1.log and 2 more like it`: the first, then its role.
+            let path = c["window"]["path"].as_str().unwrap();
+            let path = path.split(' ').next().unwrap();
+            let role = if path.starts_with("data-") && path.ends_with(".log") {
+                "data-N.log"
+            } else {
+                path
+            };
+            format!("{} {role}", c["cause"]["kind"].as_str().unwrap())
+        })
+        .collect();
+    kinds.sort_unstable();
+    kinds
+}
+
+/// A cause's fix, judged on its own states: all of them pass with it,
+/// while the other causes' states still fail; a log's split record has
+/// none (its recovery is the fix).
+fn fix_judged_on_its_own_states(c: &Value) {
+    let kind = c["cause"]["kind"].as_str().unwrap();
+    let fix = &c["fix"];
+    if kind == "not_atomic" {
+        // The log's recovery is the fix: no sync, no replacement.
+        assert_eq!(c["log"], true, "{c:#}");
+        assert!(fix.is_null(), "{fix:#}");
+        assert!(c["replace"].is_null(), "{c:#}");
+        return;
+    }
+    // Each fix judged on its own cause's states: all of them pass,
+    // while the other causes' states still fail.
+    assert_eq!(fix["cut_short"], false, "{kind}: {fix:#}");
+    assert_eq!(fix["passes"], true, "{kind}: {fix:#}");
+    assert_eq!(fix["own"]["still_failing"], 0, "{kind}: {fix:#}");
+    assert_eq!(fix["own"]["states"], c["states"], "{kind}");
+    assert!(
+        fix["still_failing"].as_u64().unwrap() > 0,
+        "{kind}: {fix:#}"
+    );
+    assert!(
+        fix["replaced"].as_array().is_none_or(Vec::is_empty),
+        "{fix:#}"
+    );
 }

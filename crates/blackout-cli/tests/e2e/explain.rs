@@ -363,11 +363,16 @@ fn save_without_any_fsync_verifies_the_file_fsync_before_the_rename() {
         data_fix.contains("adding fsync(doc.txt.tmp) before op 2 (log line "),
         "{data_fix}"
     );
-    // Alone it is not enough: the rename can still be lost after "saved".
-    assert!(data_fix.contains("is not enough"), "{data_fix}");
+    // It fixes its own cause; the rename can still be lost after "saved",
+    // the other cause's states, which the fix for every cause covers.
     assert!(
-        data_fix.contains("changed directory ., which is never fsynced"),
+        data_fix.contains("fixes this cause: makes all ")
+            && data_fix.contains("states of the other causes still fail with it alone"),
         "{data_fix}"
+    );
+    assert!(
+        report.contains("fix for every cause: adding fsync(doc.txt.tmp) before op 2"),
+        "{report}"
     );
     assert!(report.contains("is not fsynced before the rename that publishes it as doc.txt"));
     // Together they are.
@@ -459,10 +464,18 @@ fn two_independent_bugs_are_two_causes() {
         .find(|c| c["cause"]["kind"] != "entry_not_synced")
         .unwrap();
     assert!(sentence(data).contains("b/doc.tmp"), "{data}");
-    // Each fix alone is not enough: the other bug remains.
+    // Each fix is judged on its own bug, and fixes it; the other bug
+    // remains with it alone.
     for c in cs {
-        assert_eq!(c["fix"]["passes"], false, "{c}");
+        let f = &c["fix"];
+        assert_eq!(f["passes"], true, "{c}");
+        assert_eq!(f["own"]["still_failing"], 0, "{c}");
+        assert!(f["still_failing"].as_u64().unwrap() > 0, "{c}");
     }
+    assert_eq!(
+        v["result"]["models"][0]["fix_set"]["result"], "found",
+        "{v:#}"
+    );
 }
 
 #[test]

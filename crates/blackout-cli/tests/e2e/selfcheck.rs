@@ -113,13 +113,10 @@ exit 0
     .unwrap();
 
     let trace = s.path("self.trace");
-    // Under CI a baseline is never rewritten: the recorded run is a
-    // developer's update, so the variable is not passed on.
     let out = s
         .blackout()
-        .env_remove("CI")
-        .arg("record")
-        .arg("-o")
+        .env_remove("CI") // a developer's update: CI never rewrites a baseline
+        .args(["record", "-o"])
         .arg(&trace)
         .arg("--setup")
         .arg(format!(

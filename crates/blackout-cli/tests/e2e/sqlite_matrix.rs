@@ -186,14 +186,20 @@ fn first_cause_cell(posix: &Value) -> String {
         .as_array()
         .and_then(|c| c.first())
         .map(|g| {
-            let fix = match g["fix"]["passes"].as_bool() {
-                Some(true) => format!(
+            let f = &g["fix"];
+            let all = f["still_failing"].as_u64() == Some(0);
+            let fix = match f["passes"].as_bool() {
+                Some(true) if all => format!(
                     " Fix: adding {} makes every state pass.",
-                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
+                    stable(f["description"].as_str().unwrap_or("?"))
+                ),
+                Some(true) => format!(
+                    " Fix: adding {} fixes this cause; the others' states still fail with it alone.",
+                    stable(f["description"].as_str().unwrap_or("?"))
                 ),
                 Some(false) => format!(
                     " Fix: adding {} is not enough alone.",
-                    stable(g["fix"]["description"].as_str().unwrap_or("?"))
+                    stable(f["description"].as_str().unwrap_or("?"))
                 ),
                 None => String::new(),
             };
