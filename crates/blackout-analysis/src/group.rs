@@ -644,7 +644,12 @@ fn windows(at: &mut [(usize, usize, Arc<str>)]) -> Vec<Window> {
 
 /// A path's role: its last component with each run of digits as `#`
 /// (`000003.log` and `000005.log` play one).
-fn role(path: &str) -> String {
+///
+/// ```
+/// use blackout_analysis::group::role;
+/// assert_eq!(role("db/000003.log"), role("000005.log"));
+/// ```
+pub fn role(path: &str) -> String {
     explain::blur_digits(path.rsplit('/').next().unwrap_or(path))
 }
 

@@ -301,9 +301,13 @@ pub enum FixSet {
     NotFound {
         /// The re-exploration with all of them.
         tried: FixCheck,
-        /// As for `Found`: causes left out of the set.
+        /// As for `Found`: causes left out of the set. `tried`'s
+        /// `simplest_failing` is then the simplest state not theirs.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         unfixable: Vec<usize>,
+        /// Of the states still failing, those of the `unfixable` causes.
+        #[serde(skip_serializing_if = "is_zero")]
+        unfixable_failing: usize,
     },
     /// Fix verification reached its time bound before the set of every
     /// proposed sync was verified: whether it fixes every cause is not

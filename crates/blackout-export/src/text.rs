@@ -755,17 +755,30 @@ pub fn fix_set_text(set: &FixSet, model: Model) -> String {
             tried.syncs.len(),
             model.name()
         ),
-        FixSet::NotFound { tried, unfixable } => format!(
-            "no set of the proposed syncs fixes every cause{}: with all {} of them, {} of {} states still fail under {}{}",
+        FixSet::NotFound {
+            tried,
+            unfixable,
+            unfixable_failing,
+        } => format!(
+            "no set of the proposed syncs fixes every cause{}: with all {} of them, {} of {} states still fail under {}{}{}",
             if unfixable.is_empty() {
                 String::new()
             } else {
-                format!(" but {}", causes_named(unfixable))
+                " a sync can fix".to_string()
             },
             tried.syncs.len(),
             for_people(tried.still_failing as u128),
             checked_of(tried),
             model.name(),
+            if unfixable.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", {} of them not {}, which no sync fixes",
+                    for_people((tried.still_failing - unfixable_failing) as u128),
+                    causes_named(unfixable)
+                )
+            },
             match &tried.simplest_failing {
                 Some((id, why)) => format!("; the simplest ({id}): {why}"),
                 None => String::new(),

@@ -21,7 +21,7 @@ use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
 use blackout_analysis::explain::{self, SyncFix};
-use blackout_analysis::group::{fail_reason, sorted_results, Analysis, StateKeys};
+use blackout_analysis::group::{fail_reason, role, sorted_results, Analysis, StateKeys};
 use blackout_analysis::replace::{self, Replace};
 use blackout_analysis::report::{
     CauseGroup, Checked, FixCheck, FixSet, ModelReport, OwnCheck, Verdict,
@@ -73,7 +73,8 @@ impl Owners {
 
 /// A cause a fix is judged on: its index, and what an explanation of a
 /// state the run never saw fail must say to be one of its states (its kind,
-/// and one of its files).
+/// on a file of the role of one of its files: a cause merged over sibling
+/// logs owns the split record of a log the run did not see fail).
 #[derive(Debug, Clone)]
 pub struct Judged {
     /// The cause's index among the model's causes.
@@ -82,14 +83,14 @@ pub struct Judged {
     pub states: usize,
     /// Its kind.
     pub kind: blackout_analysis::explain::CauseKind,
-    /// The files or directories of its windows.
+    /// The roles ([`role`]) of the files or directories of its windows.
     pub paths: Vec<String>,
 }
 
 impl Judged {
     fn of(cause: usize, g: &CauseGroup) -> Judged {
-        let mut paths: Vec<String> = g.windows.iter().map(|w| w.path.clone()).collect();
-        paths.push(g.window.path.clone());
+        let mut paths: Vec<String> = g.windows.iter().map(|w| role(&w.path)).collect();
+        paths.push(role(&g.window.path));
         paths.sort();
         paths.dedup();
         Judged {
@@ -259,12 +260,15 @@ fn fix_set(
         verify_set(s, model, (set, replaces), cache, (owners, &judged))
     };
     let mut best = match every(s, &set, &replaces, cache)? {
-        Some((check, true)) => check,
-        Some((check, _)) if check.cut_short => return Ok(Some(FixSet::CutShort { tried: check })),
-        Some((check, _)) => {
+        Some((check, _, true)) => check,
+        Some((check, _, _)) if check.cut_short => {
+            return Ok(Some(FixSet::CutShort { tried: check }))
+        }
+        Some((check, theirs, _)) => {
             return Ok(Some(FixSet::NotFound {
                 tried: check,
                 unfixable,
+                unfixable_failing: theirs,
             }))
         }
         None => return Ok(None),
@@ -278,13 +282,13 @@ fn fix_set(
         budget -= 1;
         let (set, replaces) = union(&fewer);
         match every(s, &set, &replaces, cache)? {
-            Some((check, true)) => {
+            Some((check, _, true)) => {
                 units = fewer;
                 best = check;
             }
             // Each sync left was not tried without: the set may not be
             // the smallest.
-            Some((check, _)) if check.cut_short => {
+            Some((check, _, _)) if check.cut_short => {
                 out_of_time = true;
                 break;
             }
@@ -298,15 +302,17 @@ fn fix_set(
     }))
 }
 
-/// A fix set's check, and whether it passes: no state still failing with
-/// it but those of the causes no sync fixes (`judged`).
+/// A fix set's check (its `simplest_failing` the simplest of the states
+/// not of the causes no sync fixes, `judged`), how many of the states
+/// still failing are theirs, and whether it passes: no state still failing
+/// but theirs.
 fn verify_set(
     s: &Session<'_>,
     model: Model,
     fix: (&[SyncFix], &[Replace]),
     cache: &mut Cache,
     (owners, judged): (&Owners, &[Judged]),
-) -> Result<Option<(FixCheck, bool)>, RunError> {
+) -> Result<Option<(FixCheck, usize, bool)>, RunError> {
     let checks = verify_fix(s, model, fix, Said::default(), cache, (owners, judged))?;
     let theirs: usize = checks
         .iter()
@@ -318,7 +324,7 @@ fn verify_set(
         let passes = !check.cut_short && check.still_failing == theirs;
         check.passes = !check.cut_short && check.still_failing == 0;
         check.own = None;
-        (check, passes)
+        (check, theirs, passes)
     }))
 }
 
@@ -544,29 +550,39 @@ pub fn like_ops_fixes(
         // The file's own fsync, or one of the directory it changed.
         let own = explain::op_inode(&blamed.kind) == Some(f.ino);
         let mut added = false;
+        let mut paths: Vec<String> = Vec::new();
         for (j, op) in trace.ops.iter().enumerate() {
-            if !alike(op, blamed) || covered(j) {
+            if !alike(trace, op, blamed) || covered(j) {
                 continue;
             }
-            let ino = match own {
+            let (ino, path) = match own {
                 true => match explain::op_inode(&op.kind) {
-                    Some(ino) => ino,
+                    Some(ino) => (ino, trace.show_path(&op.path)),
                     None => continue,
                 },
-                false => f.ino,
+                false => (f.ino, f.path.clone()),
             };
             if !fixes.iter().any(|g| (g.after, g.ino) == (j, ino)) {
+                let on = trace.show_path(&op.path);
+                if !paths.contains(&on) {
+                    paths.push(on);
+                }
                 fixes.push(SyncFix {
                     after: j,
                     before: None,
                     ino,
                     dir: f.dir,
-                    path: f.path.clone(),
+                    path,
                 });
                 added = true;
             }
         }
-        let name = (blamed.syscall.clone(), trace.show_path(&blamed.path));
+        // Named by the file when all are on one, else by their role.
+        let on = match paths.as_slice() {
+            [] | [_] => trace.show_path(&blamed.path),
+            _ => format!("files named like {}", role(&trace.show_path(&blamed.path))),
+        };
+        let name = (blamed.syscall.clone(), on);
         if added && !like.contains(&name) {
             like.push(name);
         }
@@ -579,11 +595,12 @@ pub fn like_ops_fixes(
 }
 
 /// Whether two ops are alike for a fix found at representatives: the same
-/// call, of the same kind, on the same path.
-fn alike(a: &Op, b: &Op) -> bool {
+/// call, of the same kind, on the same path or a file of the same role
+/// ([`role`]: each of the logs a program rotates through).
+fn alike(trace: &Trace, a: &Op, b: &Op) -> bool {
     a.syscall == b.syscall
-        && a.path == b.path
         && std::mem::discriminant(&a.kind) == std::mem::discriminant(&b.kind)
+        && (a.path == b.path || role(&trace.show_path(&a.path)) == role(&trace.show_path(&b.path)))
 }
 
 /// For `f`, a file's fsync right before rename `b` that publishes it: the
@@ -613,7 +630,7 @@ fn like_renames_fixes(
         let OpKind::Rename { ino, .. } = op.kind else {
             continue;
         };
-        if alike(op, publisher)
+        if alike(trace, op, publisher)
             && !data_synced_before(ino, r)
             && !fixes.iter().any(|g| g.before == Some(r) && g.ino == ino)
         {
@@ -811,26 +828,43 @@ fn judge(
     explain: &mut dyn FnMut(&Checked) -> explain::Cause,
 ) -> Vec<Option<FixCheck>> {
     let trace = by.trace;
-    let mut whose: Vec<Option<usize>> = Vec::with_capacity(failing.len());
-    for c in failing {
-        let owner = by
-            .key_of
-            .get(&c.id)
-            .and_then(|k| by.owners.of.get(k))
-            .copied();
-        whose.push(owner.or_else(|| {
-            let cause = explain(c);
-            let op = &trace.ops[cause.blamed.op];
-            let path = match &cause.fix {
-                Some(f) => f.path.clone(),
-                None => trace.show_path(&op.path),
-            };
-            judged
-                .iter()
-                .find(|j| j.kind == cause.kind && j.paths.contains(&path))
-                .map(|j| j.cause)
-        }));
+    let mut whose: Vec<Option<usize>> = failing
+        .iter()
+        .map(|c| {
+            by.key_of
+                .get(&c.id)
+                .and_then(|k| by.owners.of.get(k))
+                .copied()
+        })
+        .collect();
+    // The states the run never saw fail, explained in crash-point order
+    // (the keys an explanation asks for are made along the crash points:
+    // in any other order each would start again from the first).
+    let mut unowned: Vec<usize> = (0..failing.len()).filter(|&i| whose[i].is_none()).collect();
+    unowned.sort_by_key(|&i| failing[i].crash);
+    for i in unowned {
+        let cause = explain(&failing[i]);
+        let op = &trace.ops[cause.blamed.op];
+        let path = match &cause.fix {
+            Some(f) => f.path.clone(),
+            None => trace.show_path(&op.path),
+        };
+        let path = role(&path);
+        whose[i] = judged
+            .iter()
+            .find(|j| j.kind == cause.kind && j.paths.contains(&path))
+            .map(|j| j.cause);
     }
+    // The simplest state none of the judged causes owns: another cause's.
+    let others = failing
+        .iter()
+        .zip(&whose)
+        .find(|(_, w)| w.is_none())
+        .map(|(c, _)| (c.id.clone(), explain(c).sentence));
+    let base = FixCheck {
+        simplest_failing: others,
+        ..base
+    };
     judged
         .iter()
         .map(|j| {
