@@ -316,9 +316,7 @@ impl Building {
             self.plain.push(c.crash);
         }
     }
-}
 
-impl Building {
     /// Takes another group's states in: one cause over both (this one's
     /// place and sentence kept; their syncs together).
     fn absorb(&mut self, b: Building) {

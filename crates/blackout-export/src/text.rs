@@ -797,8 +797,8 @@ fn needed(check: &FixCheck, minimal: bool) -> &'static str {
     }
 }
 
-/// `cause 5` or `causes 2 and 5` (numbered from 1, as printed), for causes
-/// given by index.
+/// `cause 5's states` or `the states of causes 2 and 5` (numbered from 1,
+/// as printed), for causes given by index.
 fn causes_named(causes: &[usize]) -> String {
     let n: Vec<String> = causes.iter().map(|c| (c + 1).to_string()).collect();
     match n.as_slice() {

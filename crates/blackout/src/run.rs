@@ -29,7 +29,7 @@ use crate::verdict::{verdict_of, Covered};
 use crate::verify::{verify_fixes, Owners, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
 use blackout_analysis::report::fix_time_bound;
-use blackout_analysis::report::{Checked, Promised, RunReport, Verdict};
+use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
 use blackout_check::materialize::{choose, Cost, MaterializerKind};
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{outcomes, Cache, Pool, PoolConfig, Release, Scratch};
@@ -461,17 +461,13 @@ pub(crate) fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
     )
 }
 
-/// The steps after checking, the same for a run and a merge: the start
-/// state must pass, then each model's report (causes, fixes verified, for
-/// at most as long as exploring and checking took: [`fix_time_bound`]),
-/// then the verdict, which says how much was checked.
 /// Each model's report, and whose each of its failing states is (by
 /// content: a cause's fix is judged on its own states).
 fn model_reports(
     s: &Session<'_>,
     start: &mut Start,
     results: &[Option<Outcome>],
-) -> Result<(Vec<blackout_analysis::report::ModelReport>, Vec<Owners>), RunError> {
+) -> Result<(Vec<ModelReport>, Vec<Owners>), RunError> {
     let mut models = Vec::new();
     let mut ask = PoolAsk::new(&s.pool);
     for m in &start.explored.models {
@@ -495,6 +491,10 @@ fn model_reports(
     Ok((models, owners))
 }
 
+/// The steps after checking, the same for a run and a merge: the start
+/// state must pass, then each model's report (causes, fixes verified, for
+/// at most as long as exploring and checking took: [`fix_time_bound`]),
+/// then the verdict, which says how much was checked.
 pub(crate) fn finish(
     s: &Session<'_>,
     cfg: &RunConfig,

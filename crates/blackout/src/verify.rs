@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use blackout_check::pool::Cache;
-use blackout_explore::dedup::{distinct_states_watched, Explored, StateKey, Watch};
+use blackout_explore::dedup::{distinct_states_watched, Explored, ModelStates, StateKey, Watch};
 use blackout_explore::enumerate::{ExploreConfig, Representatives};
 use blackout_explore::model::Model;
 use blackout_explore::rest::check_order;
@@ -47,8 +47,8 @@ impl Owners {
     /// checked and rejected, under the cause whose ids name it.
     pub fn of_run(
         explored: &Explored,
-        m: &blackout_explore::dedup::ModelStates,
-        results: &[Option<blackout_oplog::outcome::Outcome>],
+        m: &ModelStates,
+        results: &[Option<Outcome>],
         causes: &[CauseGroup],
     ) -> Owners {
         let by_id: HashMap<&str, usize> = causes
@@ -59,12 +59,7 @@ impl Owners {
         let of = m
             .reach
             .iter()
-            .filter(|(i, _)| {
-                matches!(
-                    results.get(*i),
-                    Some(Some(blackout_oplog::outcome::Outcome::Fail { .. }))
-                )
-            })
+            .filter(|(i, _)| matches!(results.get(*i), Some(Some(Outcome::Fail { .. }))))
             .filter_map(|(i, d)| Some((explored.distinct[*i].key, *by_id.get(d.id().as_str())?)))
             .collect();
         Owners { of }
@@ -82,7 +77,7 @@ pub struct Judged {
     /// Its failing states in the run.
     pub states: usize,
     /// Its kind.
-    pub kind: blackout_analysis::explain::CauseKind,
+    pub kind: explain::CauseKind,
     /// The roles ([`role`]) of the files or directories of its windows.
     pub paths: Vec<String>,
 }
@@ -759,11 +754,15 @@ pub fn verify_fix(
         states: m.reach.len(),
         states_checked,
         still_failing: failing.len(),
-        simplest_failing: failing.first().map(|c| (c.id.clone(), explain(c).sentence)),
+        simplest_failing: None,
         ..cut_short
     };
     if judged.is_empty() {
-        return Ok(vec![Some(base)]);
+        let simplest_failing = failing.first().map(|c| (c.id.clone(), explain(c).sentence));
+        return Ok(vec![Some(FixCheck {
+            simplest_failing,
+            ..base
+        })]);
     }
     // Each still-failing state with its content key.
     let key_of: HashMap<String, StateKey> = m
@@ -842,6 +841,8 @@ fn judge(
     // in any other order each would start again from the first).
     let mut unowned: Vec<usize> = (0..failing.len()).filter(|&i| whose[i].is_none()).collect();
     unowned.sort_by_key(|&i| failing[i].crash);
+    // Their sentences, kept for the simplest states named below.
+    let mut said: HashMap<usize, String> = HashMap::new();
     for i in unowned {
         let cause = explain(&failing[i]);
         let op = &trace.ops[cause.blamed.op];
@@ -854,32 +855,35 @@ fn judge(
             .iter()
             .find(|j| j.kind == cause.kind && j.paths.contains(&path))
             .map(|j| j.cause);
+        said.insert(i, cause.sentence);
     }
+    let mut simplest = |i: Option<usize>| {
+        i.map(|i| {
+            let why = match said.remove(&i) {
+                Some(why) => why,
+                None => explain(&failing[i]).sentence,
+            };
+            (failing[i].id.clone(), why)
+        })
+    };
     // The simplest state none of the judged causes owns: another cause's.
-    let others = failing
-        .iter()
-        .zip(&whose)
-        .find(|(_, w)| w.is_none())
-        .map(|(c, _)| (c.id.clone(), explain(c).sentence));
+    let is_judged = |w: Option<usize>| judged.iter().any(|j| Some(j.cause) == w);
     let base = FixCheck {
-        simplest_failing: others,
+        simplest_failing: simplest((0..failing.len()).find(|&i| !is_judged(whose[i]))),
         ..base
     };
     judged
         .iter()
         .map(|j| {
-            let own: Vec<&Checked> = failing
-                .iter()
-                .zip(&whose)
-                .filter(|(_, w)| **w == Some(j.cause))
-                .map(|(c, _)| c)
+            let own: Vec<usize> = (0..failing.len())
+                .filter(|&i| whose[i] == Some(j.cause))
                 .collect();
             Some(FixCheck {
                 passes: own.is_empty(),
                 own: Some(OwnCheck {
                     states: j.states,
                     still_failing: own.len(),
-                    simplest_failing: own.first().map(|c| (c.id.clone(), explain(c).sentence)),
+                    simplest_failing: simplest(own.first().copied()),
                 }),
                 ..base.clone()
             })
