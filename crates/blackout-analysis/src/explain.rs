@@ -147,6 +147,9 @@ pub struct Context<'a> {
     /// Indices of added syncs ([`with_syncs`]), ascending: ops are shown
     /// under their numbers in the trace as recorded.
     added: Vec<usize>,
+    /// Indices in the recorded trace of syncs taken out
+    /// ([`without_syncs`]), ascending.
+    removed: Vec<usize>,
     /// The files only ever appended to (every write at the end, nothing
     /// truncated): logs.
     appended: std::collections::HashMap<Ino, usize>,
@@ -164,6 +167,7 @@ impl<'a> Context<'a> {
             outputs,
             synced: synced_by(&trace.ops),
             added: Vec::new(),
+            removed: Vec::new(),
             appended: appended_files(trace),
             alone: std::collections::HashMap::new(),
         }
@@ -233,9 +237,26 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// The same, for a trace made by [`without_syncs`], given the indices
+    /// the syncs taken out had: ops keep the numbers they have in the
+    /// recorded trace.
+    pub fn with_removed_syncs(
+        trace: &'a Trace,
+        outputs: &'a Outputs,
+        removed: &[usize],
+    ) -> Context<'a> {
+        let mut removed = removed.to_vec();
+        removed.sort_unstable();
+        removed.dedup();
+        Context {
+            removed,
+            ..Context::new(trace, outputs)
+        }
+    }
+
     /// The number op `i` has in the recorded trace.
     fn n(&self, i: usize) -> usize {
-        i - self.added.partition_point(|&a| a < i)
+        recorded_index(i - self.added.partition_point(|&a| a < i), &self.removed)
     }
 
     /// An op in the user's terms, under its recorded number.
@@ -1098,6 +1119,27 @@ pub fn with_syncs(trace: &Trace, fixes: &[SyncFix]) -> (Trace, Vec<usize>) {
     }
     t.ops = ops;
     (t, added)
+}
+
+/// The index in the recorded trace of op `i` of a trace without the ops
+/// at `removed` (indices in the recorded trace, ascending).
+///
+/// ```
+/// use blackout_analysis::explain::recorded_index;
+/// assert_eq!(recorded_index(3, &[1, 5]), 4);
+/// assert_eq!(recorded_index(4, &[1, 5]), 6);
+/// assert_eq!(recorded_index(0, &[1, 5]), 0);
+/// ```
+pub fn recorded_index(i: usize, removed: &[usize]) -> usize {
+    let mut o = i;
+    for &r in removed {
+        if r <= o {
+            o += 1;
+        } else {
+            break;
+        }
+    }
+    o
 }
 
 /// A copy of `trace` without the sync ops at the indices `syncs` (fsync,

@@ -24,6 +24,7 @@ pub mod explain;
 pub mod group;
 pub mod replace;
 pub mod report;
+pub mod syncs;
 pub mod verdict;
 
 use std::collections::HashMap;

@@ -354,6 +354,9 @@ pub struct RunReport {
     /// and checking took (`fix_time_bound` of the grouping); a verification
     /// still running then is cut short ([`FixCheck::cut_short`]).
     pub fix_bound_seconds: f64,
+    /// With `--syncs`: every sync call site judged needed or not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub syncs: Option<crate::syncs::SyncsReport>,
     /// The enumeration settings, for the coverage statement.
     #[serde(skip)]
     pub explore: ExploreConfig,
@@ -415,6 +418,7 @@ impl RunReport {
             check_seconds: 0.0,
             fix_seconds: 0.0,
             fix_bound_seconds: 0.0,
+            syncs: None,
             explore: ExploreConfig::default(),
             orphans_killed: 0,
             promises_in_file_only: false,

@@ -435,6 +435,15 @@ pub(crate) struct RunArgs {
     /// be verified on every state of a slow checker's long run.
     #[arg(long, value_name = "DURATION", value_parser = parse_budget)]
     pub(crate) fix_time: Option<std::time::Duration>,
+    /// Judge every sync the program made, grouped by call site: each
+    /// site's syncs taken out, the trace re-explored under posix and its
+    /// states checked; "needed" names the simplest state that then breaks a
+    /// promise, "not needed" holds for this checker and this run. Also
+    /// scores the checker: a state missing data synced before a promise
+    /// that it accepts names it weak. Takes as long as fix verification
+    /// may (--fix-time) again.
+    #[arg(long)]
+    pub(crate) syncs: bool,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
     /// Check only shard K of N of the distinct states (with --trace and
@@ -894,6 +903,7 @@ pub(crate) fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
     cfg.consistency_only = a.consistency_only;
     cfg.fix_verifications = a.verify_fixes;
     cfg.fix_time = a.fix_time;
+    cfg.syncs = a.syncs;
     cfg.check_budget = (!a.explore.exhaustive).then_some(a.check_budget);
     cfg.require_exact = a.require_exact;
     cfg.materializer = a

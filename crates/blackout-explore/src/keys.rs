@@ -108,7 +108,7 @@ pub struct Keyer<'t> {
 
 /// Blocks whose shares [`Keyer`] remembers, at most (then it forgets them
 /// all): about a hundred bytes each.
-pub const BLOCKS_REMEMBERED: usize = 1 << 18;
+pub const BLOCKS_REMEMBERED: usize = 1 << 16;
 
 /// Words of a block's making kept inline (zeros after the last word).
 const SMALL_SIG: usize = 8;

@@ -8,7 +8,8 @@
 //! the crash points class by class, the next of each class spread between
 //! those taken (the first and last of a class, then its middle, then the
 //! quarters), so a check budget that ends the rest ends it on a sample
-//! spread over every class and the whole trace.
+//! spread over every class and the whole trace. A run explores the rest a
+//! round at a time ([`RestRounds`]) and checks each round before the next.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -21,7 +22,7 @@ use crate::classes::Classes;
 use crate::dedup::{
     explore_points, simplicity, Distinct, ExploreError, Explored, ModelStates, StateKey, Watch,
 };
-use crate::enumerate::{unit_spans, Bound, ExploreConfig, Representatives, StateDesc};
+use crate::enumerate::{unit_spans, Bound, Coverage, ExploreConfig, Representatives, StateDesc};
 use crate::model::Model;
 use blackout_oplog::ops::synced_by;
 
@@ -106,6 +107,23 @@ pub fn rest_points(
     classes: &Classes,
     max: Bound,
 ) -> (Vec<usize>, bool) {
+    let (taken, all) = rest_taken(trace, models, cfg, classes, max);
+    let mut points: Vec<usize> = taken.into_iter().map(|(k, _)| k).collect();
+    points.sort_unstable();
+    (points, all)
+}
+
+/// The crash points the rest explores, each with the models' bound on its
+/// states: every crash point (ascending) when they all fit in `max`, else
+/// those that fit in the order the rest takes them ([`spread_order`]);
+/// and whether they are every crash point.
+fn rest_taken(
+    trace: &Trace,
+    models: &[Model],
+    cfg: &ExploreConfig,
+    classes: &Classes,
+    max: Bound,
+) -> (Vec<(usize, Bound)>, bool) {
     let ops = &trace.ops;
     let points = ops.len() + 1;
     // Units and writes pending at each crash point, from where each unit
@@ -136,10 +154,10 @@ pub fn rest_points(
         .collect();
     let total = bounds.iter().copied().fold(Bound::default(), Bound::plus);
     if total.states <= max.states && total.units <= max.units {
-        return ((0..points).collect(), true);
+        return (bounds.into_iter().enumerate().collect(), true);
     }
     let mut left = max;
-    let mut taken: Vec<usize> = spread_order(classes)
+    let taken = spread_order(classes)
         .into_iter()
         .filter(|&k| {
             let b = bounds[k];
@@ -150,9 +168,136 @@ pub fn rest_points(
             }
             fits
         })
+        .map(|k| (k, bounds[k]))
         .collect();
-    taken.sort_unstable();
     (taken, false)
+}
+
+/// The first round of [`RestRounds`], at most: each round after it may be
+/// twice the one before, so a check budget that ends the rest ends it
+/// having explored at most about twice what it checked.
+pub const FIRST_ROUND: Bound = Bound {
+    states: 4_096,
+    units: 524_288,
+};
+
+/// The rest of an exploration explored a round at a time, so that a run
+/// checks each round before it explores the next and a check budget that
+/// ends the rest ends its exploring too (neither the time nor the memory
+/// of states no one will check is spent). The rounds take the crash
+/// points [`rest_points`] gives in the order the rest spreads them (class
+/// by class, spread within each): the first round at most a bound given
+/// ([`FIRST_ROUND`] in a run), each after it at most twice the one before (and at
+/// least one crash point). Every round added ([`Explored::absorb`]) makes
+/// the exploration [`explore_rest`] makes.
+pub struct RestRounds<'t> {
+    trace: &'t Trace,
+    outputs: &'t Outputs,
+    cfg: ExploreConfig,
+    sector: u64,
+    models: Vec<Model>,
+    rounds: VecDeque<Vec<usize>>,
+    all: bool,
+    /// Per model: the states its rounds enumerated and what they covered.
+    totals: Vec<(usize, Coverage)>,
+}
+
+impl<'t> RestRounds<'t> {
+    /// The rounds of the rest of a trace whose representatives `reps` were
+    /// explored (with `cfg`, under its models), within `max`, the first
+    /// round within `first` (a run's is [`FIRST_ROUND`]); none when `reps`
+    /// has no classes (no rest).
+    pub fn new(
+        trace: &'t Trace,
+        outputs: &'t Outputs,
+        cfg: &ExploreConfig,
+        sector: u64,
+        reps: &Explored,
+        (max, first): (Bound, Bound),
+    ) -> Result<RestRounds<'t>, ExploreError> {
+        let models: Vec<Model> = reps.models.iter().map(|m| m.model).collect();
+        let cfg = ExploreConfig {
+            representatives: Representatives::Exhaustive,
+            ..cfg.clone()
+        };
+        cfg.validate()?;
+        let (taken, all) = match &reps.classes {
+            Some(classes) => rest_taken(trace, &models, &cfg, classes, max),
+            None => (Vec::new(), false),
+        };
+        let mut rounds = VecDeque::new();
+        let (mut size, mut round, mut used) = (first, Vec::new(), Bound::default());
+        for (k, b) in taken {
+            let more = used.plus(b);
+            if !round.is_empty() && (more.states > size.states || more.units > size.units) {
+                rounds.push_back(std::mem::take(&mut round));
+                size = size.plus(size);
+                used = Bound::default();
+            }
+            used = used.plus(b);
+            round.push(k);
+        }
+        if !round.is_empty() {
+            rounds.push_back(round);
+        }
+        for r in &mut rounds {
+            r.sort_unstable();
+        }
+        let totals = models.iter().map(|_| (0, Coverage::default())).collect();
+        Ok(RestRounds {
+            trace,
+            outputs,
+            cfg,
+            sector,
+            models,
+            rounds,
+            all,
+            totals,
+        })
+    }
+
+    /// Whether the rounds take every crash point (else the rest's bound
+    /// left some out).
+    pub fn every_point(&self) -> bool {
+        self.all
+    }
+
+    /// Rounds not yet explored.
+    pub fn left(&self) -> usize {
+        self.rounds.len()
+    }
+
+    /// The next round explored, if any is left. The last round of rounds
+    /// that take every crash point is `in_full`, and each of its models
+    /// states and coverage are those of all the rounds (what
+    /// [`Explored::absorb`] takes from a rest in full).
+    pub fn next_round(&mut self, watch: Watch<'_>) -> Result<Option<Explored>, ExploreError> {
+        let Some(points) = self.rounds.pop_front() else {
+            return Ok(None);
+        };
+        let mut round = explore_points(
+            self.trace,
+            self.outputs,
+            &self.models,
+            &self.cfg,
+            self.sector,
+            watch,
+            &points,
+        )?;
+        for (m, (states, cov)) in round.models.iter_mut().zip(&mut self.totals) {
+            *states += m.states;
+            cov.add(m.coverage.clone());
+        }
+        round.in_full = self.rounds.is_empty() && self.all;
+        if round.in_full {
+            for (m, (states, cov)) in round.models.iter_mut().zip(&mut self.totals) {
+                m.states = *states;
+                cov.settle();
+                m.coverage = std::mem::take(cov);
+            }
+        }
+        Ok(Some(round))
+    }
 }
 
 /// Explores the rest of a trace whose representatives `reps` were
@@ -198,7 +343,9 @@ impl Explored {
     /// `rest` has one, and each model reaches what it reaches in either.
     /// When `rest` explored every crash point in full, so does the result,
     /// and each model's coverage is `rest`'s (its classes kept, with how
-    /// many crash points were explored in full).
+    /// many crash points were explored in full); else the crash points
+    /// `rest` explored add to those explored in full before (a round of
+    /// [`RestRounds`] after another).
     pub fn absorb(&mut self, rest: Explored) {
         let mut index: FxHashMap<StateKey, usize> = self
             .distinct
@@ -253,7 +400,7 @@ impl Explored {
                     }
                 }
             }
-            let full = more.coverage.crash_points;
+            let mut full = more.coverage.crash_points;
             if rest.in_full {
                 // Every state the representatives' enumeration made is one
                 // the full enumeration made too.
@@ -263,7 +410,9 @@ impl Explored {
                 m.coverage.classes = classes;
             } else {
                 m.states += more.states;
-                // A crash point both explored counts once.
+                // A crash point both explored counts once; the rest's
+                // rounds explore crash points apart.
+                full += m.coverage.full_crash_points.unwrap_or(0);
                 m.coverage.add(more.coverage);
                 m.coverage.settle();
             }
@@ -423,6 +572,53 @@ mod tests {
             reps.models[0].coverage.full_crash_points,
             Some(t.ops.len() + 1)
         );
+    }
+
+    #[test]
+    fn the_rest_in_rounds_is_the_rest_at_once() {
+        let t = table(60);
+        let outputs = Outputs::new(&t, None);
+        let cfg = ExploreConfig::default();
+        for max in [
+            UNBOUNDED,
+            Bound {
+                states: 150,
+                units: u64::MAX,
+            },
+        ] {
+            let mut once = explore(&t, Representatives::PerClass(1));
+            let mut rounds = once.clone();
+            let rest = explore_rest(&t, &outputs, &cfg, 512, Watch::default(), &once, max).unwrap();
+            once.absorb(rest);
+            let first = Bound {
+                states: 20,
+                units: u64::MAX,
+            };
+            let mut r = RestRounds::new(&t, &outputs, &cfg, 512, &rounds, (max, first)).unwrap();
+            assert_eq!(r.every_point(), max == UNBOUNDED);
+            assert!(r.left() > 2, "{} rounds", r.left());
+            while let Some(round) = r.next_round(Watch::default()).unwrap() {
+                assert_eq!(
+                    round.in_full,
+                    r.left() == 0 && max == UNBOUNDED,
+                    "{} left, {max:?}",
+                    r.left()
+                );
+                rounds.absorb(round);
+            }
+            assert_eq!(rounds.in_full, once.in_full);
+            let keys = |e: &Explored| {
+                let mut k: Vec<(StateKey, String)> =
+                    e.distinct.iter().map(|d| (d.key, d.desc.id())).collect();
+                k.sort();
+                k
+            };
+            assert_eq!(keys(&rounds), keys(&once));
+            let (a, b) = (&rounds.models[0], &once.models[0]);
+            assert_eq!(a.states, b.states);
+            assert_eq!(a.reach.len(), b.reach.len());
+            assert_eq!(a.coverage, b.coverage);
+        }
     }
 
     #[test]

@@ -8,8 +8,9 @@ use blackout_analysis::report::FIX_SECONDS_MIN;
 use blackout_analysis::report::{
     CauseGroup, Checked, FixCheck, FixSet, ModelReport, RunReport, Verdict, Window,
 };
+use blackout_analysis::syncs::{SyncVerdict, SyncsReport};
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
-use blackout_explore::model::{for_people, Model};
+use blackout_explore::model::{for_people, with_commas, Model};
 use blackout_oplog::naming::describe_unit;
 use blackout_oplog::ops::{escape_controls, Part, Unit};
 use blackout_oplog::outcome::Outcome;
@@ -282,6 +283,9 @@ pub fn render_styled(report: &RunReport, ctx: &ExportContext<'_>, color: bool) -
     for m in &report.models {
         render_model(&mut out, m, ctx, &report.explore, paint);
     }
+    if let Some(syncs) = &report.syncs {
+        render_syncs(&mut out, syncs);
+    }
     if report.orphans_killed > 0 {
         let n = report.orphans_killed;
         let _ = writeln!(
@@ -305,6 +309,73 @@ pub fn render_styled(report: &RunReport, ctx: &ExportContext<'_>, color: bool) -
         escape_controls(&report.reason)
     );
     out
+}
+
+/// The `--syncs` section: each call site's syncs, needed or not, and how
+/// strong the checker is.
+fn render_syncs(out: &mut String, r: &SyncsReport) {
+    let _ = writeln!(
+        out,
+        "syncs ({}; each call site's syncs taken out and the trace checked again; for this checker and this run):",
+        r.model.name()
+    );
+    for c in &r.sites {
+        let n = c.site.ops.len();
+        let calls = format!("{} call{}", with_commas(n), if n == 1 { "" } else { "s" });
+        let sample = if c.exact {
+            String::new()
+        } else {
+            format!(
+                " (on a sample: {} of {} states checked)",
+                with_commas(c.states_checked),
+                with_commas(c.states)
+            )
+        };
+        let them = if n == 1 { "it" } else { "them" };
+        let line = match &c.verdict {
+            SyncVerdict::Needed { state, reason, why } => {
+                let said = match reason.trim() {
+                    "" => String::new(),
+                    r => format!(": {}", escape_controls(r)),
+                };
+                format!(
+                    "needed: without {them} {state} fails{said}; {}",
+                    escape_controls(why)
+                )
+            }
+            SyncVerdict::NotNeeded => match &c.accepted_loss {
+                Some((state, promise)) => format!(
+                    "not needed by this checker, which accepts {state} without {them} though it lacks data synced before `{}` was printed{sample}",
+                    escape_controls(promise)
+                ),
+                None => format!(
+                    "not needed: every state without {them} passes or fails as with {them}{sample}"
+                ),
+            },
+            SyncVerdict::NotKnown => {
+                "not known: the bound ended it before a state was checked (raise --fix-time)".into()
+            }
+        };
+        let line = match &c.verdict {
+            SyncVerdict::Needed { .. } if !c.exact => format!("{line}{sample}"),
+            _ => line,
+        };
+        let _ = writeln!(out, "  {}: {calls}, {line}", escape_controls(&c.site.call));
+    }
+    let (caught, of) = r.mutation();
+    if of > 0 {
+        let _ = writeln!(
+            out,
+            "  checker: caught {caught} of the {of} call sites whose removal loses data synced before a promise"
+        );
+    }
+    if let Some((state, promise)) = r.weak().and_then(|c| c.accepted_loss.as_ref()) {
+        let _ = writeln!(
+            out,
+            "  the checker is weak: it accepted {state}, which lacks data synced before `{}` was printed",
+            escape_controls(promise)
+        );
+    }
 }
 
 fn render_model(

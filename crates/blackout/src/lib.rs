@@ -101,6 +101,7 @@ pub mod shard;
 pub mod sharded;
 pub mod soak;
 pub mod sweep;
+pub mod syncs;
 pub mod verdict;
 pub mod verify;
 

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::sweep::RunError;
 use crate::sweep::{add_rest, check_all, check_rest, PoolAsk, Session};
+use crate::syncs::judge_syncs;
 use crate::verdict::{verdict_of, Covered};
 use crate::verify::{verify_fixes, Owners, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
@@ -32,7 +33,7 @@ use blackout_analysis::report::fix_time_bound;
 use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
 use blackout_check::materialize::{choose, Cost, MaterializerKind};
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{outcomes, Cache, Pool, PoolConfig, Release, Scratch};
+use blackout_check::pool::{outcomes, Cache, CannotRun, Pool, PoolConfig, Release, Scratch};
 use blackout_check::server::ServerChecker;
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
@@ -40,6 +41,7 @@ use blackout_check::{Checker, CheckerKind};
 use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
+use blackout_explore::rest::{RestRounds, FIRST_ROUND, REST_BOUND};
 use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::ops::Name;
 use blackout_oplog::promises::{join_lines, Outputs};
@@ -96,6 +98,10 @@ pub struct RunConfig {
     /// for states of 4 MiB or more where this process can mount it, else
     /// directories).
     pub materializer: Option<MaterializerKind>,
+    /// Judge every sync call site of the trace under posix
+    /// ([`crate::syncs::judge_syncs`]): needed, not needed, or not known,
+    /// within the fix bound's time again.
+    pub syncs: bool,
 }
 
 /// The check budget by default: a minute of checking past the
@@ -128,6 +134,7 @@ impl RunConfig {
             check_budget: Some(CHECK_BUDGET_DEFAULT),
             require_exact: false,
             materializer: None,
+            syncs: false,
         }
     }
 
@@ -220,10 +227,7 @@ pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError
         let explored_before = start.explore_seconds;
         if cfg.checks_rest() {
             let deadline = cfg.check_budget.map(|b| Instant::now() + b);
-            start.add_rest(s, cfg)?;
-            if let Some((id, reason)) =
-                check_rest(&s.pool, &start.explored, &mut start.cache, deadline)?
-            {
+            if let Some((id, reason)) = start.rest_in_rounds(s, cfg, deadline)? {
                 return Ok(start.stop(cannot_run(&id, &reason)));
             }
         }
@@ -347,6 +351,8 @@ pub(crate) struct Start {
     pub(crate) explored: Explored,
     pub(crate) cache: Cache,
     pub(crate) explore_seconds: f64,
+    /// The check budget ended the rest before its last round was explored.
+    pub(crate) rest_cut: bool,
 }
 
 impl Start {
@@ -361,6 +367,47 @@ impl Start {
         add_rest(&s.pool, &mut self.explored, &cfg.explore, watch)?;
         self.explore_seconds += t0.elapsed().as_secs_f64();
         Ok(())
+    }
+
+    /// The rest of the trace explored a round at a time
+    /// ([`RestRounds`]), each round added to the exploration and checked
+    /// most novel first ([`check_rest`]) before the next is explored; no
+    /// round is explored after `deadline` (the time exploring counted as
+    /// exploring). Where the checker could not be run, if it could not.
+    pub(crate) fn rest_in_rounds(
+        &mut self,
+        s: &Session<'_>,
+        cfg: &RunConfig,
+        deadline: Option<Instant>,
+    ) -> Result<Option<CannotRun>, RunError> {
+        let watch = Watch {
+            cancel: cfg.cancel.as_deref(),
+            progress: cfg.explore_progress.as_deref(),
+        };
+        if !self.explored.in_full {
+            let t0 = Instant::now();
+            let trace = s.pool.trace;
+            let bounds = (REST_BOUND, FIRST_ROUND);
+            let (outputs, sector) = (s.pool.outputs, s.pool.cfg.sector);
+            let mut rounds =
+                RestRounds::new(trace, outputs, &cfg.explore, sector, &self.explored, bounds)?;
+            self.explore_seconds += t0.elapsed().as_secs_f64();
+            while rounds.left() > 0 {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    self.rest_cut = true;
+                    break;
+                }
+                let t0 = Instant::now();
+                let round = rounds.next_round(watch)?;
+                self.explored.absorb(round.expect("a round is left"));
+                self.explore_seconds += t0.elapsed().as_secs_f64();
+                let cannot = check_rest(&s.pool, &self.explored, &mut self.cache, deadline)?;
+                if cannot.is_some() {
+                    return Ok(cannot);
+                }
+            }
+        }
+        check_rest(&s.pool, &self.explored, &mut self.cache, deadline)
     }
 
     /// The report of a run that stops here.
@@ -434,6 +481,7 @@ pub(crate) fn begin(
         explored,
         cache,
         explore_seconds: t0.elapsed().as_secs_f64(),
+        rest_cut: false,
     }))
 }
 
@@ -516,6 +564,7 @@ pub(crate) fn finish(
             .iter()
             .find_map(|m| m.coverage.classes.as_ref().map(Vec::len)),
         budget: cfg.check_budget,
+        rest_cut: start.rest_cut,
         subsets_left_out: models.iter().any(|m| m.coverage.subsets_not_covered > 0),
         limit: cfg.explore.exhaustive_limit,
     };
@@ -549,6 +598,18 @@ pub(crate) fn finish(
         verify_fixes(s, m, &mut start.cache, owners)?;
     }
     let fix_seconds = t0.elapsed().as_secs_f64();
+    let syncs = match (cfg.syncs, models.iter().any(|m| m.model == Model::Posix)) {
+        (true, true) => {
+            let deadline = Instant::now() + bound;
+            Some(judge_syncs(
+                s,
+                Model::Posix,
+                &mut start.cache,
+                Some(deadline),
+            )?)
+        }
+        _ => None,
+    };
     let (verdict, reason) = verdict_of(&models, &covered, cfg.require_exact);
     Ok(RunReport {
         verdict,
@@ -565,6 +626,7 @@ pub(crate) fn finish(
         check_seconds,
         fix_seconds,
         fix_bound_seconds: bound.as_secs_f64(),
+        syncs,
         explore: s.explore.clone(),
         orphans_killed: 0,
         promises_in_file_only: false,

@@ -25,6 +25,8 @@ pub(crate) struct Covered {
     pub(crate) classes: Option<usize>,
     /// The check budget past the representatives.
     pub(crate) budget: Option<Duration>,
+    /// The check budget ended the rest before all of it was explored.
+    pub(crate) rest_cut: bool,
     /// The enumeration sampled subsets past the exhaustive limit.
     pub(crate) subsets_left_out: bool,
     /// The exhaustive limit.
@@ -58,14 +60,14 @@ impl Covered {
         if self.budget == Some(Duration::ZERO) {
             parts.push("--check-budget 0 checked no more".to_string());
         } else {
-            if !self.in_full {
+            if !self.in_full && !self.rest_cut {
                 parts.push(format!(
                     "the rest explored only at the crash points that fit in {} states ({} ops lost or torn)",
                     with_commas(usize::try_from(REST_BOUND.states).unwrap_or(usize::MAX)),
                     with_commas(usize::try_from(REST_BOUND.units).unwrap_or(usize::MAX))
                 ));
             }
-            if let (Some(b), true) = (self.budget, self.checked < self.distinct) {
+            if let (Some(b), true) = (self.budget, self.checked < self.distinct || self.rest_cut) {
                 parts.push(format!(
                     "the check budget of {} s ended the rest",
                     b.as_secs_f64()

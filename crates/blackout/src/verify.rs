@@ -184,7 +184,7 @@ pub fn verify_fixes(
 
 /// An even share of the time left before `deadline` for one of `n`
 /// verifications: when the next one must end.
-fn share_of(deadline: Option<Instant>, n: usize) -> Option<Instant> {
+pub(crate) fn share_of(deadline: Option<Instant>, n: usize) -> Option<Instant> {
     let deadline = deadline?;
     let now = Instant::now();
     let left = deadline.saturating_duration_since(now);
@@ -646,7 +646,7 @@ fn like_renames_fixes(
 /// `explore`, the rest too when the run checked every one of its own
 /// states, stopped at the fix deadline (then `Interrupted`, and the run's
 /// own cancel flag not set).
-fn explore_with_syncs(
+pub(crate) fn explore_with_syncs(
     s: &Session<'_>,
     with: &Session<'_>,
     model: Model,

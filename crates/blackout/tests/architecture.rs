@@ -137,7 +137,9 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-analysis",
-        &["verdict", "explain", "replace", "block", "report", "group"],
+        &[
+            "verdict", "explain", "replace", "block", "syncs", "report", "group",
+        ],
     ),
     (
         "blackout-export",
@@ -146,8 +148,8 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout",
         &[
-            "shard", "sweep", "verify", "verdict", "run", "sharded", "scenario", "baseline",
-            "block", "soak",
+            "shard", "sweep", "verify", "syncs", "verdict", "run", "sharded", "scenario",
+            "baseline", "block", "soak",
         ],
     ),
     (

@@ -23,3 +23,4 @@ mod selfcheck;
 mod server;
 mod shard;
 mod sqlite_matrix;
+mod syncs;

@@ -1,0 +1,165 @@
+//! `blackout run --syncs`: every sync the save example makes judged by
+//! taking it out and checking the states again, under real strace.
+
+use serde_json::Value;
+
+use crate::common::{examples, run_json, save_checker, Scratch};
+
+/// `run --syncs` of `save.sh MODE` under posix with `checker`, the
+/// document at version 1 first when `setup`: (exit code, the report).
+fn syncs_of(s: &Scratch, mode: &str, checker: &str, setup: bool) -> (i32, Value) {
+    let script = examples().join("save.sh");
+    let script = script.to_str().unwrap();
+    let mut args = vec!["--model", "posix", "--syncs", "--checker", checker];
+    if setup {
+        args.extend(["--setup", "echo 'version 1' > doc.txt"]);
+    }
+    args.extend(["--", "sh", script, mode]);
+    let (code, v, _) = run_json(s, &args);
+    (code, v)
+}
+
+/// Each site's call and verdict.
+fn verdicts(v: &Value) -> Vec<(String, String)> {
+    v["result"]["syncs"]["sites"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no syncs: {v}"))
+        .iter()
+        .map(|c| {
+            let call = c["site"]["call"].as_str().unwrap().to_string();
+            (call, c["verdict"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn a_redundant_fsync_is_not_needed_and_the_recipes_own_are() {
+    let s = Scratch::new();
+    let (code, v) = syncs_of(&s, "extra-fsync", &save_checker(), true);
+    assert_eq!(code, 0, "{v}");
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        verdicts(&v),
+        pairs(&[
+            ("fsync(doc.txt.tmp)", "needed"),
+            ("fsync(.)", "needed"),
+            ("fsync(doc.txt)", "not_needed"),
+        ])
+    );
+    let sites = v["result"]["syncs"]["sites"].as_array().unwrap();
+    for c in sites {
+        assert_eq!(c["exact"], true, "{c}");
+        assert!(c.get("accepted_loss").is_none(), "{c}");
+    }
+    // Without the file's fsync the renamed document may be empty; without
+    // the directory's, the rename may be lost after "saved".
+    assert!(
+        sites[0]["reason"].as_str().unwrap().contains("empty"),
+        "{}",
+        sites[0]
+    );
+    assert!(
+        sites[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("still version 1"),
+        "{}",
+        sites[1]
+    );
+    // The redundant one: nothing it makes durable is missing without it.
+    assert_eq!(sites[2]["loses_promised"], false);
+    assert_eq!(sites[2]["new_failing"], 0);
+    // Without the directory's fsync the model knows "saved" broken, and
+    // the repository's checker catches it. Without the file's, the extra
+    // fsync of the document still syncs its data before "saved": only
+    // the states before it lose it, and the checker catches those too (a
+    // document neither version is never right).
+    assert_eq!(sites[1]["loses_promised"], true);
+    assert_eq!(sites[0]["loses_promised"], false);
+    let text = crate::common::text(
+        &s.blackout()
+            .args([
+                "run",
+                "--model",
+                "posix",
+                "--syncs",
+                "--checker",
+                &save_checker(),
+            ])
+            .args(["--setup", "echo 'version 1' > doc.txt", "--", "sh"])
+            .arg(examples().join("save.sh"))
+            .arg("extra-fsync")
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    for line in [
+        "  fsync(doc.txt.tmp): 1 call, needed: without it c4.lost1 fails: doc.txt is empty;",
+        "  fsync(.): 1 call, needed: without it c7.lost3 fails: \"saved\" was printed",
+        "  fsync(doc.txt): 1 call, not needed: every state without it passes or fails as with it\n",
+        "  checker: caught 1 of the 1 call sites whose removal loses data synced before a promise",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+}
+
+#[test]
+fn a_failing_programs_sync_is_needed_when_its_removal_fails_new_states() {
+    let s = Scratch::new();
+    let (code, v) = syncs_of(&s, "no-dir-fsync", &save_checker(), true);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        verdicts(&v),
+        [("fsync(doc.txt.tmp)".to_string(), "needed".to_string())]
+    );
+    let site = &v["result"]["syncs"]["sites"][0];
+    assert!(site["reason"].as_str().unwrap().contains("empty"), "{site}");
+    assert!(site["new_failing"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn a_checker_that_only_asks_the_file_exists_is_named_weak_with_the_state() {
+    let s = Scratch::new();
+    let weak = r#"[ -z "$BLACKOUT_ACKED" ] || [ -f doc.txt ]"#;
+    let (code, v) = syncs_of(&s, "full", weak, false);
+    assert_eq!(code, 0, "{v}");
+    let sites = v["result"]["syncs"]["sites"].as_array().unwrap();
+    // The lost rename leaves no doc.txt: caught. The lost data leaves it
+    // empty: accepted, and named.
+    assert_eq!(sites[1]["verdict"], "needed", "{}", sites[1]);
+    assert_eq!(sites[0]["verdict"], "not_needed", "{}", sites[0]);
+    let (state, promise) = (&sites[0]["accepted_loss"][0], &sites[0]["accepted_loss"][1]);
+    assert!(state.as_str().unwrap().contains(".lost"), "{}", sites[0]);
+    assert_eq!(promise, "saved");
+    let text = crate::common::text(
+        &s.blackout()
+            .args([
+                "run",
+                "--model",
+                "posix",
+                "--syncs",
+                "--checker",
+                weak,
+                "--",
+                "sh",
+            ])
+            .arg(examples().join("save.sh"))
+            .arg("full")
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    let weak_line = format!(
+        "  the checker is weak: it accepted {}, which lacks data synced before `saved` was printed",
+        state.as_str().unwrap()
+    );
+    assert!(text.contains(&weak_line), "{text}");
+    assert!(
+        text.contains("  checker: caught 1 of the 2 call sites whose removal loses data synced before a promise"),
+        "{text}"
+    );
+}
