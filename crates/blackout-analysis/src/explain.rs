@@ -1147,14 +1147,7 @@ pub fn recorded_index(i: usize, removed: &[usize]) -> usize {
 /// Later syncs' barriers move down with the ops they count. An index that is
 /// not a sync op is kept: only syncs are taken out.
 pub fn without_syncs(trace: &Trace, syncs: &[usize]) -> Trace {
-    let is_sync = |i: &usize| {
-        trace.ops.get(*i).is_some_and(|op| {
-            matches!(
-                op.kind,
-                OpKind::Fsync { .. } | OpKind::Fdatasync { .. } | OpKind::Sync { .. }
-            )
-        })
-    };
+    let is_sync = |i: &usize| trace.ops.get(*i).is_some_and(|op| op.kind.is_sync());
     let mut gone: Vec<usize> = syncs.iter().copied().filter(is_sync).collect();
     gone.sort_unstable();
     gone.dedup();

@@ -32,15 +32,6 @@ pub struct SyncSite {
     pub ops: Vec<usize>,
 }
 
-/// Whether op `kind` is a sync: a barrier a crash model honours (fsync,
-/// fdatasync, an `O_SYNC`/`O_DSYNC` write's implied sync, sync, syncfs).
-fn is_sync(kind: &OpKind) -> bool {
-    matches!(
-        kind,
-        OpKind::Fsync { .. } | OpKind::Fdatasync { .. } | OpKind::Sync { .. }
-    )
-}
-
 /// A path's role: its last component with each run of digits as `#`
 /// (the grouping's own, `blackout_analysis::group::role`).
 fn role(path: &str) -> String {
@@ -64,7 +55,7 @@ pub fn sync_sites(trace: &Trace) -> Vec<SyncSite> {
         let call = match op.kind {
             OpKind::Fsync { implied: true, .. } => format!("{} with O_SYNC", op.syscall),
             OpKind::Fdatasync { implied: true, .. } => format!("{} with O_DSYNC", op.syscall),
-            ref k if is_sync(k) => op.syscall.clone(),
+            ref k if k.is_sync() => op.syscall.clone(),
             _ => continue,
         };
         let path = match op.kind {

@@ -727,6 +727,11 @@ pub(crate) struct RecordingArgs {
     /// line (where debug info exists) that issued each op.
     #[arg(long)]
     pub(crate) stacks: bool,
+    /// Record how long each sync took (strace -T: from entering the call to
+    /// its return, as the tracer saw them) and keep it in the trace, for
+    /// the costs `run --syncs` reports (which turns this on).
+    #[arg(long)]
+    pub(crate) sync_times: bool,
     /// A file the program rebuilds on restart (a glob on its path in the
     /// directory under test, e.g. SQLite's '*-shm'): shared writable mmaps of
     /// it are allowed and what is written through memory is not modelled.
@@ -753,6 +758,7 @@ impl RecordingArgs {
         cfg.init = self.init;
         cfg.setup = self.setup;
         cfg.stacks = self.stacks;
+        cfg.timestamps = self.sync_times;
         cfg.volatile = self.volatile;
         cfg.timeout = std::time::Duration::from_secs_f64(self.workload_timeout);
         cfg.cancel = Some(Arc::clone(&INTERRUPTED));

@@ -73,6 +73,8 @@ pub(crate) fn stopped_exit_code() -> u8 {
 }
 
 fn main() -> ExitCode {
+    // Before any thread: what exploration frees goes back to the system.
+    blackout::sys::memory::map_large_allocations();
     install_signal_handlers();
     // What a workload or checker leaves running is reparented to us, so its
     // process group can be reaped and waited out (best effort).

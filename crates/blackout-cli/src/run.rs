@@ -29,7 +29,8 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     let (trace, trace_path) = match &a.trace {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
-            let cfg = a.recording.clone().config(a.command.clone());
+            let mut cfg = a.recording.clone().config(a.command.clone());
+            cfg.timestamps |= a.syncs;
             let recorder = a.recording.recorder();
             (
                 record_trace(cfg, &recorder, a.output.as_deref())?,

@@ -8,7 +8,7 @@ use blackout_analysis::report::FIX_SECONDS_MIN;
 use blackout_analysis::report::{
     CauseGroup, Checked, FixCheck, FixSet, ModelReport, RunReport, Verdict, Window,
 };
-use blackout_analysis::syncs::{SyncVerdict, SyncsReport};
+use blackout_analysis::syncs::{SyncCheck, SyncVerdict, SyncsReport};
 use blackout_explore::enumerate::{Coverage, ExploreConfig};
 use blackout_explore::model::{for_people, with_commas, Model};
 use blackout_oplog::naming::describe_unit;
@@ -311,6 +311,66 @@ pub fn render_styled(report: &RunReport, ctx: &ExportContext<'_>, color: bool) -
     out
 }
 
+/// A duration for people: `0.004 s`, `1.9 s`, `312 s`.
+fn seconds_text(secs: f64) -> String {
+    if secs < 0.1 {
+        format!("{secs:.4} s")
+    } else if secs < 10.0 {
+        format!("{secs:.2} s")
+    } else {
+        format!("{secs:.0} s")
+    }
+}
+
+/// One call site's line: its call, how many calls and how long they took
+/// while recording, and its verdict.
+fn sync_line(c: &SyncCheck) -> String {
+    let n = c.site.ops.len();
+    let mut calls = format!("{} call{}", with_commas(n), if n == 1 { "" } else { "s" });
+    if let Some(secs) = c.seconds {
+        let _ = write!(calls, ", {}", seconds_text(secs));
+    }
+    let sample = if c.exact {
+        String::new()
+    } else {
+        format!(
+            " (on a sample: {} of {} states checked)",
+            with_commas(c.states_checked),
+            with_commas(c.states)
+        )
+    };
+    let them = if n == 1 { "it" } else { "them" };
+    let line = match &c.verdict {
+        SyncVerdict::Needed { state, reason, why } => {
+            let said = match reason.trim() {
+                "" => String::new(),
+                r => format!(": {}", escape_controls(r)),
+            };
+            format!(
+                "needed: without {them} {state} fails{said}; {}",
+                escape_controls(why)
+            )
+        }
+        SyncVerdict::NotNeeded => match &c.accepted_loss {
+            Some((state, promise)) => format!(
+                "not needed by this checker, which accepts {state} without {them} though it lacks data synced before `{}` was printed{sample}",
+                escape_controls(promise)
+            ),
+            None => format!(
+                "not needed: every state without {them} passes or fails as with {them}{sample}"
+            ),
+        },
+        SyncVerdict::NotKnown => {
+            "not known: the bound ended it before a state was checked (raise --fix-time)".into()
+        }
+    };
+    let line = match &c.verdict {
+        SyncVerdict::Needed { .. } if !c.exact => format!("{line}{sample}"),
+        _ => line,
+    };
+    format!("  {}: {calls}, {line}", escape_controls(&c.site.call))
+}
+
 /// The `--syncs` section: each call site's syncs, needed or not, and how
 /// strong the checker is.
 fn render_syncs(out: &mut String, r: &SyncsReport) {
@@ -320,47 +380,23 @@ fn render_syncs(out: &mut String, r: &SyncsReport) {
         r.model.name()
     );
     for c in &r.sites {
-        let n = c.site.ops.len();
-        let calls = format!("{} call{}", with_commas(n), if n == 1 { "" } else { "s" });
-        let sample = if c.exact {
-            String::new()
-        } else {
-            format!(
-                " (on a sample: {} of {} states checked)",
-                with_commas(c.states_checked),
-                with_commas(c.states)
-            )
-        };
-        let them = if n == 1 { "it" } else { "them" };
-        let line = match &c.verdict {
-            SyncVerdict::Needed { state, reason, why } => {
-                let said = match reason.trim() {
-                    "" => String::new(),
-                    r => format!(": {}", escape_controls(r)),
-                };
-                format!(
-                    "needed: without {them} {state} fails{said}; {}",
-                    escape_controls(why)
-                )
-            }
-            SyncVerdict::NotNeeded => match &c.accepted_loss {
-                Some((state, promise)) => format!(
-                    "not needed by this checker, which accepts {state} without {them} though it lacks data synced before `{}` was printed{sample}",
-                    escape_controls(promise)
-                ),
-                None => format!(
-                    "not needed: every state without {them} passes or fails as with {them}{sample}"
-                ),
-            },
-            SyncVerdict::NotKnown => {
-                "not known: the bound ended it before a state was checked (raise --fix-time)".into()
-            }
-        };
-        let line = match &c.verdict {
-            SyncVerdict::Needed { .. } if !c.exact => format!("{line}{sample}"),
-            _ => line,
-        };
-        let _ = writeln!(out, "  {}: {calls}, {line}", escape_controls(&c.site.call));
+        let _ = writeln!(out, "{}", sync_line(c));
+    }
+    let timed: Vec<f64> = r.sites.iter().filter_map(|c| c.seconds).collect();
+    if !timed.is_empty() {
+        let all: f64 = timed.iter().sum();
+        let unneeded: f64 = r
+            .sites
+            .iter()
+            .filter(|c| c.verdict == SyncVerdict::NotNeeded)
+            .filter_map(|c| c.seconds)
+            .sum();
+        let _ = writeln!(
+            out,
+            "  time in syncs while recording (strace -T): {} in all, {} in syncs not needed",
+            seconds_text(all),
+            seconds_text(unneeded)
+        );
     }
     let (caught, of) = r.mutation();
     if of > 0 {

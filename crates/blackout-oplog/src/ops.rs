@@ -308,6 +308,16 @@ impl OpKind {
         }
     }
 
+    /// Whether this op is a sync a crash model honours: fsync, fdatasync
+    /// (also implied by an `O_SYNC`/`O_DSYNC` write), sync or syncfs. Not
+    /// sync_file_range, not a failed sync.
+    pub fn is_sync(&self) -> bool {
+        matches!(
+            self,
+            OpKind::Fsync { .. } | OpKind::Fdatasync { .. } | OpKind::Sync { .. }
+        )
+    }
+
     /// Whether a crash may lose this op (it changes the file system and is
     /// not a sync or an output).
     pub fn is_durable_change(&self) -> bool {

@@ -118,6 +118,12 @@ pub struct Trace {
     pub initial_files: Vec<InitialFile>,
     /// The ops, in order.
     pub ops: Vec<Op>,
+    /// How long each sync op took while recording (op index,
+    /// microseconds: the time from entering the call to its return, as
+    /// strace's `-T` saw it), when recorded with call times; for the trace
+    /// as recorded (ops added or taken out later do not renumber it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sync_micros: Vec<(usize, u64)>,
     /// What replay saw.
     pub stats: ReplayStats,
     /// Length of the data blob that follows the header.
@@ -195,6 +201,7 @@ impl Trace {
             initial_entries: tree.entries.clone(),
             initial_files,
             ops: replayed.ops,
+            sync_micros: Vec::new(),
             stats: replayed.stats,
             data_len: data.len(),
             data,

@@ -5,6 +5,7 @@
 //! when the [`Recording`] or the error is dropped): the directory under test
 //! `dir/`, the raw strace log, and the workload's stdout and stderr.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -320,12 +321,9 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
             None => "strace log".into(),
         },
     };
-    let trace = replay_log(cfg, log, &tree, dir_bytes, version, &command, exit)?;
+    let mut trace = replay_log(cfg, log, &tree, dir_bytes, version, &command, exit)?;
     let call_times = if cfg.timestamps {
-        crate::strace::call_times(run.log.bytes()).map_err(|e| RecordError::Replay {
-            log: "strace log".into(),
-            err: ReplayError::from(e),
-        })?
+        timed(&mut trace, run.log.bytes())?
     } else {
         Vec::new()
     };
@@ -337,6 +335,28 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
         orphans_killed: run.orphans,
         call_times,
     })
+}
+
+/// For a log recorded with call times: each sync op's time kept in
+/// `trace` ([`Trace::sync_micros`]), and when each call returned
+/// ([`crate::strace::call_times`]).
+fn timed(trace: &mut Trace, log: &[u8]) -> Result<Vec<(u32, f64)>, RecordError> {
+    let unreadable = |e| RecordError::Replay {
+        log: "strace log".into(),
+        err: ReplayError::from(e),
+    };
+    let took: HashMap<u32, f64> = crate::strace::call_durations(log)
+        .map_err(unreadable)?
+        .into_iter()
+        .collect();
+    trace.sync_micros = trace
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| op.kind.is_sync())
+        .filter_map(|(i, op)| Some((i, (took.get(&op.line)? * 1e6).round() as u64)))
+        .collect();
+    crate::strace::call_times(log).map_err(unreadable)
 }
 
 /// Applies `--init` and `--setup` to the directory under test (the

@@ -912,6 +912,31 @@ fn skip_timestamp(body: &[u8]) -> &[u8] {
 /// assert_eq!(times, [(1, 1700000000.375)]);
 /// ```
 pub fn call_times(log: &[u8]) -> Result<Vec<(u32, f64)>, ParseError> {
+    Ok(timed_calls(log)?
+        .into_iter()
+        .map(|(line, start, took)| (line, start + took))
+        .collect())
+}
+
+/// How long each call of a log recorded with `-ttt -T` took, by the line
+/// it started on (strace's `-T` column: the time between entering the call
+/// and its return, as the tracer saw them).
+///
+/// ```
+/// let log = b"7 1700000000.250000 fsync(3</d/f>) = 0 <0.125000>\n";
+/// let took = blackout_record::strace::call_durations(log).unwrap();
+/// assert_eq!(took, [(1, 0.125)]);
+/// ```
+pub fn call_durations(log: &[u8]) -> Result<Vec<(u32, f64)>, ParseError> {
+    Ok(timed_calls(log)?
+        .into_iter()
+        .map(|(line, _, took)| (line, took))
+        .collect())
+}
+
+/// Each completed call with both columns: its start line, when it
+/// started, how long it took.
+fn timed_calls(log: &[u8]) -> Result<Vec<(u32, f64, f64)>, ParseError> {
     let mut started: Vec<Option<f64>> = vec![None];
     for line in log.split(|&b| b == b'\n') {
         let (_, body) = split_pid(line);
@@ -928,7 +953,7 @@ pub fn call_times(log: &[u8]) -> Result<Vec<(u32, f64)>, ParseError> {
         let Event::Call(call) = event else { continue };
         let start = started.get(call.line as usize).copied().flatten();
         if let (Some(start), Some(took)) = (start, call_duration(&call.text)) {
-            times.push((call.line, start + took));
+            times.push((call.line, start, took));
         }
     }
     Ok(times)

@@ -21,5 +21,6 @@
 pub mod command;
 pub mod durable;
 pub mod isolate;
+pub mod memory;
 pub mod proc;
 pub mod scratch;

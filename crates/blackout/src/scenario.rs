@@ -24,6 +24,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
+use blackout_analysis::syncs::{SyncVerdict, SyncsReport};
 use blackout_check::closure::{panic_message, ClosureChecker};
 use blackout_explore::model::Model;
 use blackout_export::json::JsonExporter;
@@ -147,6 +148,7 @@ pub struct Scenario {
     jobs: Option<usize>,
     check_budget: Option<Option<Duration>>,
     stacks: bool,
+    syncs: bool,
     strace: Option<std::path::PathBuf>,
     keep_trace: Option<std::path::PathBuf>,
     materializer: Option<blackout_check::materialize::MaterializerKind>,
@@ -173,6 +175,7 @@ impl Scenario {
             jobs: None,
             check_budget: None,
             stacks: true,
+            syncs: false,
             strace: None,
             keep_trace: None,
             materializer: None,
@@ -326,6 +329,18 @@ impl Scenario {
         self
     }
 
+    /// Judges every sync the workload made, as `blackout run --syncs`
+    /// (default off): [`Report::syncs`] says which are needed, and
+    /// [`Report::assert_sync_needed`] keeps one so.
+    ///
+    /// ```
+    /// let s = blackout::Scenario::new("save").syncs(true);
+    /// ```
+    pub fn syncs(mut self, on: bool) -> Scenario {
+        self.syncs = on;
+        self
+    }
+
     /// The strace binary to record with (default: `strace` on `PATH`).
     ///
     /// ```
@@ -422,6 +437,7 @@ impl Scenario {
             cfg.check_budget = b;
         }
         cfg.materializer = self.materializer;
+        cfg.syncs = self.syncs;
         cfg.validate().map_err(|e| e.to_string())?;
         let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
         let kept = self.keep_trace.as_deref().map(|p| p.display().to_string());
@@ -468,6 +484,7 @@ impl Scenario {
         cfg.output_fd = Some(PROMISE_FD);
         cfg.env = vec![(SCENARIO_ENV.into(), self.label.clone().into())];
         cfg.stacks = self.stacks;
+        cfg.timestamps = self.syncs;
         cfg.volatile.clone_from(&self.volatile);
         // The setup's tree, made here (unrecorded) and copied into the
         // directory under test before the workload starts.
@@ -688,6 +705,43 @@ impl Report {
     /// ```
     pub fn json(&self) -> &str {
         &self.json
+    }
+
+    /// With [`Scenario::syncs`]: every sync call site judged.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// for c in &report.syncs().unwrap().sites {
+    ///     println!("{}: {:?}", c.site.call, c.verdict);
+    /// }
+    /// ```
+    pub fn syncs(&self) -> Option<&SyncsReport> {
+        self.report.as_ref()?.syncs.as_ref()
+    }
+
+    /// Panics with the whole report unless a sync call site whose call
+    /// contains `call` (`fsync(data.db)`, or the source line with stacks:
+    /// `src/store.rs:88`) is needed: removing its syncs lets some state
+    /// break a promise. Keeps a durability sync from turning into dead
+    /// code unnoticed.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// report.assert_sync_needed("fsync(data.db)");
+    /// ```
+    pub fn assert_sync_needed(&self, call: &str) {
+        let sites = self.syncs().map_or(&[][..], |s| &s.sites[..]);
+        let site = sites.iter().find(|c| c.site.call.contains(call));
+        assert!(
+            site.is_some_and(|c| matches!(c.verdict, SyncVerdict::Needed { .. })),
+            "scenario `{}`: no needed sync at `{call}` (judge them with .syncs(true)): {}\n{}",
+            self.label,
+            site.map_or("no such call site".to_string(), |c| format!(
+                "{:?}",
+                c.verdict
+            )),
+            self.text
+        );
     }
 
     /// Panics with the whole report unless the verdict is an exact PASS:

@@ -40,12 +40,16 @@ pub fn judge_syncs(
         .map(|(k, _)| *k)
         .collect();
     let sites = sync_sites(s.pool.trace);
+    let micros: HashMap<usize, u64> = s.pool.trace.sync_micros.iter().copied().collect();
     let mut left = sites.len();
     let mut checks = Vec::with_capacity(sites.len());
     for site in sites {
         let share = share_of(deadline, left);
         left = left.saturating_sub(1).max(1);
-        checks.push(judge_site(s, model, site, cache, &was_failing, share)?);
+        let took: Option<u64> = site.ops.iter().map(|i| micros.get(i)).sum();
+        let mut check = judge_site(s, model, site, cache, &was_failing, share)?;
+        check.seconds = took.filter(|_| !micros.is_empty()).map(|m| m as f64 / 1e6);
+        checks.push(check);
     }
     Ok(SyncsReport {
         model,

@@ -79,7 +79,7 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-sys",
-        &["command", "durable", "proc", "isolate", "scratch"],
+        &["command", "durable", "proc", "isolate", "memory", "scratch"],
     ),
     (
         "blackout-block",

@@ -49,6 +49,18 @@ fn atomic_replace_passes() {
 }
 
 #[test]
+fn both_syncs_of_an_atomic_replace_are_needed() {
+    let report = common::replace_syncs_scenario();
+    report.assert_pass();
+    let syncs = report.syncs().unwrap();
+    assert_eq!(syncs.sites.len(), 2, "{}", report.text());
+    // With stacks, a site is its source line.
+    report.assert_sync_needed("atomic_replace at ");
+    report.assert_sync_needed("sync_dir at ");
+    assert_eq!(syncs.mutation(), (2, 2), "{}", report.text());
+}
+
+#[test]
 #[should_panic(
     expected = "scenario `fails`: the workload failed: blackout: the workload returned an error: disk on fire"
 )]

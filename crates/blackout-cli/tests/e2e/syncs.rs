@@ -97,14 +97,30 @@ fn a_redundant_fsync_is_not_needed_and_the_recipes_own_are() {
             .unwrap()
             .stdout,
     );
-    for line in [
-        "  fsync(doc.txt.tmp): 1 call, needed: without it c4.lost1 fails: doc.txt is empty;",
-        "  fsync(.): 1 call, needed: without it c7.lost3 fails: \"saved\" was printed",
-        "  fsync(doc.txt): 1 call, not needed: every state without it passes or fails as with it\n",
-        "  checker: caught 1 of the 1 call sites whose removal loses data synced before a promise",
-    ] {
-        assert!(text.contains(line), "{line}\n{text}");
-    }
+    // Each site's line: its call, how many calls and how long they took
+    // while recording, its verdict.
+    let line = |start: &str| {
+        let at = text
+            .find(start)
+            .unwrap_or_else(|| panic!("{start}\n{text}"));
+        text[at..].lines().next().unwrap().to_string()
+    };
+    let needed = "needed: without it c4.lost1 fails: doc.txt is empty;";
+    assert!(
+        line("  fsync(doc.txt.tmp): 1 call, ").contains(needed),
+        "{text}"
+    );
+    let needed = "needed: without it c7.lost3 fails: \"saved\" was printed";
+    assert!(line("  fsync(.): 1 call, ").contains(needed), "{text}");
+    let not = "not needed: every state without it passes or fails as with it";
+    assert!(line("  fsync(doc.txt): 1 call, ").ends_with(not), "{text}");
+    assert!(line("  time in syncs while recording (strace -T): ").contains(" in all, "));
+    assert!(text.contains(
+        "  checker: caught 1 of the 1 call sites whose removal loses data synced before a promise"
+    ));
+    assert!(sites
+        .iter()
+        .all(|c| c["seconds"].as_f64().is_some_and(|s| s >= 0.0)));
 }
 
 #[test]

@@ -5,17 +5,28 @@ use durable_test::{atomic_replace, create_without_dir_sync, holds};
 
 /// A document replaced atomically and durably, then promised: passes.
 pub fn replace_scenario() -> Report {
-    Scenario::new("atomic replace")
-        .workload(|dir, p| {
-            atomic_replace(dir, "doc", b"v2")?;
-            // What the test prints is not a promise: promises have a
-            // channel of their own.
-            println!("replaced doc");
-            p.promise("saved v2");
-            Ok(())
-        })
-        .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
+    replace(Scenario::new("atomic replace")).run()
+}
+
+/// The same, every sync judged ([`Scenario::syncs`]).
+pub fn replace_syncs_scenario() -> Report {
+    replace(Scenario::new("atomic replace, syncs judged"))
+        .syncs(true)
+        .models([blackout::explore::model::Model::Posix])
         .run()
+}
+
+/// The atomic replacement's workload and check on `s`.
+fn replace(s: Scenario) -> Scenario {
+    s.workload(|dir, p| {
+        atomic_replace(dir, "doc", b"v2")?;
+        // What the test prints is not a promise: promises have a
+        // channel of their own.
+        println!("replaced doc");
+        p.promise("saved v2");
+        Ok(())
+    })
+    .check(|state, promised| holds(state, promised, "saved v2", "doc", "v2"))
 }
 
 /// A file created and fsynced, its directory never: promised, then lost
