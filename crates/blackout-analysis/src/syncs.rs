@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use blackout_explore::enumerate::StateDesc;
 use blackout_explore::model::Model;
-use blackout_oplog::ops::{synced_by, OpKind, Part, SyncedBy};
+use blackout_oplog::ops::{synced_by, Ino, OpKind, Part, SyncedBy};
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
@@ -98,16 +98,37 @@ pub struct Removal<'a> {
     outputs: &'a Outputs,
     synced: Vec<SyncedBy>,
     gone: Vec<usize>,
+    /// For each op of the recorded trace: whether it carries data anyone
+    /// was promised (not an op on a file the program rebuilds on restart,
+    /// `--volatile`, nor its entry).
+    promised: Vec<bool>,
 }
 
 impl<'a> Removal<'a> {
     /// The removal of the syncs at `gone` (indices in `trace`, ascending)
     /// from `trace`, whose promises are `outputs`.
     pub fn new(trace: &Trace, outputs: &'a Outputs, gone: &[usize]) -> Removal<'a> {
+        let volatile: std::collections::HashSet<Ino> = trace
+            .ops
+            .iter()
+            .filter(|op| op.volatile)
+            .filter_map(|op| op.kind.data_inode())
+            .collect();
+        let promised = trace
+            .ops
+            .iter()
+            .map(|op| match op.kind {
+                OpKind::Link { ino, .. }
+                | OpKind::Unlink { ino, .. }
+                | OpKind::Rename { ino, .. } => !volatile.contains(&ino),
+                _ => !op.volatile,
+            })
+            .collect();
         Removal {
             outputs,
             synced: synced_by(&trace.ops),
             gone: gone.to_vec(),
+            promised,
         }
     }
 
@@ -141,10 +162,11 @@ impl<'a> Removal<'a> {
         }
     }
 
-    /// The sync of the recorded trace that made what `desc` loses or
-    /// tears durable before its crash, for each unit that was: a state the
-    /// recorded trace cannot make, which only the removal allows.
-    fn durable_lost(&self, desc: &StateDesc) -> Vec<usize> {
+    /// Each op (index in the recorded trace) `desc` loses or tears that a
+    /// sync of the recorded trace made durable before its crash, with that
+    /// sync: a state the recorded trace cannot make, which only the
+    /// removal allows.
+    fn durable_lost(&self, desc: &StateDesc) -> Vec<(usize, usize)> {
         let k = self.crash(desc.crash);
         let covered = |op: usize, part: Part| {
             let o = recorded_index(op, &self.gone);
@@ -154,9 +176,9 @@ impl<'a> Removal<'a> {
             } else {
                 by.main
             };
-            s.filter(|&s| s < k)
+            s.filter(|&s| s < k).map(|s| (o, s))
         };
-        let mut out: Vec<usize> = desc
+        let mut out: Vec<(usize, usize)> = desc
             .lost
             .iter()
             .filter_map(|u| covered(u.op, u.part))
@@ -175,13 +197,14 @@ impl<'a> Removal<'a> {
 
     /// The promise `desc` breaks by the model alone: the latest line
     /// printed before its crash, when a removed sync had made something it
-    /// loses durable before that line was printed.
+    /// loses durable before that line was printed (not an op on a file the
+    /// program rebuilds on restart, `--volatile`, nor its entry).
     pub fn promise_lost(&self, desc: &StateDesc) -> Option<String> {
         let k = self.crash(desc.crash);
         let (p, line) = self.outputs.latest_promise_before(k)?;
         self.durable_lost(desc)
             .iter()
-            .any(|&s| s < p)
+            .any(|&(o, s)| s < p && self.promised.get(o).copied().unwrap_or(true))
             .then(|| String::from_utf8_lossy(line).into_owned())
     }
 }
@@ -227,8 +250,8 @@ pub struct SyncCheck {
     /// before a promise (the model knows the promise broken, whatever the
     /// checker says).
     pub loses_promised: bool,
-    /// The simplest such state the checker accepted, and the promise:
-    /// the checker is weak on it.
+    /// The simplest such state the checker accepted, and the promise: on a
+    /// site not needed, the checker is weak on it ([`SyncsReport::weak`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub accepted_loss: Option<(String, String)>,
     /// Seconds the recorded run spent in these syncs, when it was recorded
@@ -263,10 +286,17 @@ impl SyncsReport {
         (caught, of.len())
     }
 
-    /// The first site whose removal made a state the checker accepted
-    /// though it lacks data synced before a promise: the checker is weak.
+    /// The first site the checker misses: its removal loses data synced
+    /// before a promise, and no state without it failed (it is not
+    /// needed by this checker), with the simplest such state the checker
+    /// accepted. The checker is weak there. A site the checker catches in
+    /// some state is no evidence, whatever else it accepts: data synced
+    /// before a promise can stop mattering (copied elsewhere, superseded),
+    /// and only the checker knows when.
     pub fn weak(&self) -> Option<&SyncCheck> {
-        self.sites.iter().find(|c| c.accepted_loss.is_some())
+        self.sites.iter().find(|c| {
+            c.loses_promised && c.verdict == SyncVerdict::NotNeeded && c.accepted_loss.is_some()
+        })
     }
 }
 

@@ -313,7 +313,9 @@ pub fn render_styled(report: &RunReport, ctx: &ExportContext<'_>, color: bool) -
 
 /// A duration for people: `0.004 s`, `1.9 s`, `312 s`.
 fn seconds_text(secs: f64) -> String {
-    if secs < 0.1 {
+    if secs <= 0.0 {
+        "0 s".into()
+    } else if secs < 0.1 {
         format!("{secs:.4} s")
     } else if secs < 10.0 {
         format!("{secs:.2} s")
@@ -405,12 +407,15 @@ fn render_syncs(out: &mut String, r: &SyncsReport) {
             "  checker: caught {caught} of the {of} call sites whose removal loses data synced before a promise"
         );
     }
-    if let Some((state, promise)) = r.weak().and_then(|c| c.accepted_loss.as_ref()) {
-        let _ = writeln!(
-            out,
-            "  the checker is weak: it accepted {state}, which lacks data synced before `{}` was printed",
-            escape_controls(promise)
-        );
+    if let Some(c) = r.weak() {
+        if let Some((state, promise)) = &c.accepted_loss {
+            let _ = writeln!(
+                out,
+                "  the checker is weak: without {} it accepted {state}, which lacks data synced before `{}` was printed",
+                escape_controls(&c.site.call),
+                escape_controls(promise)
+            );
+        }
     }
 }
 

@@ -50,7 +50,10 @@ fn atomic_replace_passes() {
 
 #[test]
 fn both_syncs_of_an_atomic_replace_are_needed() {
-    let report = common::replace_syncs_scenario();
+    let report = common::replace(Scenario::new("atomic replace, syncs judged"))
+        .syncs(true)
+        .models([blackout::explore::model::Model::Posix])
+        .run();
     report.assert_pass();
     let syncs = report.syncs().unwrap();
     assert_eq!(syncs.sites.len(), 2, "{}", report.text());

@@ -170,7 +170,7 @@ fn a_checker_that_only_asks_the_file_exists_is_named_weak_with_the_state() {
             .stdout,
     );
     let weak_line = format!(
-        "  the checker is weak: it accepted {}, which lacks data synced before `saved` was printed",
+        "  the checker is weak: without fsync(doc.txt.tmp) it accepted {}, which lacks data synced before `saved` was printed",
         state.as_str().unwrap()
     );
     assert!(text.contains(&weak_line), "{text}");
@@ -178,4 +178,21 @@ fn a_checker_that_only_asks_the_file_exists_is_named_weak_with_the_state() {
         text.contains("  checker: caught 1 of the 2 call sites whose removal loses data synced before a promise"),
         "{text}"
     );
+}
+
+#[test]
+fn the_program_without_the_sync_not_needed_still_passes_every_state() {
+    // `full` is `extra-fsync` without the fsync of the renamed document,
+    // the one site judged not needed: recorded without it, it passes, and
+    // every other site stays needed.
+    let s = Scratch::new();
+    let (code, v) = syncs_of(&s, "full", &save_checker(), true);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["result"]["exact"], true);
+    let needed: Vec<String> = verdicts(&v)
+        .into_iter()
+        .filter(|(_, verdict)| verdict == "needed")
+        .map(|(call, _)| call)
+        .collect();
+    assert_eq!(needed, ["fsync(doc.txt.tmp)", "fsync(.)"]);
 }

@@ -8,16 +8,8 @@ pub fn replace_scenario() -> Report {
     replace(Scenario::new("atomic replace")).run()
 }
 
-/// The same, every sync judged ([`Scenario::syncs`]).
-pub fn replace_syncs_scenario() -> Report {
-    replace(Scenario::new("atomic replace, syncs judged"))
-        .syncs(true)
-        .models([blackout::explore::model::Model::Posix])
-        .run()
-}
-
 /// The atomic replacement's workload and check on `s`.
-fn replace(s: Scenario) -> Scenario {
+pub fn replace(s: Scenario) -> Scenario {
     s.workload(|dir, p| {
         atomic_replace(dir, "doc", b"v2")?;
         // What the test prints is not a promise: promises have a
