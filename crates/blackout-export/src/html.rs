@@ -41,6 +41,7 @@ use std::fmt::Write as _;
 
 use blackout_analysis::block::{BlockReport, BlockSide};
 use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
+use blackout_analysis::syncs::SyncsReport;
 use blackout_explore::model::{for_people, Model};
 use blackout_oplog::naming::{describe_unit, DirPaths};
 use blackout_oplog::ops::{escape_controls, synced_by, Ino, InodeKind, OpKind, Part, Unit};
@@ -52,7 +53,7 @@ use crate::block::{
 };
 use crate::text::{
     all_applied_text, cause_details, coverage_text, fix_set_text, precheck_text, reproduce_command,
-    simplest_text, workload_name, Detail, CAUSES_SHOWN,
+    simplest_text, sync_words, syncs_heading, syncs_summary, workload_name, Detail, CAUSES_SHOWN,
 };
 use crate::{ExportContext, Exporter};
 
@@ -1035,6 +1036,30 @@ fn render_causes(out: &mut String, report: &RunReport, ctx: &ExportContext<'_>) 
     }
 }
 
+/// The `--syncs` section: a row per call site, then the checker's lines.
+fn render_syncs(out: &mut String, r: &SyncsReport) {
+    let _ = writeln!(
+        out,
+        "<section id=\"syncs\">\n<h2>Syncs</h2>\n<p>{}</p>\n<table>\n<tr><th>call site</th><th>calls</th><th>verdict</th></tr>",
+        html_escape(&syncs_heading(r))
+    );
+    for c in &r.sites {
+        let (call, calls, line) = sync_words(c);
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+            html_escape(&call),
+            html_escape(&calls),
+            html_escape(&line)
+        );
+    }
+    out.push_str("</table>\n<ul>\n");
+    for line in syncs_summary(r) {
+        let _ = writeln!(out, "<li>{}</li>", html_escape(&line));
+    }
+    out.push_str("</ul>\n</section>\n");
+}
+
 fn render_coverage(out: &mut String, report: &RunReport) {
     if report.models.is_empty() {
         return;
@@ -1131,6 +1156,9 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
     render_timeline(&mut out, report, ctx);
     render_causes(&mut out, report, ctx);
     render_coverage(&mut out, report);
+    if let Some(syncs) = &report.syncs {
+        render_syncs(&mut out, syncs);
+    }
     if let Some(side) = &report.block {
         render_block(&mut out, side, report.verdict);
     }

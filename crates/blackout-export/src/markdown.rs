@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 
 use blackout_analysis::block::{BlockReport, BlockSide};
 use blackout_analysis::report::{ModelReport, RunReport, Verdict};
+use blackout_analysis::syncs::SyncsReport;
 use blackout_explore::model::for_people;
 use blackout_oplog::ops::escape_controls;
 
@@ -34,7 +35,8 @@ use crate::block::{
 };
 use crate::text::{
     all_applied_text, cause_details, coverage_text, crash_text, fix_set_text, precheck_text,
-    reproduce_command, workload_name, Detail, CAUSES_SHOWN,
+    reproduce_command, sync_words, syncs_heading, syncs_summary, workload_name, Detail,
+    CAUSES_SHOWN,
 };
 use crate::{ExportContext, Exporter};
 
@@ -245,10 +247,41 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
             );
         }
     }
+    if let Some(syncs) = &report.syncs {
+        render_syncs(&mut out, syncs);
+    }
     if let Some(side) = &report.block {
         render_block(&mut out, side, report.verdict);
     }
     out
+}
+
+/// The `--syncs` section: a row per call site, then the checker's lines.
+fn render_syncs(out: &mut String, r: &SyncsReport) {
+    let _ = writeln!(
+        out,
+        "### Syncs
+
+{}
+",
+        md_escape(&syncs_heading(r))
+    );
+    out.push_str("| call site | calls | verdict |\n|---|---|---|\n");
+    for c in &r.sites {
+        let (call, calls, line) = sync_words(c);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            md_escape(&call).replace('|', "\\|"),
+            md_escape(&calls),
+            md_escape(&line).replace('|', "\\|")
+        );
+    }
+    out.push('\n');
+    for line in syncs_summary(r) {
+        let _ = writeln!(out, "- {}", md_escape(&line));
+    }
+    out.push('\n');
 }
 
 /// A table cell: escaped, and `-` when empty.

@@ -324,9 +324,9 @@ fn seconds_text(secs: f64) -> String {
     }
 }
 
-/// One call site's line: its call, how many calls and how long they took
-/// while recording, and its verdict.
-fn sync_line(c: &SyncCheck) -> String {
+/// One call site's words, as every format shows them: its call, how many
+/// calls and how long they took while recording, and its verdict.
+pub(crate) fn sync_words(c: &SyncCheck) -> (String, String, String) {
     let n = c.site.ops.len();
     let mut calls = format!("{} call{}", with_commas(n), if n == 1 { "" } else { "s" });
     if let Some(secs) = c.seconds {
@@ -370,20 +370,34 @@ fn sync_line(c: &SyncCheck) -> String {
         SyncVerdict::Needed { .. } if !c.exact => format!("{line}{sample}"),
         _ => line,
     };
-    format!("  {}: {calls}, {line}", escape_controls(&c.site.call))
+    (escape_controls(&c.site.call), calls, line)
 }
 
 /// The `--syncs` section: each call site's syncs, needed or not, and how
 /// strong the checker is.
 fn render_syncs(out: &mut String, r: &SyncsReport) {
-    let _ = writeln!(
-        out,
-        "syncs ({}; each call site's syncs taken out and the trace checked again; for this checker and this run):",
-        r.model.name()
-    );
+    let _ = writeln!(out, "{}:", syncs_heading(r));
     for c in &r.sites {
-        let _ = writeln!(out, "{}", sync_line(c));
+        let (call, calls, line) = sync_words(c);
+        let _ = writeln!(out, "  {call}: {calls}, {line}");
     }
+    for line in syncs_summary(r) {
+        let _ = writeln!(out, "  {line}");
+    }
+}
+
+/// The `--syncs` section's heading, as every format shows it.
+pub(crate) fn syncs_heading(r: &SyncsReport) -> String {
+    format!(
+        "syncs ({}; each call site's syncs taken out and the trace checked again; for this checker and this run)",
+        r.model.name()
+    )
+}
+
+/// The `--syncs` section's closing lines, as every format shows them: the
+/// time in syncs, the checker's score, where it is weak.
+pub(crate) fn syncs_summary(r: &SyncsReport) -> Vec<String> {
+    let mut out = Vec::new();
     let timed: Vec<f64> = r.sites.iter().filter_map(|c| c.seconds).collect();
     if !timed.is_empty() {
         let all: f64 = timed.iter().sum();
@@ -393,30 +407,28 @@ fn render_syncs(out: &mut String, r: &SyncsReport) {
             .filter(|c| c.verdict == SyncVerdict::NotNeeded)
             .filter_map(|c| c.seconds)
             .sum();
-        let _ = writeln!(
-            out,
-            "  time in syncs while recording (strace -T): {} in all, {} in syncs not needed",
+        out.push(format!(
+            "time in syncs while recording (strace -T): {} in all, {} in syncs not needed",
             seconds_text(all),
             seconds_text(unneeded)
-        );
+        ));
     }
     let (caught, of) = r.mutation();
     if of > 0 {
-        let _ = writeln!(
-            out,
-            "  checker: caught {caught} of the {of} call sites whose removal loses data synced before a promise"
-        );
+        out.push(format!(
+            "checker: caught {caught} of the {of} call sites whose removal loses data synced before a promise"
+        ));
     }
     if let Some(c) = r.weak() {
         if let Some((state, promise)) = &c.accepted_loss {
-            let _ = writeln!(
-                out,
-                "  the checker is weak: without {} it accepted {state}, which lacks data synced before `{}` was printed",
+            out.push(format!(
+                "the checker is weak: without {} it accepted {state}, which lacks data synced before `{}` was printed",
                 escape_controls(&c.site.call),
                 escape_controls(promise)
-            );
+            ));
         }
     }
+    out
 }
 
 fn render_model(

@@ -196,3 +196,42 @@ fn the_program_without_the_sync_not_needed_still_passes_every_state() {
         .collect();
     assert_eq!(needed, ["fsync(doc.txt.tmp)", "fsync(.)"]);
 }
+
+#[test]
+fn the_markdown_and_html_reports_have_the_syncs_section() {
+    let s = Scratch::new();
+    let (md, html) = (s.path("r.md"), s.path("r.html"));
+    let out = s
+        .blackout()
+        .args([
+            "run",
+            "--model",
+            "posix",
+            "--syncs",
+            "--checker",
+            &save_checker(),
+        ])
+        .args(["--setup", "echo 'version 1' > doc.txt", "--markdown"])
+        .arg(&md)
+        .arg("--html")
+        .arg(&html)
+        .args(["--", "sh"])
+        .arg(examples().join("save.sh"))
+        .arg("extra-fsync")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let md = std::fs::read_to_string(md).unwrap();
+    let html = std::fs::read_to_string(html).unwrap();
+    assert!(md.contains("### Syncs"), "{md}");
+    assert!(md.contains("| fsync(doc.txt) | 1 call, "), "{md}");
+    assert!(
+        md.contains("not needed: every state without it passes"),
+        "{md}"
+    );
+    assert!(html.contains("<section id=\"syncs\">"), "{html}");
+    assert!(
+        html.contains("<tr><td><code>fsync(.)</code></td>"),
+        "{html}"
+    );
+}
