@@ -218,7 +218,11 @@ fn run_suite(report: &RunReport, ctx: &ExportContext<'_>) -> Suite {
         name: xml_safe(&workload_name(&ctx.trace.command)),
         properties: run_properties(report, ctx),
         cases: cases(report, ctx),
-        out: String::new(),
+        out: report
+            .syncs
+            .as_ref()
+            .map(|s| xml_safe(&crate::text::syncs_text(s)))
+            .unwrap_or_default(),
         seconds: report.explore_seconds + report.check_seconds,
     }
 }

@@ -376,6 +376,12 @@ pub(crate) fn sync_words(c: &SyncCheck) -> (String, String, String) {
 /// The `--syncs` section: each call site's syncs, needed or not, and how
 /// strong the checker is.
 fn render_syncs(out: &mut String, r: &SyncsReport) {
+    out.push_str(&syncs_text(r));
+}
+
+/// The `--syncs` section as text (JUnit's run suite carries it too).
+pub(crate) fn syncs_text(r: &SyncsReport) -> String {
+    let mut out = String::new();
     let _ = writeln!(out, "{}:", syncs_heading(r));
     for c in &r.sites {
         let (call, calls, line) = sync_words(c);
@@ -384,6 +390,7 @@ fn render_syncs(out: &mut String, r: &SyncsReport) {
     for line in syncs_summary(r) {
         let _ = writeln!(out, "  {line}");
     }
+    out
 }
 
 /// The `--syncs` section's heading, as every format shows it.

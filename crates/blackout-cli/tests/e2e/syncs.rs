@@ -198,9 +198,9 @@ fn the_program_without_the_sync_not_needed_still_passes_every_state() {
 }
 
 #[test]
-fn the_markdown_and_html_reports_have_the_syncs_section() {
+fn the_markdown_html_and_junit_reports_have_the_syncs_section() {
     let s = Scratch::new();
-    let (md, html) = (s.path("r.md"), s.path("r.html"));
+    let (md, html, junit) = (s.path("r.md"), s.path("r.html"), s.path("r.xml"));
     let out = s
         .blackout()
         .args([
@@ -215,6 +215,8 @@ fn the_markdown_and_html_reports_have_the_syncs_section() {
         .arg(&md)
         .arg("--html")
         .arg(&html)
+        .arg("--junit")
+        .arg(&junit)
         .args(["--", "sh"])
         .arg(examples().join("save.sh"))
         .arg("extra-fsync")
@@ -234,4 +236,6 @@ fn the_markdown_and_html_reports_have_the_syncs_section() {
         html.contains("<tr><td><code>fsync(.)</code></td>"),
         "{html}"
     );
+    let junit = std::fs::read_to_string(junit).unwrap();
+    assert!(junit.contains("<system-out>syncs (posix;"), "{junit}");
 }
