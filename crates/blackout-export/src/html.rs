@@ -51,9 +51,10 @@ use blackout_oplog::trace::Trace;
 use crate::block::{
     coverage_text as block_coverage_text, fsck_text, misses_text, not_checked_text, state_words,
 };
+use crate::syncs::{sync_words, syncs_heading, syncs_summary};
 use crate::text::{
     all_applied_text, cause_details, coverage_text, fix_set_text, precheck_text, reproduce_command,
-    simplest_text, sync_words, syncs_heading, syncs_summary, workload_name, Detail, CAUSES_SHOWN,
+    simplest_text, workload_name, Detail, CAUSES_SHOWN,
 };
 use crate::{ExportContext, Exporter};
 

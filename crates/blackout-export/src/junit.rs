@@ -221,7 +221,7 @@ fn run_suite(report: &RunReport, ctx: &ExportContext<'_>) -> Suite {
         out: report
             .syncs
             .as_ref()
-            .map(|s| xml_safe(&crate::text::syncs_text(s)))
+            .map(|s| xml_safe(&crate::syncs::syncs_text(s)))
             .unwrap_or_default(),
         seconds: report.explore_seconds + report.check_seconds,
     }

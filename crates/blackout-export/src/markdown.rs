@@ -33,10 +33,10 @@ use blackout_oplog::ops::escape_controls;
 use crate::block::{
     coverage_text as block_coverage_text, fsck_text, misses_text, not_checked_text, state_words,
 };
+use crate::syncs::{sync_words, syncs_heading, syncs_summary};
 use crate::text::{
     all_applied_text, cause_details, coverage_text, crash_text, fix_set_text, precheck_text,
-    reproduce_command, sync_words, syncs_heading, syncs_summary, workload_name, Detail,
-    CAUSES_SHOWN,
+    reproduce_command, workload_name, Detail, CAUSES_SHOWN,
 };
 use crate::{ExportContext, Exporter};
 

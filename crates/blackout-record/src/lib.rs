@@ -33,6 +33,7 @@ pub mod snapshot;
 pub mod stacks;
 pub mod strace;
 pub mod syscall;
+pub mod times;
 
 pub use record::{RecordConfig, RecordError, Recording, StraceRecorder};
 

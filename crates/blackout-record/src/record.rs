@@ -67,7 +67,7 @@ pub struct RecordConfig {
     /// then empty.
     pub stdout: Option<PathBuf>,
     /// Log when each call started and how long it took (`-ttt -T`), for
-    /// [`crate::strace::call_times`].
+    /// [`crate::times::call_times`].
     pub timestamps: bool,
 }
 
@@ -160,7 +160,7 @@ pub struct Recording {
     /// (detached with `setsid`, say); they were killed.
     pub orphans_killed: usize,
     /// With [`RecordConfig::timestamps`]: when each call returned, by the
-    /// line it started on ([`crate::strace::call_times`]); else empty.
+    /// line it started on ([`crate::times::call_times`]); else empty.
     pub call_times: Vec<(u32, f64)>,
 }
 
@@ -339,13 +339,13 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
 
 /// For a log recorded with call times: each sync op's time kept in
 /// `trace` ([`Trace::sync_micros`]), and when each call returned
-/// ([`crate::strace::call_times`]).
+/// ([`crate::times::call_times`]).
 fn timed(trace: &mut Trace, log: &[u8]) -> Result<Vec<(u32, f64)>, RecordError> {
     let unreadable = |e| RecordError::Replay {
         log: "strace log".into(),
         err: ReplayError::from(e),
     };
-    let took: HashMap<u32, f64> = crate::strace::call_durations(log)
+    let took: HashMap<u32, f64> = crate::times::call_durations(log)
         .map_err(unreadable)?
         .into_iter()
         .collect();
@@ -356,7 +356,7 @@ fn timed(trace: &mut Trace, log: &[u8]) -> Result<Vec<(u32, f64)>, RecordError> 
         .filter(|(_, op)| op.kind.is_sync())
         .filter_map(|(i, op)| Some((i, (took.get(&op.line)? * 1e6).round() as u64)))
         .collect();
-    crate::strace::call_times(log).map_err(unreadable)
+    crate::times::call_times(log).map_err(unreadable)
 }
 
 /// Applies `--init` and `--setup` to the directory under test (the

@@ -97,8 +97,8 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-record",
         &[
-            "error", "syscall", "fsmodel", "strace", "stacks", "decode", "snapshot", "replay",
-            "record",
+            "error", "syscall", "fsmodel", "strace", "times", "stacks", "decode", "snapshot",
+            "replay", "record",
         ],
     ),
     (
@@ -143,7 +143,9 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-export",
-        &["block", "text", "json", "junit", "markdown", "html"],
+        &[
+            "block", "syncs", "text", "json", "junit", "markdown", "html",
+        ],
     ),
     (
         "blackout",

@@ -1,0 +1,131 @@
+//! The `--syncs` section's words, as every format shows them: each call
+//! site's line ([`sync_words`]), the heading and the closing lines (time in
+//! syncs, the checker's score, where it is weak), and the section whole as
+//! text ([`syncs_text`]).
+
+use std::fmt::Write as _;
+
+use blackout_analysis::syncs::{SyncCheck, SyncVerdict, SyncsReport};
+use blackout_explore::model::with_commas;
+use blackout_oplog::ops::escape_controls;
+
+/// A duration for people: `0.004 s`, `1.9 s`, `312 s`.
+pub fn seconds_text(secs: f64) -> String {
+    if secs <= 0.0 {
+        "0 s".into()
+    } else if secs < 0.1 {
+        format!("{secs:.4} s")
+    } else if secs < 10.0 {
+        format!("{secs:.2} s")
+    } else {
+        format!("{secs:.0} s")
+    }
+}
+
+/// One call site's words, as every format shows them: its call, how many
+/// calls and how long they took while recording, and its verdict.
+pub fn sync_words(c: &SyncCheck) -> (String, String, String) {
+    let n = c.site.ops.len();
+    let mut calls = format!("{} call{}", with_commas(n), if n == 1 { "" } else { "s" });
+    if let Some(secs) = c.seconds {
+        let _ = write!(calls, ", {}", seconds_text(secs));
+    }
+    let sample = if c.exact {
+        String::new()
+    } else {
+        format!(
+            " (on a sample: {} of {} states checked)",
+            with_commas(c.states_checked),
+            with_commas(c.states)
+        )
+    };
+    let them = if n == 1 { "it" } else { "them" };
+    let line = match &c.verdict {
+        SyncVerdict::Needed { state, reason, why } => {
+            let said = match reason.trim() {
+                "" => String::new(),
+                r => format!(": {}", escape_controls(r)),
+            };
+            format!(
+                "needed: without {them} {state} fails{said}; {}",
+                escape_controls(why)
+            )
+        }
+        SyncVerdict::NotNeeded => match &c.accepted_loss {
+            Some((state, promise)) => format!(
+                "not needed by this checker, which accepts {state} without {them} though it lacks data synced before `{}` was printed{sample}",
+                escape_controls(promise)
+            ),
+            None => format!(
+                "not needed: every state without {them} passes or fails as with {them}{sample}"
+            ),
+        },
+        SyncVerdict::NotKnown => {
+            "not known: the bound ended it before a state was checked (raise --fix-time)".into()
+        }
+    };
+    let line = match &c.verdict {
+        SyncVerdict::Needed { .. } if !c.exact => format!("{line}{sample}"),
+        _ => line,
+    };
+    (escape_controls(&c.site.call), calls, line)
+}
+
+/// The `--syncs` section as text (JUnit's run suite carries it too).
+pub fn syncs_text(r: &SyncsReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}:", syncs_heading(r));
+    for c in &r.sites {
+        let (call, calls, line) = sync_words(c);
+        let _ = writeln!(out, "  {call}: {calls}, {line}");
+    }
+    for line in syncs_summary(r) {
+        let _ = writeln!(out, "  {line}");
+    }
+    out
+}
+
+/// The `--syncs` section's heading, as every format shows it.
+pub fn syncs_heading(r: &SyncsReport) -> String {
+    format!(
+        "syncs ({}; each call site's syncs taken out and the trace checked again; for this checker and this run)",
+        r.model.name()
+    )
+}
+
+/// The `--syncs` section's closing lines, as every format shows them: the
+/// time in syncs, the checker's score, where it is weak.
+pub fn syncs_summary(r: &SyncsReport) -> Vec<String> {
+    let mut out = Vec::new();
+    let timed: Vec<f64> = r.sites.iter().filter_map(|c| c.seconds).collect();
+    if !timed.is_empty() {
+        let all: f64 = timed.iter().sum();
+        let unneeded: f64 = r
+            .sites
+            .iter()
+            .filter(|c| c.verdict == SyncVerdict::NotNeeded)
+            .filter_map(|c| c.seconds)
+            .sum();
+        out.push(format!(
+            "time in syncs while recording (strace -T): {} in all, {} in syncs not needed",
+            seconds_text(all),
+            seconds_text(unneeded)
+        ));
+    }
+    let (caught, of) = r.mutation();
+    if of > 0 {
+        out.push(format!(
+            "checker: caught {caught} of the {of} call sites whose removal loses data synced before a promise"
+        ));
+    }
+    if let Some(c) = r.weak() {
+        if let Some((state, promise)) = &c.accepted_loss {
+            out.push(format!(
+                "the checker is weak: without {} it accepted {state}, which lacks data synced before `{}` was printed",
+                escape_controls(&c.site.call),
+                escape_controls(promise)
+            ));
+        }
+    }
+    out
+}
