@@ -21,6 +21,8 @@ use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::rest::{check_order, explore_rest, REST_BOUND};
 use blackout_explore::state::FsState;
 use blackout_oplog::outcome::Outcome;
+use blackout_oplog::promises::Outputs;
+use blackout_oplog::trace::Trace;
 
 /// Why a run could not finish (the checker's own failures are verdicts, not
 /// errors).
@@ -73,6 +75,25 @@ pub struct Session<'a> {
     pub pool: Pool<'a>,
     /// The run's data for analysis, and its settings.
     pub analysis: Analysis<'a>,
+}
+
+impl<'a> Session<'a> {
+    /// The session for another trace of the same program (syncs added or
+    /// taken out), with its promises: the same pool settings and analysis
+    /// settings.
+    pub fn for_trace<'b>(&self, trace: &'b Trace, outputs: &'b Outputs) -> Session<'b>
+    where
+        'a: 'b,
+    {
+        Session {
+            pool: self.pool.for_trace(trace, outputs),
+            analysis: Analysis {
+                trace,
+                outputs,
+                ..self.analysis
+            },
+        }
+    }
 }
 
 impl<'a> Deref for Session<'a> {

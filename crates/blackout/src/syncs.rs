@@ -94,14 +94,7 @@ fn judge_site(
         },
         ..*s
     };
-    let s2 = Session {
-        pool: s.pool.for_trace(&trace, &outputs),
-        analysis: Analysis {
-            trace: &trace,
-            outputs: &outputs,
-            ..bounded.analysis
-        },
-    };
+    let s2 = bounded.for_trace(&trace, &outputs);
     let explored = match explore_with_syncs(&bounded, &s2, model, &explore) {
         Ok(e) => e,
         Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(unknown(site)),

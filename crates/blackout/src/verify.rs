@@ -705,14 +705,7 @@ pub fn verify_fix(
     }
     let outputs = Outputs::new(&trace, s.ack_prefix);
     let explore = explore_as_the_run(s.explore, &s.pool.trace.ops);
-    let s2 = Session {
-        pool: s.pool.for_trace(&trace, &outputs),
-        analysis: Analysis {
-            trace: &trace,
-            outputs: &outputs,
-            ..s.analysis
-        },
-    };
+    let s2 = s.for_trace(&trace, &outputs);
     let explored = match explore_with_syncs(s, &s2, model, &explore) {
         Ok(e) => e,
         Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(each(Some(cut_short))),

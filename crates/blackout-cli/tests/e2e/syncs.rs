@@ -19,6 +19,23 @@ fn syncs_of(s: &Scratch, mode: &str, checker: &str, setup: bool) -> (i32, Value)
     (code, v)
 }
 
+/// The text report of `run --syncs` of `save.sh MODE` under posix with
+/// `checker`, the document at version 1 first when `setup`.
+fn syncs_text(s: &Scratch, mode: &str, checker: &str, setup: bool) -> String {
+    let mut cmd = s.blackout();
+    cmd.args(["run", "--model", "posix", "--syncs", "--checker", checker]);
+    if setup {
+        cmd.args(["--setup", "echo 'version 1' > doc.txt"]);
+    }
+    let out = cmd
+        .args(["--", "sh"])
+        .arg(examples().join("save.sh"))
+        .arg(mode)
+        .output()
+        .unwrap();
+    crate::common::text(&out.stdout)
+}
+
 /// Each site's call and verdict.
 fn verdicts(v: &Value) -> Vec<(String, String)> {
     v["result"]["syncs"]["sites"]
@@ -80,23 +97,7 @@ fn a_redundant_fsync_is_not_needed_and_the_recipes_own_are() {
     // document neither version is never right).
     assert_eq!(sites[1]["loses_promised"], true);
     assert_eq!(sites[0]["loses_promised"], false);
-    let text = crate::common::text(
-        &s.blackout()
-            .args([
-                "run",
-                "--model",
-                "posix",
-                "--syncs",
-                "--checker",
-                &save_checker(),
-            ])
-            .args(["--setup", "echo 'version 1' > doc.txt", "--", "sh"])
-            .arg(examples().join("save.sh"))
-            .arg("extra-fsync")
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let text = syncs_text(&s, "extra-fsync", &save_checker(), true);
     // Each site's line: its call, how many calls and how long they took
     // while recording, its verdict.
     let line = |start: &str| {
@@ -151,24 +152,7 @@ fn a_checker_that_only_asks_the_file_exists_is_named_weak_with_the_state() {
     let (state, promise) = (&sites[0]["accepted_loss"][0], &sites[0]["accepted_loss"][1]);
     assert!(state.as_str().unwrap().contains(".lost"), "{}", sites[0]);
     assert_eq!(promise, "saved");
-    let text = crate::common::text(
-        &s.blackout()
-            .args([
-                "run",
-                "--model",
-                "posix",
-                "--syncs",
-                "--checker",
-                weak,
-                "--",
-                "sh",
-            ])
-            .arg(examples().join("save.sh"))
-            .arg("full")
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let text = syncs_text(&s, "full", weak, false);
     let weak_line = format!(
         "  the checker is weak: without fsync(doc.txt.tmp) it accepted {}, which lacks data synced before `saved` was printed",
         state.as_str().unwrap()
