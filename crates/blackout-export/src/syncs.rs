@@ -32,10 +32,18 @@ pub fn sync_words(c: &SyncCheck) -> (String, String, String) {
     }
     let sample = if c.exact {
         String::new()
-    } else {
+    } else if c.states_checked < c.states {
         format!(
             " (on a sample: {} of {} states checked)",
             with_commas(c.states_checked),
+            with_commas(c.states)
+        )
+    } else {
+        // Every state explored was checked, but not every crash point was
+        // explored in full: the trace without them was explored by its
+        // representatives, as the run's own sample was.
+        format!(
+            " (on a sample: the {} states of its representatives, every one checked)",
             with_commas(c.states)
         )
     };
