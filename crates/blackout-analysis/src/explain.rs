@@ -493,6 +493,17 @@ fn without_lost_tail(cx: &Context<'_>, desc: &StateDesc) -> Option<StateDesc> {
 /// when the run checked every crash point's own).
 pub const RUN_BACK_MAX: usize = 64;
 
+/// A path's role: its last component with each run of digits as `#`
+/// (`000003.log` and `000005.log` play one).
+///
+/// ```
+/// use blackout_analysis::group::role;
+/// assert_eq!(role("db/000003.log"), role("000005.log"));
+/// ```
+pub fn role(path: &str) -> String {
+    blur_digits(path.rsplit('/').next().unwrap_or(path))
+}
+
 /// A checker's reason with each run of digits as one `#`.
 ///
 /// ```

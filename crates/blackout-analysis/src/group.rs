@@ -640,16 +640,7 @@ fn windows(at: &mut [(usize, usize, Arc<str>)]) -> Vec<Window> {
     out
 }
 
-/// A path's role: its last component with each run of digits as `#`
-/// (`000003.log` and `000005.log` play one).
-///
-/// ```
-/// use blackout_analysis::group::role;
-/// assert_eq!(role("db/000003.log"), role("000005.log"));
-/// ```
-pub fn role(path: &str) -> String {
-    explain::blur_digits(path.rsplit('/').next().unwrap_or(path))
-}
+pub use crate::explain::role;
 
 /// One mechanism, one cause: causes of the same kind, issued by the same
 /// call, on files of the same role (a record split at a block boundary of

@@ -19,7 +19,7 @@ use blackout_oplog::ops::{synced_by, Ino, OpKind, Part, SyncedBy};
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
-use crate::explain::{blur_digits, recorded_index};
+use crate::explain::{recorded_index, role};
 
 /// One call site's syncs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -30,12 +30,6 @@ pub struct SyncSite {
     pub call: String,
     /// Its sync ops (indices in the trace), ascending.
     pub ops: Vec<usize>,
-}
-
-/// A path's role: its last component with each run of digits as `#`
-/// (the grouping's own, `blackout_analysis::group::role`).
-fn role(path: &str) -> String {
-    blur_digits(path.rsplit('/').next().unwrap_or(path))
 }
 
 /// The trace's syncs grouped by call site, in the order of each site's
@@ -166,9 +160,12 @@ impl<'a> Removal<'a> {
     /// sync of the recorded trace made durable before its crash, with that
     /// sync: a state the recorded trace cannot make, which only the
     /// removal allows.
-    fn durable_lost(&self, desc: &StateDesc) -> Vec<(usize, usize)> {
+    fn durable_lost<'d>(
+        &'d self,
+        desc: &'d StateDesc,
+    ) -> impl Iterator<Item = (usize, usize)> + 'd {
         let k = self.crash(desc.crash);
-        let covered = |op: usize, part: Part| {
+        let covered = move |op: usize, part: Part| {
             let o = recorded_index(op, &self.gone);
             let by = self.synced.get(o)?;
             let s = if part == Part::Source {
@@ -178,21 +175,18 @@ impl<'a> Removal<'a> {
             };
             s.filter(|&s| s < k).map(|s| (o, s))
         };
-        let mut out: Vec<(usize, usize)> = desc
-            .lost
+        let torn = desc.torn.map(|(op, _)| (op, Part::Whole));
+        desc.lost
             .iter()
-            .filter_map(|u| covered(u.op, u.part))
-            .collect();
-        if let Some((op, _)) = desc.torn {
-            out.extend(covered(op, Part::Whole));
-        }
-        out
+            .map(|u| (u.op, u.part))
+            .chain(torn)
+            .filter_map(move |(op, part)| covered(op, part))
     }
 
     /// Whether `desc` (a state of the trace without the syncs) is one the
     /// recorded trace cannot make.
     pub fn is_new(&self, desc: &StateDesc) -> bool {
-        !self.durable_lost(desc).is_empty()
+        self.durable_lost(desc).next().is_some()
     }
 
     /// The promise `desc` breaks by the model alone: the latest line
@@ -203,8 +197,7 @@ impl<'a> Removal<'a> {
         let k = self.crash(desc.crash);
         let (p, line) = self.outputs.latest_promise_before(k)?;
         self.durable_lost(desc)
-            .iter()
-            .any(|&(o, s)| s < p && self.promised.get(o).copied().unwrap_or(true))
+            .any(|(o, s)| s < p && self.promised.get(o).copied().unwrap_or(true))
             .then(|| String::from_utf8_lossy(line).into_owned())
     }
 }

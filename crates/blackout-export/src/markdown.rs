@@ -272,9 +272,9 @@ fn render_syncs(out: &mut String, r: &SyncsReport) {
         let _ = writeln!(
             out,
             "| {} | {} | {} |",
-            md_escape(&call).replace('|', "\\|"),
+            md_escape(&call),
             md_escape(&calls),
-            md_escape(&line).replace('|', "\\|")
+            md_escape(&line)
         );
     }
     out.push('\n');

@@ -55,7 +55,7 @@ pub fn sync_words(c: &SyncCheck) -> (String, String, String) {
                 r => format!(": {}", escape_controls(r)),
             };
             format!(
-                "needed: without {them} {state} fails{said}; {}",
+                "needed: without {them} {state} fails{said}; {}{sample}",
                 escape_controls(why)
             )
         }
@@ -71,10 +71,6 @@ pub fn sync_words(c: &SyncCheck) -> (String, String, String) {
         SyncVerdict::NotKnown => {
             "not known: the bound ended it before a state was checked (raise --fix-time)".into()
         }
-    };
-    let line = match &c.verdict {
-        SyncVerdict::Needed { .. } if !c.exact => format!("{line}{sample}"),
-        _ => line,
     };
     (escape_controls(&c.site.call), calls, line)
 }
@@ -105,9 +101,8 @@ pub fn syncs_heading(r: &SyncsReport) -> String {
 /// time in syncs, the checker's score, where it is weak.
 pub fn syncs_summary(r: &SyncsReport) -> Vec<String> {
     let mut out = Vec::new();
-    let timed: Vec<f64> = r.sites.iter().filter_map(|c| c.seconds).collect();
-    if !timed.is_empty() {
-        let all: f64 = timed.iter().sum();
+    if r.sites.iter().any(|c| c.seconds.is_some()) {
+        let all: f64 = r.sites.iter().filter_map(|c| c.seconds).sum();
         let unneeded: f64 = r
             .sites
             .iter()

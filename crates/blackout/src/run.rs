@@ -392,14 +392,16 @@ impl Start {
             let mut rounds =
                 RestRounds::new(trace, outputs, &cfg.explore, sector, &self.explored, bounds)?;
             self.explore_seconds += t0.elapsed().as_secs_f64();
-            while rounds.left() > 0 {
-                if deadline.is_some_and(|d| Instant::now() >= d) {
+            loop {
+                if rounds.left() > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
                     self.rest_cut = true;
                     break;
                 }
                 let t0 = Instant::now();
-                let round = rounds.next_round(watch)?;
-                self.explored.absorb(round.expect("a round is left"));
+                let Some(round) = rounds.next_round(watch)? else {
+                    break;
+                };
+                self.explored.absorb(round);
                 self.explore_seconds += t0.elapsed().as_secs_f64();
                 let cannot = check_rest(&s.pool, &self.explored, &mut self.cache, deadline)?;
                 if cannot.is_some() {

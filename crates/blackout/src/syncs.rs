@@ -104,7 +104,7 @@ fn judge_site(
     // first sync's place.
     let first = site.ops[0];
     let mut order = check_order(&explored, |k| cache.contains_key(k));
-    order.sort_by_key(|&i| {
+    order.sort_by_cached_key(|&i| {
         let d = &explored.distinct[i].desc;
         (d.crash <= first, !removal.is_new(d))
     });
