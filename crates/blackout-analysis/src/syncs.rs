@@ -251,6 +251,85 @@ pub struct SyncCheck {
     /// with call times.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// With the block backend: the site measured on the real file system,
+    /// the workload run again without its syncs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_fs: Option<FsSyncCheck>,
+}
+
+/// A site measured on a real file system: the workload recorded on it
+/// again with the site's syncs taken out of the program (not out of the
+/// trace), and the device's crash states checked.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FsSyncCheck {
+    /// The file system (`ext4`).
+    pub fs: String,
+    /// Needed there, not needed, or not measured.
+    #[serde(flatten)]
+    pub verdict: FsSyncVerdict,
+}
+
+/// Whether a site's syncs are needed on a real file system.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum FsSyncVerdict {
+    /// A state of the run without them fails (every state of the run with
+    /// them passed).
+    Needed {
+        /// The first failing state found (`b7.lost2`, in the run without
+        /// them).
+        state: String,
+        /// What the checker said of it.
+        reason: String,
+    },
+    /// Every state of the run without them checked passes.
+    NotNeeded {
+        /// Every state was checked (none left out, no budget ended it).
+        exact: bool,
+        /// Distinct states after recovery, checked.
+        distinct: usize,
+        /// With `--settle`: the crash points were those at least this many
+        /// seconds after the last promise; without, those up to the
+        /// program's exit (what the file system writes later is not
+        /// recorded).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        settle: Option<f64>,
+    },
+    /// Not measured, and why: the run fails with them too, the program
+    /// makes them in a way that cannot be taken out, or its states could
+    /// not be judged.
+    NotMeasured {
+        /// Why, one clause.
+        why: String,
+    },
+}
+
+impl FsSyncCheck {
+    /// The site's clause on the file system, for every report format,
+    /// `them` naming its syncs (`it`, `them`): `on ext4: not needed: the
+    /// program run without it passes in every one of its 4 distinct
+    /// states`.
+    pub fn sentence(&self, them: &str) -> String {
+        let fs = &self.fs;
+        match &self.verdict {
+            FsSyncVerdict::Needed { state, reason } => {
+                format!("on {fs}: needed: the program run without {them} fails in its state {state}: {reason}")
+            }
+            FsSyncVerdict::NotNeeded {
+                exact,
+                distinct,
+                settle,
+            } => format!(
+                "on {fs}: not needed: the program run without {them} passes in every one of its {distinct} distinct states{} ({})",
+                if *exact { "" } else { " checked" },
+                match settle {
+                    Some(secs) => format!("crashes at least {secs} s after the last promise"),
+                    None => "crashes until the program exited: --settle SECS records what the file system writes after".into(),
+                }
+            ),
+            FsSyncVerdict::NotMeasured { why } => format!("on {fs}: not measured: {why}"),
+        }
+    }
 }
 
 /// Every sync site of a run judged, under one model.

@@ -19,6 +19,7 @@ use blackout::explore::enumerate::{
 use blackout::explore::model::Model;
 use blackout::explore::state::SECTOR_BYTES_DEFAULT;
 use blackout::export::text::shell_quote;
+use blackout::record::omit::OmittedSync;
 use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;
 use blackout::record::{RecordConfig, StraceRecorder};
 use blackout::run::RunConfig;
@@ -737,6 +738,13 @@ pub(crate) struct RecordingArgs {
     /// it are allowed and what is written through memory is not modelled.
     #[arg(long, value_name = "GLOB")]
     pub(crate) volatile: Vec<String>,
+    /// Take these syncs out of the program, as a `run --syncs` report names
+    /// a call site (`fsync(doc.txt.tmp)`, `fdatasync(files named like
+    /// data-#.log)`): a preloaded library makes each such fsync, fdatasync
+    /// or sync_file_range the program asks of the C library return 0
+    /// unmade. The recording fails if the program makes one anyway.
+    #[arg(long, value_name = "CALL(PATH)")]
+    pub(crate) without_sync: Vec<OmittedSync>,
     /// Seconds the workload may run under the recorder; then it is killed
     /// with everything it started and the recording fails.
     #[arg(long, value_name = "SECS", default_value_t = WORKLOAD_TIMEOUT_SECONDS_DEFAULT as f64, value_parser = positive_seconds)]
@@ -760,6 +768,7 @@ impl RecordingArgs {
         cfg.stacks = self.stacks;
         cfg.timestamps = self.sync_times;
         cfg.volatile = self.volatile;
+        cfg.omit_syncs = self.without_sync;
         cfg.timeout = std::time::Duration::from_secs_f64(self.workload_timeout);
         cfg.cancel = Some(Arc::clone(&INTERRUPTED));
         cfg

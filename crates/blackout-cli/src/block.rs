@@ -10,6 +10,7 @@ use blackout::analysis::block::BlockSide;
 use blackout::analysis::report::{RunReport, Verdict};
 use blackout::block::saved::is_saved_recording;
 use blackout::block::sharded::{check_block_shard, merge_block};
+use blackout::block::syncs::{measure_syncs_on_fs, FsSyncRuns};
 use blackout::block::{
     check_block, record_block, BlockCheck, BlockConfig, BlockError, BlockRecording,
 };
@@ -151,18 +152,29 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
         rec.fs,
         rec.device.base()
     );
-    let posix = match check_trace(&rec.trace, cfg) {
+    let mut posix = match check_trace(&rec.trace, cfg) {
         Ok(r) => r,
         Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
         Err(e) => return Err(e).context("checking the posix model's crash states"),
     };
+    let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
     let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-        let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
         let how = block_check(bcfg, cfg, prefix, Some(&posix));
         Some(check_block(&rec, &how).map_err(block_error)?)
     } else {
         None
     };
+    // Each sync site run again without its syncs, when this run recorded
+    // the workload (a saved recording has no workload to run).
+    if let (Some(syncs), Some(with), None) = (&mut posix.syncs, &block, &a.trace) {
+        let record = a.recording.clone().config(a.command.clone());
+        let runs = FsSyncRuns {
+            record: &record,
+            recorder: &a.recording.recorder(),
+            check: &block_check(bcfg, cfg, prefix, None),
+        };
+        measure_syncs_on_fs(&runs, &rec.trace, with, syncs).map_err(block_error)?;
+    }
     Ok(BlockRun { rec, posix, block })
 }
 

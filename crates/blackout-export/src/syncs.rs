@@ -72,6 +72,10 @@ pub fn sync_words(c: &SyncCheck) -> (String, String, String) {
             "not known: the bound ended it before a state was checked (raise --fix-time)".into()
         }
     };
+    let line = match &c.on_fs {
+        Some(fs) => format!("{line}; {}", escape_controls(&fs.sentence(them))),
+        None => line,
+    };
     (escape_controls(&c.site.call), calls, line)
 }
 
@@ -91,8 +95,15 @@ pub fn syncs_text(r: &SyncsReport) -> String {
 
 /// The `--syncs` section's heading, as every format shows it.
 pub fn syncs_heading(r: &SyncsReport) -> String {
+    let fs = match r.sites.iter().find_map(|c| c.on_fs.as_ref()) {
+        Some(on) => format!(
+            "; on {}, the program run again without them and the device's states checked",
+            on.fs
+        ),
+        None => String::new(),
+    };
     format!(
-        "syncs ({}; each call site's syncs taken out and the trace checked again; for this checker and this run)",
+        "syncs ({}; each call site's syncs taken out and the trace checked again{fs}; for this checker and this run)",
         r.model.name()
     )
 }

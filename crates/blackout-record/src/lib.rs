@@ -27,6 +27,7 @@
 pub mod decode;
 pub mod error;
 pub mod fsmodel;
+pub mod omit;
 pub mod record;
 pub mod replay;
 pub mod snapshot;

@@ -20,6 +20,7 @@ use blackout_oplog::trace::{Trace, TraceMeta, WorkloadExit};
 use blackout_sys::command::{signal_name, substitute};
 use blackout_sys::proc::{wait_group, Waited};
 
+use crate::omit::OmittedSync;
 use crate::replay::{replay_streaming, ReplayError, ReplayOptions};
 use crate::snapshot::{copy_tree, snapshot};
 use crate::strace::TRACED_SYSCALLS;
@@ -69,6 +70,9 @@ pub struct RecordConfig {
     /// Log when each call started and how long it took (`-ttt -T`), for
     /// [`crate::times::call_times`].
     pub timestamps: bool,
+    /// Syncs taken out of the workload ([`crate::omit`]): the recording
+    /// fails when the program makes one anyway.
+    pub omit_syncs: Vec<OmittedSync>,
 }
 
 impl RecordConfig {
@@ -88,6 +92,7 @@ impl RecordConfig {
             dir: None,
             stdout: None,
             timestamps: false,
+            omit_syncs: Vec::new(),
         }
     }
 }
@@ -140,6 +145,14 @@ pub enum RecordError {
     /// The workload ran past its timeout; it was killed.
     #[error("the workload did not finish within {0} s (--workload-timeout); it was killed with its process group, and whatever it had detached")]
     TimedOut(f64),
+    /// A sync `--without-sync` takes out was made anyway.
+    #[error("the workload made {sync} anyway (log line {line}): it does not ask the C library for it (a static binary or a raw system call), so it cannot be taken out")]
+    NotOmitted {
+        /// The sync, as `--without-sync` names it.
+        sync: String,
+        /// The log line of the first one made.
+        line: u32,
+    },
     /// Any other I/O failure.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -266,32 +279,17 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
         .ok_or_else(|| RecordError::NotFound(String::new(), String::new()))?;
     let program = resolve_program(program)?;
 
-    let scratch = match &cfg.scratch_parent {
-        Some(p) => tempfile::Builder::new()
-            .prefix("blackout-")
-            .tempdir_in(p)
-            .map_err(|e| scratch_error(p, e))?,
-        None => tempfile::Builder::new()
-            .prefix("blackout-")
-            .tempdir()
-            .map_err(|e| scratch_error(&std::env::temp_dir(), e))?,
-    };
-    blackout_sys::scratch::mark_owned(scratch.path())?;
-    let base = fs::canonicalize(scratch.path())?;
-    let dir = match &cfg.dir {
-        Some(dir) => fs::canonicalize(dir)?,
-        None => {
-            let dir = base.join("dir");
-            fs::create_dir(&dir)?;
-            dir
-        }
-    };
+    let (_scratch, base, dir) = scratch_and_dir(cfg)?;
     prepare_dir(cfg, &dir)?;
     let tree = snapshot(&dir)?;
 
     let mut command: Vec<OsString> = vec![program.into_os_string()];
     command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
-    let run = run_strace(rec, cfg, &version, &command, &base, &dir)?;
+    let omitting = match cfg.omit_syncs.as_slice() {
+        [] => Vec::new(),
+        omitted => crate::omit::preload(omitted, &base, &dir, &cfg.env)?,
+    };
+    let run = run_strace(rec, cfg, &version, &command, (&base, &dir), &omitting)?;
     let shown = command[0].to_string_lossy().into_owned();
     if let Some(reason) = exec_failure(run.log.bytes(), &run.stderr) {
         return Err(RecordError::CannotStart {
@@ -322,6 +320,12 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
         },
     };
     let mut trace = replay_log(cfg, log, &tree, dir_bytes, version, &command, exit)?;
+    if let Some((i, sync)) = crate::omit::made_anyway(&trace, &cfg.omit_syncs) {
+        return Err(RecordError::NotOmitted {
+            sync: sync.to_string(),
+            line: trace.ops[i].line,
+        });
+    }
     let call_times = if cfg.timestamps {
         timed(&mut trace, run.log.bytes())?
     } else {
@@ -335,6 +339,35 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
         orphans_killed: run.orphans,
         call_times,
     })
+}
+
+/// The recording's scratch directory (removed when dropped), its
+/// canonical path, and the directory under test: the config's, else a
+/// fresh one in the scratch.
+fn scratch_and_dir(
+    cfg: &RecordConfig,
+) -> Result<(tempfile::TempDir, PathBuf, PathBuf), RecordError> {
+    let scratch = match &cfg.scratch_parent {
+        Some(p) => tempfile::Builder::new()
+            .prefix("blackout-")
+            .tempdir_in(p)
+            .map_err(|e| scratch_error(p, e))?,
+        None => tempfile::Builder::new()
+            .prefix("blackout-")
+            .tempdir()
+            .map_err(|e| scratch_error(&std::env::temp_dir(), e))?,
+    };
+    blackout_sys::scratch::mark_owned(scratch.path())?;
+    let base = fs::canonicalize(scratch.path())?;
+    let dir = match &cfg.dir {
+        Some(dir) => fs::canonicalize(dir)?,
+        None => {
+            let dir = base.join("dir");
+            fs::create_dir(&dir)?;
+            dir
+        }
+    };
+    Ok((scratch, base, dir))
 }
 
 /// For a log recorded with call times: each sync op's time kept in
@@ -438,14 +471,15 @@ struct LogInput<'a> {
 }
 
 /// Runs `command` under strace in `dir`, with the log, stdout and stderr
-/// written into `base`; keeps a copy of the log when the config asks.
+/// written into `base` and `env` added to the config's; keeps a copy of
+/// the log when the config asks.
 fn run_strace(
     rec: &StraceRecorder,
     cfg: &RecordConfig,
     version: &str,
     command: &[OsString],
-    base: &Path,
-    dir: &Path,
+    (base, dir): (&Path, &Path),
+    env: &[(OsString, OsString)],
 ) -> Result<StraceRun, RecordError> {
     let log_path = base.join("strace.log");
     let stdout_path = base.join("stdout");
@@ -481,7 +515,7 @@ fn run_strace(
         .arg(&log_path)
         .arg("--")
         .args(command)
-        .envs(cfg.env.iter().map(|(k, v)| (k, v)))
+        .envs(cfg.env.iter().chain(env).map(|(k, v)| (k, v)))
         .current_dir(dir)
         .process_group(0)
         .stdin(Stdio::null())

@@ -79,6 +79,7 @@ fn judge_site(
         loses_promised: false,
         accepted_loss: None,
         seconds: None,
+        on_fs: None,
     };
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(unknown(site));
@@ -194,6 +195,7 @@ impl Read<'_> {
             loses_promised,
             accepted_loss,
             seconds: None,
+            on_fs: None,
         })
     }
 }

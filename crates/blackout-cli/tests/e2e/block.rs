@@ -158,13 +158,21 @@ fn cell(block: &Value) -> String {
     }
 }
 
-fn doc_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/BLOCK.md")
+fn doc_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs")
+        .join(name)
 }
 
 /// Puts `table` between the `<!-- NAME -->` and `<!-- end NAME -->` lines
 /// of docs/BLOCK.md, or with BLACKOUT_UPDATE_DOCS set writes it there.
 fn compare_table(name: &str, table: &str) {
+    compare_table_in("BLOCK.md", name, table);
+}
+
+/// [`compare_table`] in `docs/DOC`.
+fn compare_table_in(doc_name: &str, name: &str, table: &str) {
+    let doc_path = || doc_path(doc_name);
     let doc = fs::read_to_string(doc_path()).unwrap();
     let (open, close) = (format!("<!-- {name} -->\n"), format!("<!-- end {name} -->"));
     let a = doc.find(&open).expect("the table's opening marker") + open.len();
@@ -176,7 +184,7 @@ fn compare_table(name: &str, table: &str) {
     }
     assert!(
         doc == new,
-        "docs/BLOCK.md's {name} table differs from what the file systems do now (regenerate with BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test e2e block):\n{table}"
+        "docs/{doc_name}'s {name} table differs from what the file systems do now (regenerate with BLACKOUT_UPDATE_DOCS=1 cargo test -p blackout-cli --test e2e block):\n{table}"
     );
 }
 
@@ -218,6 +226,64 @@ fn document_save_variants_on_real_file_systems() {
         rows.push(row);
     }
     compare_table("document-save", &rows.join("\n"));
+}
+
+/// `--syncs` on the block backend: each sync of the careful save (and of
+/// its variant with a redundant fsync of the renamed document) judged under
+/// posix and measured on each file system by running the program without
+/// it. The directory's fsync is needed everywhere in `full`; the redundant
+/// fsync nowhere; the table in docs/SYNCS.md says what each file system
+/// does with the rest.
+#[test]
+fn each_sync_of_the_save_measured_on_each_file_system() {
+    if !block_backend_available() {
+        return;
+    }
+    let s = Scratch::new();
+    let mut rows = vec![
+        "| save.sh | call site | posix model | ext4 | xfs | btrfs |".to_string(),
+        "|---|---|---|---|---|---|".to_string(),
+    ];
+    for variant in ["full", "extra-fsync"] {
+        let mut cells: Vec<(String, String, Vec<String>)> = Vec::new();
+        for fs_name in FILE_SYSTEMS {
+            let args = save_args(&["--fs", fs_name, "--syncs"], &save_checker(), variant);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let (code, v, _) = run_json(&s, &args);
+            assert_nothing_left(&s);
+            assert_eq!(code, 0, "{variant} on {fs_name}: {v}");
+            let sites = v["posix"]["result"]["syncs"]["sites"].as_array().unwrap();
+            for (i, site) in sites.iter().enumerate() {
+                let call = site["site"]["call"].as_str().unwrap().to_string();
+                let on = &site["on_fs"];
+                assert_eq!(on["fs"], fs_name, "{site}");
+                let verdict = on["verdict"].as_str().unwrap().replace('_', " ");
+                let cell = match on["state"].as_str() {
+                    Some(state) => format!("{verdict} (`{state}` fails)"),
+                    None => verdict,
+                };
+                if cells.len() <= i {
+                    let posix = site["verdict"].as_str().unwrap().replace('_', " ");
+                    cells.push((call.clone(), posix, Vec::new()));
+                }
+                assert_eq!(cells[i].0, call);
+                cells[i].2.push(cell);
+            }
+        }
+        for (call, posix, on) in cells {
+            if call == "fsync(.)" && variant == "full" {
+                assert!(on.iter().all(|c| c.starts_with("needed")), "{on:?}");
+            }
+            if call == "fsync(doc.txt)" {
+                assert!(on.iter().all(|c| c == "not needed"), "{on:?}");
+            }
+            rows.push(format!(
+                "| `{variant}` | `{call}` | {posix} | {} |",
+                on.join(" | ")
+            ));
+        }
+    }
+    compare_table_in("SYNCS.md", "syncs-on-file-systems", &rows.join("\n"));
 }
 
 /// Must-show: SQLite's rollback journal at `synchronous=FULL` loses the

@@ -223,3 +223,139 @@ fn the_markdown_html_and_junit_reports_have_the_syncs_section() {
     let junit = std::fs::read_to_string(junit).unwrap();
     assert!(junit.contains("<system-out>syncs (posix;"), "{junit}");
 }
+
+/// `ARGS --without-sync SYNC -- WORKLOAD...`: the arguments of a run
+/// whose workload really makes none of the syncs `sync` names.
+fn without(args: &[&str], sync: &str, workload: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    v.extend(["--without-sync", sync, "--"].map(String::from));
+    v.extend(workload.iter().map(|a| a.to_string()));
+    v
+}
+
+/// Runs `blackout run --json ARGS`: (exit code, the report).
+fn run_args(s: &Scratch, args: &[String]) -> (i32, Value) {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, _) = run_json(s, &args);
+    (code, v)
+}
+
+#[test]
+fn a_sync_made_as_a_raw_system_call_cannot_be_taken_out_and_the_run_says_so() {
+    let s = Scratch::new();
+    let raw = crate::common::compile(
+        &s,
+        "raw_fsync",
+        "#include <fcntl.h>\n#include <sys/syscall.h>\n#include <unistd.h>\n\
+         int main(void) { int fd = open(\"a\", O_CREAT | O_WRONLY, 0644);\n\
+         return syscall(SYS_fsync, fd) != 0; }\n",
+    );
+    let out = s
+        .blackout()
+        .args([
+            "run",
+            "--checker",
+            "true",
+            "--without-sync",
+            "fsync(a)",
+            "--",
+        ])
+        .arg(&raw)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = crate::common::text(&out.stderr);
+    assert!(
+        err.contains("the workload made fsync(a) anyway (log line ")
+            && err.contains("it does not ask the C library for it"),
+        "{err}"
+    );
+    s.assert_clean();
+}
+
+#[test]
+fn a_site_judged_not_needed_passes_a_run_that_really_omits_its_syncs() {
+    // The test engine's log, 12 records (no record split over a block:
+    // the run passes). Its manifest's creation fsync syncs an empty file:
+    // not needed. Recorded again with that fsync really taken out of the
+    // program, the run still passes, and the other sites stay needed.
+    let s = Scratch::new();
+    let engine = crate::common::repo().join("tests/engines/blocklog.py");
+    let engine = engine.to_str().unwrap();
+    let server = format!("python3 {engine} serve");
+    let args = ["--model", "posix", "--syncs", "--checker-server", &server];
+    let workload = ["python3", engine, "write", "12"];
+    let mut with: Vec<&str> = args.to_vec();
+    with.push("--");
+    with.extend(workload);
+    let (code, v, _) = run_json(&s, &with);
+    assert_eq!(code, 0, "{v}");
+    let judged = verdicts(&v);
+    let needed = |judged: &[(String, String)]| -> Vec<String> {
+        judged
+            .iter()
+            .filter(|(_, verdict)| verdict == "needed")
+            .map(|(call, _)| call.clone())
+            .collect()
+    };
+    assert!(
+        judged.contains(&("fsync(MANIFEST)".to_string(), "not_needed".to_string())),
+        "{judged:?}"
+    );
+    assert_eq!(needed(&judged).len(), judged.len() - 1, "{judged:?}");
+    let (code, v) = run_args(&s, &without(&args, "fsync(MANIFEST)", &workload));
+    assert_eq!(code, 0, "{v}");
+    let omitted = verdicts(&v);
+    assert!(
+        !omitted.iter().any(|(call, _)| call == "fsync(MANIFEST)"),
+        "the recording still has the fsync: {omitted:?}"
+    );
+    assert_eq!(needed(&omitted), needed(&judged));
+}
+
+#[test]
+fn each_site_sqlite_needs_fails_a_run_that_really_omits_its_syncs() {
+    // The sqlite3 CLI in WAL mode with synchronous FULL: every call site is
+    // needed, and recorded with a site's syncs taken out of the program
+    // (`--without-sync`) the run fails.
+    if !crate::common::have_tool("sqlite3") {
+        return;
+    }
+    let s = Scratch::new();
+    let sqlite = crate::common::repo().join("examples/sqlite");
+    let (checker, workload) = (sqlite.join("check.sh"), sqlite.join("workload.sh"));
+    let checker = format!("sh {}", checker.display());
+    let setup = crate::common::sqlite_setup("WAL");
+    let args = [
+        "--model",
+        "posix",
+        "--ack-prefix",
+        "ack ",
+        "--volatile",
+        "*-shm",
+        "--setup",
+        &setup,
+        "--checker",
+        &checker,
+    ];
+    let workload = ["sh", workload.to_str().unwrap(), "WAL", "FULL", "8"];
+    let mut with: Vec<&str> = args.to_vec();
+    with.extend(["--syncs", "--"]);
+    with.extend(workload);
+    let (code, v, _) = run_json(&s, &with);
+    assert_eq!(code, 0, "{v}");
+    let judged = verdicts(&v);
+    let calls: Vec<&str> = judged.iter().map(|(call, _)| call.as_str()).collect();
+    assert_eq!(
+        calls,
+        ["fdatasync(db-wal)", "fdatasync(.)", "fdatasync(db)"]
+    );
+    assert!(
+        judged.iter().all(|(_, verdict)| verdict == "needed"),
+        "{judged:?}"
+    );
+    for call in calls {
+        let (code, v) = run_args(&s, &without(&args, call, &workload));
+        assert_eq!(code, 1, "without {call}: {}", v["result"]["verdict"]);
+    }
+}

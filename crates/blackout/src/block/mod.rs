@@ -46,6 +46,7 @@ pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
 
 pub mod saved;
 pub mod sharded;
+pub mod syncs;
 
 /// The block backend's own settings.
 #[derive(Debug, Clone)]
