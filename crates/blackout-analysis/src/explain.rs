@@ -878,14 +878,15 @@ impl Lost<'_, '_> {
                     ))
                 }
                 OpKind::FailedSync { ino, errno } if *ino == f => {
+                    let (advice, fix) = failed_sync_advice(errno, fix);
                     return Some(self.mk(
                         CauseKind::FailedSync,
                         format!(
-                            "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
+                            "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}{advice}",
                             cx.n(j),
                             ops[j].line
                         ),
-                        Some(fix.clone()),
+                        fix,
                     ))
                 }
                 _ => {}
@@ -1058,14 +1059,15 @@ fn entry_cause(
     for (j, later) in ops.iter().enumerate().take(k).skip(i + 1) {
         if let OpKind::FailedSync { ino, errno } = &later.kind {
             if *ino == dir {
+                let (advice, fix) = failed_sync_advice(errno, &fix);
                 return mk(
                     CauseKind::FailedSync,
                     format!(
-                        "the fsync of directory {d} after the {name} (op {ni}) failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}",
+                        "the fsync of directory {d} after the {name} (op {ni}) failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}{advice}",
                         cx.n(j),
                         ops[j].line
                     ),
-                    Some(fix),
+                    fix,
                 );
             }
         }
@@ -1181,6 +1183,20 @@ pub fn without_syncs(trace: &Trace, syncs: &[usize]) -> Trace {
         })
         .collect();
     t
+}
+
+/// What a cause of a failed sync advises, and its fix: after a writeback
+/// error no sync fixes it (the pages are forgotten); after a refused call
+/// (a wrong descriptor) the sync it should have been does.
+fn failed_sync_advice(errno: &str, fix: &SyncFix) -> (&'static str, Option<SyncFix>) {
+    if blackout_oplog::ops::writeback_error(errno) {
+        (
+            "; no later sync makes that data durable (after a failed writeback the kernel does not write the pages again, and a retried fsync returns 0): treat a failed fsync as fatal, stop promising, and recover from what is on disk",
+            None,
+        )
+    } else {
+        ("", Some(fix.clone()))
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 
 pub mod block;
 pub mod explain;
+pub mod failsyncs;
 pub mod group;
 pub mod replace;
 pub mod report;

@@ -357,6 +357,9 @@ pub struct RunReport {
     /// With `--syncs`: every sync call site judged needed or not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub syncs: Option<crate::syncs::SyncsReport>,
+    /// With `--fail-syncs`: every sync call site made to fail in turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_syncs: Option<crate::failsyncs::FailSyncsReport>,
     /// The enumeration settings, for the coverage statement.
     #[serde(skip)]
     pub explore: ExploreConfig,
@@ -396,6 +399,21 @@ impl RunReport {
         }
     }
 
+    /// Keeps `--fail-syncs`' report: a run that passed fails when a sync
+    /// made to fail loses promised data, its reason says so.
+    pub fn set_failed_syncs(&mut self, f: crate::failsyncs::FailSyncsReport) {
+        if f.fails() && self.verdict == Verdict::Pass {
+            let n = f.sites.iter().filter(|c| c.outcome.fails()).count();
+            self.verdict = Verdict::Fail;
+            self.reason = format!(
+                "with a sync failing, the program loses promised data ({n} of {} call sites made to fail; see failed syncs); as recorded, {}",
+                f.sites.len(),
+                self.reason
+            );
+        }
+        self.failed_syncs = Some(f);
+    }
+
     /// A report of a run that stopped before exploring.
     pub fn early(
         (verdict, reason): (Verdict, String),
@@ -419,6 +437,7 @@ impl RunReport {
             fix_seconds: 0.0,
             fix_bound_seconds: 0.0,
             syncs: None,
+            failed_syncs: None,
             explore: ExploreConfig::default(),
             orphans_killed: 0,
             promises_in_file_only: false,

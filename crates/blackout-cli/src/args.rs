@@ -445,6 +445,15 @@ pub(crate) struct RunArgs {
     /// may (--fix-time) again.
     #[arg(long)]
     pub(crate) syncs: bool,
+    /// Make each sync call site's first call fail with EIO (strace injects
+    /// the error; the call is not made), run the program again, and check
+    /// that run's states under posix, where what a failed sync covered is
+    /// never durable: a program that promises after the failure (retrying
+    /// the sync, or ignoring the error) and can lose the promised data
+    /// fails; one that stops promising passes. Needs the workload (not
+    /// --trace); runs it once more per call site.
+    #[arg(long, conflicts_with = "trace")]
+    pub(crate) fail_syncs: bool,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
     /// Check only shard K of N of the distinct states (with --trace and

@@ -53,6 +53,11 @@ pub(crate) fn block_config(a: &RunArgs) -> Result<BlockConfig> {
 /// posix model checked on its trace, then every crash state of the device
 /// mounted and checked.
 pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
+    if a.fail_syncs {
+        return Err(anyhow!(
+            "--fail-syncs is not measured on a real file system yet: run it with a model (without --backend block)"
+        ));
+    }
     if a.trace.is_some() {
         // A saved recording is checked as it was made.
         let made_when_recording = [

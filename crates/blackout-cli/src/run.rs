@@ -4,6 +4,7 @@
 use anyhow::{anyhow, Context, Result};
 
 use blackout::export::ExportContext;
+use blackout::failsyncs::{judge_failed_syncs, FailRuns};
 use blackout::run::{check_trace, RunConfig, RunError};
 use blackout::sharded::check_shard;
 
@@ -26,12 +27,13 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
     let mode = baseline_mode(&a)?;
+    let recording = a.recording.clone().config(a.command.clone());
+    let recorder = a.recording.recorder();
     let (trace, trace_path) = match &a.trace {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
-            let mut cfg = a.recording.clone().config(a.command.clone());
+            let mut cfg = recording.clone();
             cfg.timestamps |= a.syncs;
-            let recorder = a.recording.recorder();
             (
                 record_trace(cfg, &recorder, a.output.as_deref())?,
                 a.output.clone(),
@@ -51,11 +53,22 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     }
     let result = check_trace(&trace, &cfg);
     bars.clear();
-    let report = match result {
+    let mut report = match result {
         Ok(r) => r,
         Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
         Err(e) => return Err(e).context("checking crash states"),
     };
+    if a.fail_syncs {
+        let runs = FailRuns {
+            record: &recording,
+            recorder: &recorder,
+        };
+        match judge_failed_syncs(&trace, &mut cfg, &runs) {
+            Ok(f) => report.set_failed_syncs(f),
+            Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
+            Err(e) => return Err(e).context("checking the runs with a sync failing"),
+        }
+    }
     let shown = trace_path.as_ref().map(|p| p.display().to_string());
     let trace_id = trace.content_id();
     let ctx = ExportContext {

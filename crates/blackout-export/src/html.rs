@@ -40,6 +40,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use blackout_analysis::block::{BlockReport, BlockSide};
+use blackout_analysis::failsyncs::FailSyncsReport;
 use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
 use blackout_analysis::syncs::SyncsReport;
 use blackout_explore::model::{for_people, Model};
@@ -51,7 +52,9 @@ use blackout_oplog::trace::Trace;
 use crate::block::{
     coverage_text as block_coverage_text, fsck_text, misses_text, not_checked_text, state_words,
 };
-use crate::syncs::{sync_words, syncs_heading, syncs_summary};
+use crate::syncs::{
+    failed_sync_words, sync_words, syncs_heading, syncs_summary, FAILED_SYNCS_HEADING,
+};
 use crate::text::{
     all_applied_text, cause_details, coverage_text, fix_set_text, precheck_text, reproduce_command,
     simplest_text, workload_name, Detail, CAUSES_SHOWN,
@@ -1061,6 +1064,26 @@ fn render_syncs(out: &mut String, r: &SyncsReport) {
     out.push_str("</ul>\n</section>\n");
 }
 
+/// The `--fail-syncs` section: a row per call site made to fail.
+fn render_failed_syncs(out: &mut String, r: &FailSyncsReport) {
+    let _ = writeln!(
+        out,
+        "<section id=\"failed-syncs\">\n<h2>Failed syncs</h2>\n<p>{}</p>\n<table>\n<tr><th>call site</th><th>the call that failed</th><th>what the program did</th></tr>",
+        html_escape(FAILED_SYNCS_HEADING)
+    );
+    for c in &r.sites {
+        let (call, failed, line) = failed_sync_words(c);
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+            html_escape(&call),
+            html_escape(&failed),
+            html_escape(&line)
+        );
+    }
+    out.push_str("</table>\n</section>\n");
+}
+
 fn render_coverage(out: &mut String, report: &RunReport) {
     if report.models.is_empty() {
         return;
@@ -1159,6 +1182,9 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
     render_coverage(&mut out, report);
     if let Some(syncs) = &report.syncs {
         render_syncs(&mut out, syncs);
+    }
+    if let Some(failed) = &report.failed_syncs {
+        render_failed_syncs(&mut out, failed);
     }
     if let Some(side) = &report.block {
         render_block(&mut out, side, report.verdict);

@@ -156,6 +156,26 @@ fn cases(report: &RunReport, ctx: &ExportContext<'_>) -> Vec<Case> {
             out: String::new(),
         });
     }
+    // Each sync call site made to fail is a case: one that loses promised
+    // data fails.
+    for c in report.failed_syncs.iter().flat_map(|f| &f.sites) {
+        let (call, failed, line) = crate::syncs::failed_sync_words(c);
+        let failures = match c.outcome.fails() {
+            true => vec![Problem {
+                message: line.clone(),
+                kind: "failed_sync".into(),
+                text: format!("{failed}; {line}\n"),
+            }],
+            false => Vec::new(),
+        };
+        cases.push(Case {
+            name: xml_safe(&format!("{call} failing")),
+            failures,
+            errors: Vec::new(),
+            skipped: None,
+            out: xml_safe(&format!("{failed}; {line}\n")),
+        });
+    }
     cases
 }
 
@@ -218,11 +238,19 @@ fn run_suite(report: &RunReport, ctx: &ExportContext<'_>) -> Suite {
         name: xml_safe(&workload_name(&ctx.trace.command)),
         properties: run_properties(report, ctx),
         cases: cases(report, ctx),
-        out: report
-            .syncs
-            .as_ref()
-            .map(|s| xml_safe(&crate::syncs::syncs_text(s)))
-            .unwrap_or_default(),
+        out: xml_safe(&format!(
+            "{}{}",
+            report
+                .syncs
+                .as_ref()
+                .map(crate::syncs::syncs_text)
+                .unwrap_or_default(),
+            report
+                .failed_syncs
+                .as_ref()
+                .map(crate::syncs::failed_syncs_text)
+                .unwrap_or_default()
+        )),
         seconds: report.explore_seconds + report.check_seconds,
     }
 }

@@ -25,6 +25,7 @@
 use std::fmt::Write as _;
 
 use blackout_analysis::block::{BlockReport, BlockSide};
+use blackout_analysis::failsyncs::FailSyncsReport;
 use blackout_analysis::report::{ModelReport, RunReport, Verdict};
 use blackout_analysis::syncs::SyncsReport;
 use blackout_explore::model::for_people;
@@ -33,7 +34,9 @@ use blackout_oplog::ops::escape_controls;
 use crate::block::{
     coverage_text as block_coverage_text, fsck_text, misses_text, not_checked_text, state_words,
 };
-use crate::syncs::{sync_words, syncs_heading, syncs_summary};
+use crate::syncs::{
+    failed_sync_words, sync_words, syncs_heading, syncs_summary, FAILED_SYNCS_HEADING,
+};
 use crate::text::{
     all_applied_text, cause_details, coverage_text, crash_text, fix_set_text, precheck_text,
     reproduce_command, workload_name, Detail, CAUSES_SHOWN,
@@ -250,10 +253,34 @@ pub fn render(report: &RunReport, ctx: &ExportContext<'_>) -> String {
     if let Some(syncs) = &report.syncs {
         render_syncs(&mut out, syncs);
     }
+    if let Some(failed) = &report.failed_syncs {
+        render_failed_syncs(&mut out, failed);
+    }
     if let Some(side) = &report.block {
         render_block(&mut out, side, report.verdict);
     }
     out
+}
+
+/// The `--fail-syncs` section: a row per call site made to fail.
+fn render_failed_syncs(out: &mut String, r: &FailSyncsReport) {
+    let _ = writeln!(
+        out,
+        "### Failed syncs\n\n{}\n",
+        md_escape(FAILED_SYNCS_HEADING)
+    );
+    out.push_str("| call site | the call that failed | what the program did |\n|---|---|---|\n");
+    for c in &r.sites {
+        let (call, failed, line) = failed_sync_words(c);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            md_escape(&call),
+            md_escape(&failed),
+            md_escape(&line)
+        );
+    }
+    out.push('\n');
 }
 
 /// The `--syncs` section: a row per call site, then the checker's lines.

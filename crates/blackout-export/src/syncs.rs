@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use blackout_analysis::failsyncs::{FailSyncCheck, FailSyncsReport};
 use blackout_analysis::syncs::{SyncCheck, SyncVerdict, SyncsReport};
 use blackout_explore::model::with_commas;
 use blackout_oplog::ops::escape_controls;
@@ -139,6 +140,40 @@ pub fn syncs_summary(r: &SyncsReport) -> Vec<String> {
                 escape_controls(&c.site.call),
                 escape_controls(promise)
             ));
+        }
+    }
+    out
+}
+
+/// The `--fail-syncs` section's heading, as every format shows it.
+pub const FAILED_SYNCS_HEADING: &str = "failed syncs (each call site's first call made to fail with EIO, the program run again, and its states checked under posix with what the failed sync covered never durable)";
+
+/// One call site made to fail, in words: its call, what failed, and what
+/// the program then did.
+pub fn failed_sync_words(c: &FailSyncCheck) -> (String, String, String) {
+    let failed = c.failed.as_deref().map(escape_controls).unwrap_or_default();
+    let mut line = escape_controls(&c.outcome.sentence());
+    if !c.exact
+        && c.failed.is_some()
+        && !matches!(
+            c.outcome,
+            blackout_analysis::failsyncs::FailSyncOutcome::NotMeasured { .. }
+        )
+    {
+        line.push_str(" (on a sample of its states)");
+    }
+    (escape_controls(&c.site.call), failed, line)
+}
+
+/// The `--fail-syncs` section as text.
+pub fn failed_syncs_text(r: &FailSyncsReport) -> String {
+    let mut out = format!("{FAILED_SYNCS_HEADING}:\n");
+    for c in &r.sites {
+        let (call, failed, line) = failed_sync_words(c);
+        if failed.is_empty() {
+            let _ = writeln!(out, "  {call}: {line}");
+        } else {
+            let _ = writeln!(out, "  {call}: {failed}; {line}");
         }
     }
     out

@@ -288,6 +288,9 @@ pub fn render_styled(report: &RunReport, ctx: &ExportContext<'_>, color: bool) -
     if let Some(syncs) = &report.syncs {
         render_syncs(&mut out, syncs);
     }
+    if let Some(failed) = &report.failed_syncs {
+        out.push_str(&crate::syncs::failed_syncs_text(failed));
+    }
     if report.orphans_killed > 0 {
         let n = report.orphans_killed;
         let _ = writeln!(

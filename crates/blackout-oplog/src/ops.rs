@@ -385,7 +385,11 @@ impl SyncedBy {
 /// fsync/fdatasync of a file covers its earlier data ops; fsync of a directory
 /// covers earlier entry ops in it (each rename half by its own directory);
 /// sync/syncfs covers everything earlier. Only ops that completed before the
-/// sync call started are covered. Syncs and outputs count as covered.
+/// sync call started are covered. Syncs and outputs count as covered. An
+/// fsync or fdatasync that failed with a writeback error
+/// ([`writeback_error`]) leaves what was pending on its file uncovered for
+/// good: no later sync covers it (Linux drops the failed pages' dirty
+/// state; docs/MODELS.md, "When a sync fails").
 pub fn synced_by(ops: &[Op]) -> Vec<SyncedBy> {
     use std::collections::HashMap;
     // Pending halves by the inode whose sync covers them: (op index, is the
@@ -448,12 +452,31 @@ pub fn synced_by(ops: &[Op]) -> Vec<SyncedBy> {
                 }
                 out[i] = itself(i);
             }
-            OpKind::SyncFileRange { .. } | OpKind::FailedSync { .. } | OpKind::Output { .. } => {
+            OpKind::FailedSync { ino, errno } => {
+                // After a failed writeback the kernel marks the pages clean
+                // and reports the error once: what was pending on the file
+                // may never reach the disk, and no later sync writes it. A
+                // sync refused before any writeback (EBADF, EINVAL) leaves
+                // everything as it was.
+                if writeback_error(errno) {
+                    pending.remove(ino);
+                }
+                out[i] = itself(i);
+            }
+            OpKind::SyncFileRange { .. } | OpKind::Output { .. } => {
                 out[i] = itself(i);
             }
         }
     }
     out
+}
+
+/// Whether a failed sync's error is the disk's (a writeback that failed:
+/// EIO, ENOSPC, EDQUOT), after which the kernel forgets the failed pages,
+/// rather than the call's own refusal (EBADF, EINVAL, EROFS), which writes
+/// nothing back.
+pub fn writeback_error(errno: &str) -> bool {
+    matches!(errno, "EIO" | "ENOSPC" | "EDQUOT")
 }
 
 /// Builders of ops with placeholder provenance, for the unit tests of the
@@ -577,6 +600,27 @@ mod tests {
         let s = synced_by(&ops);
         assert_eq!(s[0].main, Some(3));
         assert_eq!(s[1].main, Some(2));
+    }
+
+    #[test]
+    fn a_failed_sync_leaves_what_it_covered_unsynced_for_good() {
+        // write, fsync fails, fsync again returns 0, write, fsync.
+        let failed = op(OpKind::FailedSync {
+            ino: 1,
+            errno: "EIO".into(),
+        });
+        let ops = vec![write(1), failed, fsync(1, 2), write(1), fsync(1, 4)];
+        let s = synced_by(&ops);
+        assert!(!s[0].synced(), "the retried fsync does not cover it");
+        assert_eq!(s[3].main, Some(4), "what came after the failure syncs");
+        // A sync refused without writing back (a wrong descriptor) leaves
+        // the next one to cover what was pending.
+        let refused = op(OpKind::FailedSync {
+            ino: 1,
+            errno: "EBADF".into(),
+        });
+        let ops = vec![write(1), refused, fsync(1, 2)];
+        assert_eq!(synced_by(&ops)[0].main, Some(2));
     }
 
     #[test]

@@ -1,6 +1,9 @@
-//! Syncs taken out of a workload: the program recorded as if a sync call
-//! site were deleted from its source (`--without-sync`, and each call
-//! site `run --syncs` measures on a real file system).
+//! Syncs taken out of a workload, or made to fail. Taken out: the program
+//! recorded as if a sync call site were deleted from its source
+//! (`--without-sync`, and each call site `run --syncs` measures on a real
+//! file system). Made to fail: strace injects EIO into one call
+//! ([`FailSync`], `run --fail-syncs`), the call not made, as a disk's
+//! failed writeback reports itself.
 //!
 //! A small library (`omit_syncs.c`, built into the binary) is preloaded
 //! into the workload: an `fsync`, `fdatasync` or `sync_file_range` the
@@ -117,6 +120,27 @@ impl fmt::Display for OmittedSync {
         } else {
             write!(f, "{}({})", self.call, self.path)
         }
+    }
+}
+
+/// A sync made to fail with EIO: the `nth` call of `call` (from 1) in
+/// each thread, counted by strace (`-e inject=CALL:error=EIO:when=N`),
+/// which makes the call fail without making it. A thread other than the
+/// one meant that makes as many such calls fails too; the recording counts
+/// the failures injected ([`crate::Recording::injected`]) so a caller can
+/// tell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailSync {
+    /// `fsync` or `fdatasync` (or another sync call strace knows).
+    pub call: String,
+    /// Which call of each thread fails, from 1.
+    pub nth: u32,
+}
+
+impl FailSync {
+    /// strace's injection for it.
+    pub(crate) fn inject(&self) -> String {
+        format!("inject={}:error=EIO:when={}", self.call, self.nth)
     }
 }
 

@@ -20,7 +20,7 @@ use blackout_oplog::trace::{Trace, TraceMeta, WorkloadExit};
 use blackout_sys::command::{signal_name, substitute};
 use blackout_sys::proc::{wait_group, Waited};
 
-use crate::omit::OmittedSync;
+use crate::omit::{FailSync, OmittedSync};
 use crate::replay::{replay_streaming, ReplayError, ReplayOptions};
 use crate::snapshot::{copy_tree, snapshot};
 use crate::strace::TRACED_SYSCALLS;
@@ -73,6 +73,8 @@ pub struct RecordConfig {
     /// Syncs taken out of the workload ([`crate::omit`]): the recording
     /// fails when the program makes one anyway.
     pub omit_syncs: Vec<OmittedSync>,
+    /// A sync made to fail with EIO ([`crate::omit::FailSync`]).
+    pub fail_sync: Option<FailSync>,
 }
 
 impl RecordConfig {
@@ -93,6 +95,7 @@ impl RecordConfig {
             stdout: None,
             timestamps: false,
             omit_syncs: Vec::new(),
+            fail_sync: None,
         }
     }
 }
@@ -175,6 +178,8 @@ pub struct Recording {
     /// With [`RecordConfig::timestamps`]: when each call returned, by the
     /// line it started on ([`crate::times::call_times`]); else empty.
     pub call_times: Vec<(u32, f64)>,
+    /// With [`RecordConfig::fail_sync`]: how many calls strace made fail.
+    pub injected: usize,
 }
 
 /// strace's version (`6.1`), or an error when it cannot run.
@@ -338,6 +343,10 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
         log_bytes: run.log.bytes().len() as u64,
         orphans_killed: run.orphans,
         call_times,
+        injected: match cfg.fail_sync {
+            Some(_) => memchr::memmem::find_iter(run.log.bytes(), b"(INJECTED)").count(),
+            None => 0,
+        },
     })
 }
 
@@ -470,20 +479,9 @@ struct LogInput<'a> {
     name: String,
 }
 
-/// Runs `command` under strace in `dir`, with the log, stdout and stderr
-/// written into `base` and `env` added to the config's; keeps a copy of
-/// the log when the config asks.
-fn run_strace(
-    rec: &StraceRecorder,
-    cfg: &RecordConfig,
-    version: &str,
-    command: &[OsString],
-    (base, dir): (&Path, &Path),
-    env: &[(OsString, OsString)],
-) -> Result<StraceRun, RecordError> {
-    let log_path = base.join("strace.log");
-    let stdout_path = base.join("stdout");
-    let stderr_path = base.join("stderr");
+/// strace with the options the config asks for (before the traced calls,
+/// the log and the command).
+fn strace_command(rec: &StraceRecorder, cfg: &RecordConfig, version: &str) -> Command {
     let mut strace = Command::new(&rec.strace);
     strace.args([
         "-f",
@@ -504,6 +502,27 @@ fn run_strace(
     if cfg.timestamps {
         strace.args(["-ttt", "-T"]);
     }
+    if let Some(fail) = &cfg.fail_sync {
+        strace.arg("-e").arg(fail.inject());
+    }
+    strace
+}
+
+/// Runs `command` under strace in `dir`, with the log, stdout and stderr
+/// written into `base` and `env` added to the config's; keeps a copy of
+/// the log when the config asks.
+fn run_strace(
+    rec: &StraceRecorder,
+    cfg: &RecordConfig,
+    version: &str,
+    command: &[OsString],
+    (base, dir): (&Path, &Path),
+    env: &[(OsString, OsString)],
+) -> Result<StraceRun, RecordError> {
+    let log_path = base.join("strace.log");
+    let stdout_path = base.join("stdout");
+    let stderr_path = base.join("stderr");
+    let mut strace = strace_command(rec, cfg, version);
     let stdout = match &cfg.stdout {
         Some(path) => fs::File::options().append(true).open(path)?,
         None => fs::File::create(&stdout_path)?,

@@ -629,6 +629,7 @@ pub(crate) fn finish(
         fix_seconds,
         fix_bound_seconds: bound.as_secs_f64(),
         syncs,
+        failed_syncs: None,
         explore: s.explore.clone(),
         orphans_killed: 0,
         promises_in_file_only: false,

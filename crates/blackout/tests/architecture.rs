@@ -138,7 +138,14 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-analysis",
         &[
-            "verdict", "explain", "replace", "block", "syncs", "report", "group",
+            "verdict",
+            "explain",
+            "replace",
+            "block",
+            "syncs",
+            "failsyncs",
+            "report",
+            "group",
         ],
     ),
     (
@@ -150,8 +157,18 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout",
         &[
-            "shard", "sweep", "verify", "syncs", "verdict", "run", "sharded", "scenario",
-            "baseline", "block", "soak",
+            "shard",
+            "sweep",
+            "verify",
+            "syncs",
+            "verdict",
+            "run",
+            "failsyncs",
+            "sharded",
+            "scenario",
+            "baseline",
+            "block",
+            "soak",
         ],
     ),
     (

@@ -13,6 +13,7 @@ mod distributed;
 mod engines;
 mod explain;
 mod exporters;
+mod failsyncs;
 mod live;
 mod live_disk;
 mod materialize;
