@@ -281,13 +281,20 @@ pub enum FsSyncVerdict {
         state: String,
         /// What the checker said of it.
         reason: String,
+        /// Which run without them failed (from 1), of how many it would
+        /// have made (`--repeat`): the runs stop at the first failure.
+        run: u32,
+        /// The runs it would have made.
+        runs: u32,
     },
     /// Every state of the run without them checked passes.
     NotNeeded {
         /// Every state was checked (none left out, no budget ended it).
         exact: bool,
-        /// Distinct states after recovery, checked.
+        /// Distinct states after recovery, checked (the most of any run).
         distinct: usize,
+        /// Runs without them, every one passing (`--repeat`).
+        runs: u32,
         /// With `--settle`: the crash points were those at least this many
         /// seconds after the last promise; without, those up to the
         /// program's exit (what the file system writes later is not
@@ -312,15 +319,29 @@ impl FsSyncCheck {
     pub fn sentence(&self, them: &str) -> String {
         let fs = &self.fs;
         match &self.verdict {
-            FsSyncVerdict::Needed { state, reason } => {
-                format!("on {fs}: needed: the program run without {them} fails in its state {state}: {reason}")
+            FsSyncVerdict::Needed {
+                state,
+                reason,
+                run,
+                runs,
+            } => {
+                let which = match runs {
+                    1 => String::new(),
+                    n => format!(" (run {run} of {n})"),
+                };
+                format!("on {fs}: needed: the program run without {them} fails in its state {state}{which}: {reason}")
             }
             FsSyncVerdict::NotNeeded {
                 exact,
                 distinct,
+                runs,
                 settle,
             } => format!(
-                "on {fs}: not needed: the program run without {them} passes in every one of its {distinct} distinct states{} ({})",
+                "on {fs}: not needed{}: the program run without {them} passes in every one of its {distinct} distinct states{} ({}; a run that writes back at other moments can differ)",
+                match runs {
+                    1 => String::new(),
+                    n => format!(" in {n} runs"),
+                },
                 if *exact { "" } else { " checked" },
                 match settle {
                     Some(secs) => format!("crashes at least {secs} s after the last promise"),

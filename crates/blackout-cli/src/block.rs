@@ -107,7 +107,8 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
             worst = Some(run);
         }
     }
-    let run = worst.ok_or_else(|| anyhow!("--repeat must be at least 1"))?;
+    let mut run = worst.ok_or_else(|| anyhow!("--repeat must be at least 1"))?;
+    measure_syncs(&a, &bcfg, &cfg, &mut run)?;
     emit_block_run(&a, &cfg, run, runs, mode)
 }
 
@@ -157,7 +158,7 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
         rec.fs,
         rec.device.base()
     );
-    let mut posix = match check_trace(&rec.trace, cfg) {
+    let posix = match check_trace(&rec.trace, cfg) {
         Ok(r) => r,
         Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
         Err(e) => return Err(e).context("checking the posix model's crash states"),
@@ -169,18 +170,31 @@ pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -
     } else {
         None
     };
-    // Each sync site run again without its syncs, when this run recorded
-    // the workload (a saved recording has no workload to run).
-    if let (Some(syncs), Some(with), None) = (&mut posix.syncs, &block, &a.trace) {
+    Ok(BlockRun { rec, posix, block })
+}
+
+/// With `--syncs`: each sync site of the (worst) run run again without its
+/// syncs, `--repeat` times, when the run recorded the workload (a saved
+/// recording has no workload to run).
+fn measure_syncs(
+    a: &RunArgs,
+    bcfg: &BlockConfig,
+    cfg: &RunConfig,
+    run: &mut BlockRun,
+) -> Result<()> {
+    let BlockRun { rec, posix, block } = run;
+    if let (Some(syncs), Some(with), None) = (&mut posix.syncs, &*block, &a.trace) {
         let record = a.recording.clone().config(a.command.clone());
+        let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
         let runs = FsSyncRuns {
             record: &record,
             recorder: &a.recording.recorder(),
             check: &block_check(bcfg, cfg, prefix, None),
+            repeat: a.block.repeat,
         };
         measure_syncs_on_fs(&runs, &rec.trace, with, syncs).map_err(block_error)?;
     }
-    Ok(BlockRun { rec, posix, block })
+    Ok(())
 }
 
 /// `run --backend block --trace FILE --shard K/N --part PART`: the posix

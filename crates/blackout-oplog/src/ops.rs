@@ -259,6 +259,10 @@ pub struct Op {
     /// trace's `--volatile` globs name, marked when the trace is made or
     /// read): durable as soon as made ([`synced_by`]), since nothing is
     /// asked of its contents after a crash, so no crash state loses it.
+    /// Also an entry op in the directory standing for everywhere outside
+    /// the directory under test ([`crate::trace::Trace::outside_dir`]),
+    /// and the removal half of a rename from it: what happens outside is
+    /// not the directory's to lose.
     #[serde(skip)]
     pub volatile: bool,
 }
@@ -419,10 +423,20 @@ pub fn synced_by(ops: &[Op]) -> Vec<SyncedBy> {
     };
     for (i, op) in ops.iter().enumerate() {
         match &op.kind {
-            OpKind::Write { .. } | OpKind::Truncate { .. } | OpKind::Fallocate { .. }
+            OpKind::Write { .. }
+            | OpKind::Truncate { .. }
+            | OpKind::Fallocate { .. }
+            | OpKind::Link { .. }
+            | OpKind::Unlink { .. }
                 if op.volatile =>
             {
                 out[i] = itself(i);
+            }
+            // A rename from outside the directory under test: its removal
+            // there is not the directory's to lose.
+            OpKind::Rename { to_dir, .. } if op.volatile => {
+                out[i].source = Some(i);
+                pending.entry(*to_dir).or_default().push((i, false));
             }
             OpKind::Write { ino: at, .. }
             | OpKind::Truncate { ino: at, .. }

@@ -286,9 +286,52 @@ impl Trace {
         blackout_sys::durable::write_durably(path, 0o644, |w| self.write_to(w))
     }
 
+    /// The directory that stands for everywhere outside the directory
+    /// under test, when the run created files there (a temporary file made
+    /// in `TMPDIR` and renamed in): the directory no entry names, neither
+    /// in the initial tree nor by an op.
+    pub fn outside_dir(&self) -> Option<Ino> {
+        let mut named = vec![false; self.inodes.len()];
+        named[ROOT_INO as usize] = true;
+        for e in &self.initial_entries {
+            if let Some(n) = named.get_mut(e.ino as usize) {
+                *n = true;
+            }
+        }
+        for op in &self.ops {
+            let ino = match op.kind {
+                OpKind::Link { ino, .. } | OpKind::Rename { ino, .. } => ino,
+                _ => continue,
+            };
+            if let Some(n) = named.get_mut(ino as usize) {
+                *n = true;
+            }
+        }
+        (0..self.inodes.len())
+            .find(|&i| self.inodes[i] == InodeKind::Dir && !named[i])
+            .and_then(|i| Ino::try_from(i).ok())
+    }
+
+    /// Marks the entry ops in the outside directory, and the removal half
+    /// of a rename from it, as durable at once ([`Op::volatile`]).
+    fn mark_outside(&mut self) {
+        let Some(out) = self.outside_dir() else {
+            return;
+        };
+        for op in &mut self.ops {
+            op.volatile |= match op.kind {
+                OpKind::Link { dir, .. } | OpKind::Unlink { dir, .. } => dir == out,
+                OpKind::Rename { from_dir, .. } => from_dir == out,
+                _ => false,
+            };
+        }
+    }
+
     /// Marks the data ops on files the volatile globs name, by the path
-    /// inside the directory under test or the file name ([`Op::volatile`]).
+    /// inside the directory under test or the file name ([`Op::volatile`]),
+    /// and the outside directory's entry ops ([`Trace::mark_outside`]).
     fn mark_volatile(&mut self) -> Result<(), TraceError> {
+        self.mark_outside();
         if self.volatile.is_empty() {
             return Ok(());
         }

@@ -143,6 +143,10 @@ impl FsModel {
     pub(super) fn copy(&mut self, site: &CallSite<'_>, t: Transfer) -> R<()> {
         let pid = site.pid;
         let n = t.count;
+        if n == 0 {
+            // The end of the source (a copy loop's last call): nothing moved.
+            return Ok(());
+        }
         let bytes = self.read_source(pid, t.in_fd, t.in_at, n, true)?;
         let out_target = self.ofd(pid, t.out_fd).map(|o| o.target.clone());
         let matters = match &out_target {

@@ -36,6 +36,7 @@ use crate::syscall::{CallSite, Outcome, Syscall, SyscallEvent, Touched};
 
 mod data;
 mod names;
+mod outside;
 mod paths;
 mod processes;
 
@@ -146,6 +147,8 @@ pub struct FsModel {
     symlinks: BTreeMap<Ino, Name>,
     stats: ReplayStats,
     current_end_line: u32,
+    /// Files the run created outside the directory under test.
+    outside: outside::Outside,
 }
 
 impl FsModel {
@@ -207,6 +210,7 @@ impl FsModel {
             symlinks,
             stats: ReplayStats::default(),
             current_end_line: 0,
+            outside: outside::Outside::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Names: open and create, links, renames, unlinks and mknod: the calls
 //! that change directory entries.
 
-use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind};
+use blackout_oplog::ops::{Ino, InodeKind, Name, OpKind, ROOT_INO};
 
 use crate::error::Fault;
 use crate::syscall::{CallSite, Link, Open, Rename};
@@ -34,9 +34,12 @@ impl FsModel {
                     let ino = self.new_inode(InodeKind::File, Vec::new(), d)?;
                     ofd.target = Target::Inode(ino);
                 }
-                Resolved::Out(p) => {
+                Resolved::Out(_) => {
+                    // New, so its bytes are all in the log: modelled, not
+                    // entered anywhere, in case it is linked in.
                     self.stats.outside += 1;
-                    ofd.target = Target::Outside(p);
+                    let ino = self.new_inode(InodeKind::File, Vec::new(), ROOT_INO)?;
+                    ofd.target = Target::Inode(ino);
                 }
                 _ => return Err(self.diverged(path, "O_TMPFILE open")),
             }
@@ -78,7 +81,8 @@ impl FsModel {
                 Some(None) => return Err(self.diverged(path, "open")),
                 None => {
                     self.stats.outside += 1;
-                    ofd.target = Target::Outside(p);
+                    ofd.target =
+                        self.outside_open(site, p, (fl.creat && fl.excl, fl.trunc), path)?;
                     self.install(pid, open.fd, ofd, fl.cloexec);
                     return Ok(());
                 }
@@ -122,7 +126,7 @@ impl FsModel {
         }
         let src = self.resolve(pid, r.from_dirfd, &r.from, false);
         let dst = self.resolve(pid, r.to_dirfd, &r.to, false);
-        match (src, dst) {
+        match (src, dst.clone()) {
             (
                 Resolved::In {
                     entry: Some((fdir, fname)),
@@ -143,6 +147,9 @@ impl FsModel {
                 if r.exchange {
                     return Err(Fault::unmodelable("exchanges a file inside the directory under test with one outside; its bytes are not in the log"));
                 }
+                if let Resolved::Out(q) = &dst {
+                    self.outside_forget(q);
+                }
                 self.inodes[dir as usize].entries.remove(&name);
                 self.push(
                     site,
@@ -155,12 +162,30 @@ impl FsModel {
                 );
                 Ok(())
             }
+            (
+                Resolved::Out(p),
+                Resolved::In {
+                    entry: Some((tdir, tname)),
+                    ino: replaced,
+                },
+            ) if !r.exchange && self.outside_file(&p).is_some() => {
+                let Some((odir, oname, ino)) = self.outside_take(&p) else {
+                    return Err(self.diverged(&r.from, "rename"));
+                };
+                self.rename_inside(site, r, (odir, oname), ino, (tdir, tname), replaced)
+            }
             (Resolved::Out(_), Resolved::In { .. }) => Err(Fault::unmodelable(format!(
-                "moves `{}` from outside the directory under test into it; its bytes are not in the log (create it there, or seed it with --init)",
+                "moves `{}` from outside the directory under test into it, a file the run did not create new there (with O_CREAT|O_EXCL), so its bytes are not in the log (create it in the directory, or seed it with --init)",
                 String::from_utf8_lossy(&r.from)
             ))),
-            (Resolved::Out(_), Resolved::Out(_)) => {
+            (Resolved::Out(p), Resolved::Out(q)) => {
                 self.stats.outside += 1;
+                if r.exchange {
+                    self.outside_forget(&p);
+                    self.outside_forget(&q);
+                } else {
+                    self.outside_move(&p, &q);
+                }
                 Ok(())
             }
             _ => Err(self.diverged(&r.from, "rename")),
@@ -236,8 +261,9 @@ impl FsModel {
                 );
                 Ok(())
             }
-            Resolved::Out(_) => {
+            Resolved::Out(p) => {
                 self.stats.outside += 1;
+                self.outside_unlink(site, &p);
                 Ok(())
             }
             _ => Err(self.diverged(path, "unlink")),

@@ -25,6 +25,10 @@ pub struct FsSyncRuns<'a> {
     /// How states are checked (its posix report is not used: the runs
     /// without a site's syncs have traces of their own).
     pub check: &'a BlockCheck<'a>,
+    /// Runs without each site's syncs (`--repeat`, at least 1): a site is
+    /// needed when any of them fails, as when the file system writes
+    /// back early in one run and late in another.
+    pub repeat: u32,
 }
 
 /// Measures every site of `syncs` (judged on `trace`, the run's own) on
@@ -64,29 +68,42 @@ fn measure_site(
     };
     let mut record = runs.record.clone();
     record.omit_syncs = omitted;
-    let rec = match record_block(runs.check.config, &record, runs.recorder) {
-        Err(BlockError::Record(e @ RecordError::NotOmitted { .. })) => {
-            return Ok(FsSyncVerdict::NotMeasured { why: e.to_string() })
-        }
-        r => r?,
-    };
-    let without = check_block(&rec, runs.check)?;
-    Ok(match without.verdict {
-        Verdict::Pass => FsSyncVerdict::NotNeeded {
-            exact: without.exact,
-            distinct: without.distinct,
-            settle: runs.check.config.settle.map(|d| d.as_secs_f64()),
-        },
-        Verdict::Fail => {
-            let first = &without.failing[0];
-            FsSyncVerdict::Needed {
-                state: first.id.clone(),
-                reason: first.outcome.describe(),
+    let repeat = runs.repeat.max(1);
+    let (mut exact, mut distinct) = (true, 0);
+    for run in 1..=repeat {
+        let rec = match record_block(runs.check.config, &record, runs.recorder) {
+            Err(BlockError::Record(e @ RecordError::NotOmitted { .. })) => {
+                return Ok(FsSyncVerdict::NotMeasured { why: e.to_string() })
+            }
+            r => r?,
+        };
+        let without = check_block(&rec, runs.check)?;
+        match without.verdict {
+            Verdict::Pass => {
+                exact &= without.exact;
+                distinct = distinct.max(without.distinct);
+            }
+            Verdict::Fail => {
+                let first = &without.failing[0];
+                return Ok(FsSyncVerdict::Needed {
+                    state: first.id.clone(),
+                    reason: first.outcome.describe(),
+                    run,
+                    runs: repeat,
+                });
+            }
+            _ => {
+                return Ok(FsSyncVerdict::NotMeasured {
+                    why: format!("run without them: {}", without.reason),
+                })
             }
         }
-        _ => FsSyncVerdict::NotMeasured {
-            why: format!("run without them: {}", without.reason),
-        },
+    }
+    Ok(FsSyncVerdict::NotNeeded {
+        exact,
+        distinct,
+        runs: repeat,
+        settle: runs.check.config.settle.map(|d| d.as_secs_f64()),
     })
 }
 
