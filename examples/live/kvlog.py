@@ -2,12 +2,18 @@
 """A small log-structured key-value server, its client and its checker, for
 `blackout soak` on a live mount.
 
-  kvlog.py serve [--fsync]   serve on $BLACKOUT_SOAK_DIR/kv.sock, appending
+  kvlog.py serve [--fsync [--retry]]
+                             serve on $BLACKOUT_SOAK_DIR/kv.sock, appending
                              each put to data.log in the working directory
                              (with --fsync: the log and, once, the directory
-                             are fsynced before a put is acknowledged)
+                             are fsynced before a put is acknowledged; a
+                             failed fdatasync stops the server, the put
+                             unacknowledged; with --retry it is retried
+                             until it returns 0, and the put acknowledged)
   kvlog.py load              put keys 0, 1, 2, ... printing `ok KEY VALUE`
-                             for each acknowledged put
+                             for each acknowledged put (each value
+                             $KV_VALUE_BYTES long if set: records that
+                             cross page boundaries)
   kvlog.py check             read data.log back: every promise in
                              $BLACKOUT_ACKS_FILE must be there
   kvlog.py ready             exit 0 once the server answers
@@ -49,7 +55,18 @@ def cut_torn_tail():
             os.fsync(f.fileno())
 
 
-def serve(durable):
+def fdatasync_retrying(fd):
+    """The mistake: after a failed writeback the kernel forgets the pages,
+    so the retry returns 0 with the record never written."""
+    while True:
+        try:
+            os.fdatasync(fd)
+            return
+        except OSError as e:
+            print("fdatasync failed (%s); retrying" % e, file=sys.stderr, flush=True)
+
+
+def serve(durable, retry):
     cut_torn_tail()
     known = records()  # what survived
     fd = os.open(LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -74,7 +91,9 @@ def serve(durable):
                     f.write(b"pong\n")
                 elif words[:1] == ["put"] and len(words) == 3:
                     os.write(fd, ("put %s %s\n" % (words[1], words[2])).encode())
-                    if durable:
+                    if durable and retry:
+                        fdatasync_retrying(fd)
+                    elif durable:
                         os.fdatasync(fd)
                     known[words[1]] = words[2]
                     f.write(b"ok\n")
@@ -90,9 +109,11 @@ def connect():
 def load():
     _, f = connect()
     crash = os.environ.get("BLACKOUT_CRASH", "0")
+    size = int(os.environ.get("KV_VALUE_BYTES", "0"))
     i = 0
     while True:
         key, value = "k%s.%d" % (crash, i), "v%d" % i
+        value += "x" * (size - len(value))
         f.write(("put %s %s\n" % (key, value)).encode())
         f.flush()
         if f.readline().strip() != b"ok":
@@ -106,8 +127,9 @@ def check():
     for line in open(os.environ["BLACKOUT_ACKS_FILE"]):
         _, key, value = line.split()
         if have.get(key) != value:
+            shown = value if len(value) <= 16 else "%s... (%d bytes)" % (value[:8], len(value))
             print("acknowledged put %s=%s is gone after the crash (%d records survived)"
-                  % (key, value, len(have)))
+                  % (key, shown, len(have)))
             sys.exit(1)
 
 
@@ -121,7 +143,7 @@ def ready():
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "serve":
-        serve("--fsync" in sys.argv)
+        serve("--fsync" in sys.argv, "--retry" in sys.argv)
     elif cmd == "load":
         load()
     elif cmd == "check":

@@ -85,6 +85,9 @@ Examples:
     blackout fs crash /mnt/live --pgid $SERVER_PGID
   Crash right after the next rename of a .wal file, keeping a seeded subset:
     blackout fs crash /mnt/live --at 'rename:*.wal' --keep random --seed 7
+  Make the next fsync of a file under data/ fail with EIO; what it covered
+  is never durable (a retried fsync returns 0, as on Linux):
+    blackout fs fail-sync /mnt/live --at 'fsync:data/*'
   Make everything durable, unmount, stop the daemon:
     blackout fs unmount /mnt/live
 ";
@@ -99,6 +102,9 @@ pub(crate) enum FsCmd {
     /// Lose what is pending (or keep what the model allows of it), kill the
     /// program first, and show the durable state again.
     Crash(FsCrashArgs),
+    /// Make the next fsync or fdatasync matching CALL:GLOB fail with EIO: what
+    /// was pending on its file is never made durable (the programs still read it).
+    FailSync(FsFailSyncArgs),
     /// What a crash now would lose, per file, and which sync would save it.
     Pending(FsPendingArgs),
     /// Make everything pending durable (what sync(2) does: FUSE is not told of it).
@@ -198,12 +204,30 @@ pub(crate) struct FsCrashArgs {
     pub(crate) json: bool,
 }
 
+/// `blackout fs fail-sync`.
+#[derive(Args)]
+pub(crate) struct FsFailSyncArgs {
+    /// The mount point of a live file system.
+    #[arg(value_name = "MOUNTPOINT")]
+    pub(crate) mountpoint: PathBuf,
+    /// Wait for the next sync matching CALL:GLOB (`fsync:*.db`; the call
+    /// fsync, fdatasync, fsyncdir or *) and make it fail with EIO.
+    #[arg(long, value_name = "CALL:GLOB")]
+    pub(crate) at: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
 pub(crate) const SOAK_EXAMPLES: &str = "\
 Examples:
   A key-value server, crashed 100 times while a client writes; the client
   prints `ok KEY` for each acknowledged write, the checker reads them back:
     blackout soak --crashes 100 --seed 1 --ack-prefix ok \\
       --ready 'kv-cli ping' --client 'kv-load' --checker 'kv-check' -- kv-server --dir .
+  The same, a sync of data.log failing with EIO before some of the crashes:
+    blackout soak --crashes 100 --seed 1 --ack-prefix ok --fail-syncs \\
+      --fail-at 'fdatasync:data.log' --client 'kv-load' --checker 'kv-check' -- kv-server
   The service, client and checker run with BLACKOUT_MOUNT (the live mount,
   also their working directory), BLACKOUT_SOAK_DIR (a directory off the
   mount, for sockets and logs) and BLACKOUT_CRASH (the crash number); the
@@ -240,6 +264,20 @@ pub(crate) struct SoakArgs {
     /// Writes that reach the disk may be torn at sector boundaries.
     #[arg(long)]
     pub(crate) tear: bool,
+    /// Mix sync failures with the crashes: before a seeded half of them, the
+    /// next sync of the service (at a seeded moment) fails with EIO and what
+    /// it covered is never durable.
+    #[arg(long)]
+    pub(crate) fail_syncs: bool,
+    /// With --fail-syncs: which syncs may fail, CALL:GLOB (`fsync:pg/base/*`;
+    /// the call fsync, fdatasync, fsyncdir or *).
+    #[arg(
+        long,
+        value_name = "CALL:GLOB",
+        requires = "fail_syncs",
+        default_value = "*"
+    )]
+    pub(crate) fail_at: String,
     /// The client runs at least this long before a crash.
     #[arg(long, value_name = "DURATION", default_value = "200ms", value_parser = parse_budget)]
     pub(crate) run_min: std::time::Duration,

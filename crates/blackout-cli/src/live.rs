@@ -1,6 +1,6 @@
 //! `blackout fs`: the live file system's daemon (`mount`) and the
-//! commands sent to it over its control socket (`crash`, `pending`,
-//! `sync`, `unmount`).
+//! commands sent to it over its control socket (`crash`, `fail-sync`,
+//! `pending`, `sync`, `unmount`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -8,12 +8,12 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use blackout::live::control::{self, Forked, Request};
-use blackout::live::faults::{CrashReport, CrashSpec, PendingReport, When};
+use blackout::live::faults::{CrashReport, CrashSpec, PendingReport, SyncFailure, When};
 use blackout::live::mount::LiveMount;
 use blackout::live::pending::Keep;
 use blackout::sys::scratch::default_scratch_parent;
 
-use crate::args::{FsCmd, FsCrashArgs, FsMountArgs};
+use crate::args::{FsCmd, FsCrashArgs, FsFailSyncArgs, FsMountArgs};
 use crate::report::print_out;
 use crate::{stopped_exit_code, INTERRUPTED};
 
@@ -53,6 +53,7 @@ pub(crate) fn cmd_fs(cmd: FsCmd) -> Result<u8> {
             Ok(0)
         }
         FsCmd::Crash(a) => crash(a),
+        FsCmd::FailSync(a) => fail_sync(a),
     }
 }
 
@@ -136,6 +137,25 @@ fn crash(a: FsCrashArgs) -> Result<u8> {
     } else {
         let r: CrashReport = serde_json::from_value(v)?;
         print_out(&r.text())?;
+    }
+    Ok(0)
+}
+
+fn fail_sync(a: FsFailSyncArgs) -> Result<u8> {
+    // Refused here, in one line, before the daemon is asked.
+    blackout::live::faults::Trigger::parse_sync(&a.at).map_err(anyhow::Error::msg)?;
+    // It waits for its sync as long as it takes.
+    let v = control::request(
+        &a.mountpoint,
+        &Request::FailSync { at: a.at },
+        DAEMON_PATIENCE,
+        &INTERRUPTED,
+    )?;
+    if a.json {
+        print_out(&format!("{v}\n"))?;
+    } else {
+        let f: SyncFailure = serde_json::from_value(v)?;
+        print_out(&f.text())?;
     }
     Ok(0)
 }

@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use blackout::export::text::shell_quote;
 use blackout::live::faults::CrashSpec;
 use blackout::live::pending::Keep;
-use blackout::soak::{dropped_lines, soak, SoakConfig, SoakError};
+use blackout::soak::{dropped_lines, failure_lines, soak, SoakConfig, SoakError, SoakReport};
 use blackout::sys::scratch::default_scratch_parent;
 
 use crate::args::SoakArgs;
@@ -25,6 +25,11 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
         if !b.is_dir() {
             bail!("--backing {}: not a directory", b.display());
         }
+    }
+    if a.fail_syncs {
+        // Refused here, in one line, before anything is mounted.
+        blackout::live::faults::Trigger::parse_sync(&a.fail_at)
+            .map_err(|e| anyhow::anyhow!("{}", e.replacen("--at ", "--fail-at ", 1)))?;
     }
     let service = if a.service.len() == 1 {
         a.service[0].clone()
@@ -54,6 +59,7 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
         ack_prefix: a.ack_prefix,
         timeout: a.timeout,
         scratch_parent: default_scratch_parent(),
+        fail_syncs: a.fail_syncs.then_some(a.fail_at),
     })
 }
 
@@ -67,17 +73,22 @@ pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {
         }
         Err(e) => bail!("{e}"),
     };
-    let how = format!(
+    let mut how = format!(
         "seed {}, keep {}{}",
         cfg.seed,
         cfg.spec.keep.name(),
         if cfg.spec.tear { ", torn writes" } else { "" }
     );
+    if let Some(at) = &cfg.fail_syncs {
+        how.push_str(&format!(", syncs failing at `{at}`"));
+    }
     let Some(v) = &report.violation else {
-        print_out(&format!(
+        let mut text = format!(
             "PASS: {} crashes ({how}): all {} promises held; {} pending ops dropped in all\n",
             report.crashes, report.promises, report.dropped
-        ))?;
+        );
+        text.push_str(&failures_text(&cfg, &report));
+        print_out(&text)?;
         return Ok(0);
     };
     let mut text = format!(
@@ -92,9 +103,36 @@ pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {
     for l in dropped_lines(v) {
         text.push_str(&format!("  {l}\n"));
     }
+    text.push_str(&failures_text(&cfg, &report));
     text.push_str(
         "the same --seed repeats the crash moments and what each crash keeps; what is pending at a moment depends on timing\n",
     );
     print_out(&text)?;
     Ok(1)
+}
+
+/// With --fail-syncs: how many crashes had a sync failure armed first and
+/// how many went off, then each (what failed, what it dropped, and whether
+/// the promises held after the crash).
+fn failures_text(cfg: &SoakConfig, report: &SoakReport) -> String {
+    if cfg.fail_syncs.is_none() {
+        return String::new();
+    }
+    let went_off: Vec<_> = report
+        .sync_failures
+        .iter()
+        .filter_map(|a| a.failure.as_ref())
+        .collect();
+    let dropped: usize = went_off.iter().map(|f| f.dropped.len()).sum();
+    let mut text = format!(
+        "sync failures: armed before {} of {} crashes, {} went off ({dropped} ops dropped, never durable){}\n",
+        report.sync_failures.len(),
+        report.crashes,
+        went_off.len(),
+        if report.sync_failures.is_empty() { "" } else { ":" }
+    );
+    for l in failure_lines(report) {
+        text.push_str(&format!("  {l}\n"));
+    }
+    text
 }

@@ -1,5 +1,5 @@
-//! The control socket of a live mount: `blackout fs crash`, `pending`,
-//! `sync` and `unmount` find the daemon by its mount point (an abstract
+//! The control socket of a live mount: `blackout fs crash`, `fail-sync`,
+//! `pending`, `sync` and `unmount` find the daemon by its mount point (an abstract
 //! Unix socket named from the mount point's canonical path, so nothing is
 //! written anywhere) and send it one JSON request a line; only the
 //! daemon's own user (or root) is answered.
@@ -37,6 +37,13 @@ pub enum Request {
         pgid: Option<i32>,
         /// A cgroup to kill first.
         cgroup: Option<PathBuf>,
+    },
+    /// Make the next sync `at` matches fail with `EIO`, dropping what it
+    /// covers for good; answered once it did.
+    FailSync {
+        /// `CALL:GLOB` (the call a sync: `fsync`, `fdatasync`, `fsyncdir`,
+        /// or `*`).
+        at: String,
     },
     /// Sync, unmount and stop.
     Unmount,
@@ -193,29 +200,21 @@ fn answer(
             if let Some(at) = at {
                 let trigger = Trigger::parse(&at, when)?;
                 let rx = with(mount, |m| Ok(m.arm(trigger)))?;
-                // Waits without holding the mount: requests go on. A client
-                // that hung up takes its armed crash with it.
-                loop {
-                    match rx.recv_timeout(CLIENT_CHECK) {
-                        Ok(()) => break,
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !gone() => {}
-                        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                            with(mount, |m| {
-                                m.disarm();
-                                Ok(())
-                            })?;
-                            // It may have gone off just before: the power
-                            // is off then, and the crash is finished.
-                            if rx.try_recv().is_ok() {
-                                break;
-                            }
-                            return Err("the armed crash was called off".to_string());
-                        }
-                        Err(_) => return Err("the armed crash was taken away".to_string()),
-                    }
-                }
+                wait_armed(&rx, mount, gone, LiveMount::disarm, "crash")?;
             }
             with(mount, |m| m.crash(&spec, &victims).map(|r| json(&r)))
+        }
+        Request::FailSync { at } => {
+            let trigger = Trigger::parse_sync(&at)?;
+            let rx = with(mount, |m| Ok(m.arm_sync_failure(trigger)))?;
+            let failure = wait_armed(
+                &rx,
+                mount,
+                gone,
+                LiveMount::disarm_sync_failure,
+                "sync failure",
+            )?;
+            Ok(json(&failure))
         }
         Request::Unmount => {
             let taken = mount.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -225,6 +224,40 @@ fn answer(
                     .map(|()| serde_json::json!({}))
                     .map_err(|e| e.to_string()),
                 None => Err("the mount is being taken down".to_string()),
+            }
+        }
+    }
+}
+
+/// Waits for an armed fault to go off, without holding the mount:
+/// requests go on. A client that hung up takes its armed fault with it
+/// (`disarm`).
+fn wait_armed<T>(
+    rx: &std::sync::mpsc::Receiver<T>,
+    mount: &Shared,
+    gone: &dyn Fn() -> bool,
+    disarm: fn(&LiveMount),
+    what: &str,
+) -> Result<T, String> {
+    use std::sync::mpsc::RecvTimeoutError;
+    loop {
+        match rx.recv_timeout(CLIENT_CHECK) {
+            Ok(v) => return Ok(v),
+            Err(RecvTimeoutError::Timeout) if !gone() => {}
+            Err(RecvTimeoutError::Timeout) => {
+                with(mount, |m| {
+                    disarm(m);
+                    Ok(())
+                })?;
+                // It may have gone off just before: then it is done.
+                if let Ok(v) = rx.try_recv() {
+                    return Ok(v);
+                }
+                return Err(format!("the armed {what} was called off"));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                // Another armed in its place, or (a sync failure) a crash.
+                return Err(format!("the armed {what} was taken away"));
             }
         }
     }

@@ -70,6 +70,38 @@ impl Trigger {
     }
 }
 
+/// The calls a sync failure can be armed at (`*`: any of them).
+pub const SYNC_CALLS: [&str; 3] = ["fsync", "fdatasync", "fsyncdir"];
+
+impl Trigger {
+    /// Parses the `CALL:GLOB` of a sync failure (`fsync:*.wal`; a bare
+    /// `GLOB` matches any sync): the call must be a sync.
+    ///
+    /// # Errors
+    ///
+    /// A glob that does not parse, or a call that is not a sync.
+    ///
+    /// ```
+    /// use blackout_live::faults::Trigger;
+    /// let t = Trigger::parse_sync("fdatasync:pg/pg_wal/*").unwrap();
+    /// assert!(t.matches("fdatasync", "pg/pg_wal/000000010000000000000001", None));
+    /// assert!(!t.matches("fsync", "pg/pg_wal/000000010000000000000001", None));
+    /// assert!(Trigger::parse_sync("data.log").unwrap().matches("fsync", "data.log", None));
+    /// assert!(Trigger::parse_sync("write:data.log").is_err());
+    /// ```
+    pub fn parse_sync(spec: &str) -> Result<Trigger, String> {
+        let t = Trigger::parse(spec, When::After)?;
+        if t.call != "*" && !SYNC_CALLS.contains(&t.call.as_str()) {
+            return Err(format!(
+                "--at `{spec}`: only a sync can be made to fail ({}, or *), not {}",
+                SYNC_CALLS.join(", "),
+                t.call
+            ));
+        }
+        Ok(t)
+    }
+}
+
 /// The calls a trigger can name: the ops the live file system records and
 /// the syncs.
 pub const CALLS: [&str; 19] = [
@@ -180,6 +212,71 @@ impl CrashReport {
                 r.op.describe(),
                 r.error
             ));
+        }
+        s
+    }
+}
+
+/// A sync that was made to fail: the call, the file, the error it
+/// returned, and what it covered, dropped for good (never durable: no
+/// later sync, and not the unmount, writes it; the programs still read it
+/// until the mount is unmounted or crashes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SyncFailure {
+    /// `fsync`, `fdatasync` or `fsyncdir`.
+    pub call: String,
+    /// The file or directory synced, relative to the mount.
+    pub path: String,
+    /// The error it returned (`EIO`).
+    pub errno: String,
+    /// What was pending on it, dropped, in order.
+    pub dropped: Vec<OpView>,
+}
+
+impl SyncFailure {
+    /// The sync as a call: `fsync(data.log)`.
+    pub fn sync(&self) -> String {
+        format!("{}({})", self.call, self.path)
+    }
+
+    /// The dropped ops, one line each (runs of one call on one file
+    /// folded): `2 writes log in [0, 20): never durable`.
+    pub fn dropped_lines(&self) -> Vec<String> {
+        let noted: Vec<(&OpView, String)> = self
+            .dropped
+            .iter()
+            .map(|v| (v, "never durable".to_string()))
+            .collect();
+        summarize_noted(&noted)
+    }
+
+    /// The report for people.
+    ///
+    /// ```
+    /// use blackout_live::faults::SyncFailure;
+    /// let f = SyncFailure {
+    ///     call: "fsync".into(), path: "log".into(), errno: "EIO".into(), dropped: vec![],
+    /// };
+    /// assert_eq!(f.text(), "sync failed: fsync(log) returned EIO; nothing was pending on it\n");
+    /// ```
+    pub fn text(&self) -> String {
+        if self.dropped.is_empty() {
+            return format!(
+                "sync failed: {} returned {}; nothing was pending on it\n",
+                self.sync(),
+                self.errno
+            );
+        }
+        let n = self.dropped.len();
+        let mut s = format!(
+            "sync failed: {} returned {}; {n} op{} it covered dropped, never durable (programs read {} until the mount is unmounted or crashes)\n",
+            self.sync(),
+            self.errno,
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" },
+        );
+        for line in self.dropped_lines() {
+            s.push_str(&format!("  dropped {line}\n"));
         }
         s
     }

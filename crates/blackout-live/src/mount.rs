@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use blackout_block::daemon::Served;
 use fuser::MountOption;
 
-use crate::faults::{CrashReport, CrashSpec, PendingReport, Trigger};
+use crate::faults::{CrashReport, CrashSpec, PendingReport, SyncFailure, Trigger};
 use crate::fs::{lock, LiveFs};
 use crate::state::Live;
 
@@ -226,6 +226,21 @@ impl LiveMount {
     /// Takes an armed trigger away.
     pub fn disarm(&self) {
         lock(&self.live).disarm();
+    }
+
+    /// Arms a sync failure at the next sync `trigger` matches (from
+    /// [`Trigger::parse_sync`]): it returns `EIO` and what it covered is
+    /// never made durable; the receiver hears what it dropped. A crash
+    /// takes an armed failure away (the receiver then hears nothing).
+    pub fn arm_sync_failure(&self, trigger: Trigger) -> mpsc::Receiver<SyncFailure> {
+        let (tx, rx) = mpsc::channel();
+        lock(&self.live).arm_sync_failure(trigger, tx);
+        rx
+    }
+
+    /// Takes an armed sync failure away.
+    pub fn disarm_sync_failure(&self) {
+        lock(&self.live).disarm_sync_failure();
     }
 
     /// The crash: the power goes off (every request fails with `EIO`), the

@@ -360,6 +360,31 @@ impl Pending {
             .collect()
     }
 
+    /// Drops, for good, what a sync of `ino` covers (its data ops, its
+    /// attribute changes, for a directory its entry ops and its halves of
+    /// renames, whether the failed sync was an fsync or an fdatasync: the
+    /// forcing rules' [`blackout_oplog::ops::synced_by`] after a writeback
+    /// error), and returns them as they are reported, in order. What is
+    /// dropped is never made durable: no later sync takes it.
+    pub fn drop_synced(&mut self, ino: Ino) -> Vec<OpView> {
+        let Some(list) = self.by_sync.get(&ino) else {
+            return Vec::new();
+        };
+        let covered = |seq: u64, part: Part| match part {
+            Part::Whole => list.iter().any(|&(s, _)| s == seq),
+            Part::Source => list.contains(&(seq, true)),
+            Part::Dest => list.contains(&(seq, false)),
+        };
+        let views: Vec<OpView> = self
+            .units()
+            .into_iter()
+            .filter(|&(seq, part)| covered(seq, part))
+            .filter_map(|(seq, part)| self.view(seq, part))
+            .collect();
+        drop(self.take_synced(ino, false));
+        views
+    }
+
     /// Takes every pending op, in order (a `sync`).
     pub fn take_all(&mut self) -> Vec<Taken> {
         let seqs: Vec<u64> = self.ops.keys().copied().collect();
@@ -737,6 +762,43 @@ mod tests {
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].op.change, Change::Attr(1, Attr::Mode(0o600)));
         assert!(p.is_empty() && !p.names(1));
+    }
+
+    #[test]
+    fn a_failed_sync_drops_what_it_covered_and_nothing_else() {
+        let mut p = Pending::default();
+        p.push(write(1));
+        p.push(write(2));
+        let mut chmod = op(OpKind::Truncate { ino: 9, size: 0 });
+        chmod.change = Change::Attr(1, Attr::Mode(0o600));
+        p.push(chmod);
+        p.push(write(1));
+        let dropped = p.drop_synced(1);
+        // The data and the attribute change, whatever the failed call.
+        assert_eq!(dropped.iter().map(|v| v.seq).collect::<Vec<_>>(), [0, 2, 3]);
+        assert_eq!(dropped[0].describe(), "x p [0, 3)");
+        assert_eq!(p.units(), [(1, Part::Whole)]);
+        assert!(!p.names(1));
+        // Gone for good: a later sync of the file takes only what came
+        // after.
+        p.push(write(1));
+        let later = p.take_synced(1, false);
+        assert_eq!(later.iter().map(|t| t.seq).collect::<Vec<_>>(), [4]);
+        assert!(p.drop_synced(7).is_empty());
+    }
+
+    #[test]
+    fn a_failed_directory_sync_drops_its_half_of_a_rename() {
+        let mut p = Pending::default();
+        p.push(rename(1, 2, 3));
+        p.push(rename(2, 2, 4));
+        let dropped = p.drop_synced(2);
+        assert_eq!(
+            dropped.iter().map(|v| (v.seq, v.part)).collect::<Vec<_>>(),
+            [(0, Part::Dest), (1, Part::Whole)]
+        );
+        // The source directory's half is still pending.
+        assert_eq!(p.units(), [(0, Part::Source)]);
     }
 
     #[test]

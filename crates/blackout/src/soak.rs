@@ -10,6 +10,15 @@
 //! before any crash so far still holds. The first violation stops the
 //! soak, with the seed and the ops the last crash dropped.
 //!
+//! With sync failures mixed in (`fail_syncs`), a seeded half of the
+//! crashes has a sync failure armed first, at a seeded moment of the
+//! client's run: the next sync of the service matching the glob fails
+//! with `EIO` and what it covered is never durable
+//! ([`LiveMount::arm_sync_failure`]); the crash follows as before, and the
+//! report says per crash what failed, what it dropped and whether the
+//! promises held after. The crash moments and what each crash keeps are
+//! those of the same seed without it.
+//!
 //! Only whole lines the client printed before it was killed are promises
 //! (the promise rule, `blackout_oplog::promises`: a line it was killed in
 //! the middle of printing is none), and it is killed before the power
@@ -25,7 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blackout_live::faults::{CrashReport, CrashSpec};
+use blackout_live::faults::{CrashReport, CrashSpec, SyncFailure, Trigger};
 use blackout_live::mount::{LiveMount, Victims};
 use blackout_live::pending::{summarize, Rng};
 use blackout_oplog::promises::{LineBuffer, PromiseRule};
@@ -69,6 +78,21 @@ pub struct SoakConfig {
     pub timeout: Duration,
     /// Where the scratch directory is made.
     pub scratch_parent: PathBuf,
+    /// Sync failures mixed with the crashes: which syncs may fail, as
+    /// `CALL:GLOB` ([`Trigger::parse_sync`]; `*` any); `None` fails none.
+    pub fail_syncs: Option<String>,
+}
+
+/// A sync failure armed before a crash, and what came of it.
+#[derive(Debug, Clone)]
+pub struct ArmedFailure {
+    /// The crash it came before (1-based).
+    pub crash: u32,
+    /// How long into the client's run it was armed.
+    pub armed_after: Duration,
+    /// The sync that failed, with what it dropped; `None` when no sync
+    /// matched before the crash.
+    pub failure: Option<SyncFailure>,
 }
 
 /// Why a soak stopped early.
@@ -81,6 +105,9 @@ pub struct Violation {
     pub reason: String,
     /// What the last crash dropped (and tore).
     pub report: CrashReport,
+    /// Whether the service came back (the checker then found the promise
+    /// broken); else the reason says why it did not.
+    pub came_back: bool,
 }
 
 /// What a soak did.
@@ -94,6 +121,8 @@ pub struct SoakReport {
     pub dropped: usize,
     /// The first broken promise, if any.
     pub violation: Option<Violation>,
+    /// The sync failures armed (with `fail_syncs`), in crash order.
+    pub sync_failures: Vec<ArmedFailure>,
 }
 
 /// Errors that stop a soak before a verdict.
@@ -362,11 +391,22 @@ pub fn soak(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<SoakReport, SoakError> {
+    let failing = match &cfg.fail_syncs {
+        Some(at) => Some(Trigger::parse_sync(at).map_err(SoakError::Setup)?),
+        None => None,
+    };
     let dirs = make_dirs(cfg)?;
     let result = LiveMount::mount(&dirs.mount, &dirs.backing, &dirs.root)
         .map_err(SoakError::from)
         .and_then(|mut m| {
-            let r = soak_on(cfg, &dirs, &mut m, cancel, progress);
+            let mut on = On {
+                cfg,
+                dirs: &dirs,
+                mount: &mut m,
+                failing,
+                cancel,
+            };
+            let r = on.soak(progress);
             let _ = m.unmount(false);
             r
         });
@@ -374,89 +414,217 @@ pub fn soak(
     result
 }
 
-fn soak_on(
-    cfg: &SoakConfig,
-    dirs: &Dirs,
-    mount: &mut LiveMount,
-    cancel: &AtomicBool,
-    progress: &mut dyn FnMut(&str),
-) -> Result<SoakReport, SoakError> {
-    if let Some(setup) = &cfg.setup {
-        if let Err(why) = run_to_end(shell(setup, dirs, 0), cfg.timeout, cancel)? {
-            return Err(SoakError::Setup(format!("--setup failed: {why}")));
+/// A soak under way on its mount.
+struct On<'a> {
+    cfg: &'a SoakConfig,
+    dirs: &'a Dirs,
+    mount: &'a mut LiveMount,
+    /// Which syncs may be made to fail.
+    failing: Option<Trigger>,
+    cancel: &'a AtomicBool,
+}
+
+/// The seed of the sync failures' choices, apart from the crashes' (so the
+/// crash moments of a seed are the same with or without them).
+const FAIL_SEED: u64 = 0x5eed_fa11_5eed_fa11;
+
+impl On<'_> {
+    fn soak(&mut self, progress: &mut dyn FnMut(&str)) -> Result<SoakReport, SoakError> {
+        let (cfg, dirs, cancel) = (self.cfg, self.dirs, self.cancel);
+        if let Some(setup) = &cfg.setup {
+            if let Err(why) = run_to_end(shell(setup, dirs, 0), cfg.timeout, cancel)? {
+                return Err(SoakError::Setup(format!("--setup failed: {why}")));
+            }
+            self.mount.sync()?;
         }
-        mount.sync()?;
+        let mut rng = Rng::new(cfg.seed);
+        let mut fail_rng = Rng::new(cfg.seed ^ FAIL_SEED);
+        let mut report = SoakReport::default();
+        let mut promises: Vec<String> = Vec::new();
+        let mut last = CrashReport::default();
+        for crash in 0..=cfg.crashes {
+            let mut service = match self.restart(crash, &promises, &mut last)? {
+                Ok(s) => s,
+                Err(v) => {
+                    report.violation = Some(v);
+                    return Ok(report);
+                }
+            };
+            if crash == cfg.crashes {
+                kill_service(&mut service);
+                break;
+            }
+            let span = cfg.run_max.saturating_sub(cfg.run_min).as_millis() as u64;
+            let wait = cfg.run_min + Duration::from_millis(rng.below(span + 1));
+            let fail_at = self.failing.as_ref().and_then(|_| {
+                (fail_rng.below(2) == 0)
+                    .then(|| Duration::from_millis(fail_rng.below(wait.as_millis() as u64)))
+            });
+            let (acked, armed) = self.run_client(crash + 1, wait, fail_at, &mut service)?;
+            promises.extend(acked);
+            let spec = CrashSpec {
+                seed: cfg
+                    .seed
+                    .wrapping_mul(1_000_003)
+                    .wrapping_add(u64::from(crash)),
+                ..cfg.spec
+            };
+            last = self
+                .mount
+                .crash(&spec, &Victims::Group(service.id() as i32))?;
+            kill_service(&mut service);
+            report.crashes = crash + 1;
+            report.dropped += last.dropped.len() + last.torn.len();
+            report.promises = promises.len();
+            let mut line = format!(
+                "crash {}/{} after {} ms: {} promises so far, {} ops dropped, {} kept, {} torn",
+                crash + 1,
+                cfg.crashes,
+                wait.as_millis(),
+                promises.len(),
+                last.dropped.len(),
+                last.kept.len(),
+                last.torn.len()
+            );
+            if let Some(a) = armed {
+                line.push_str(&format!("; {}", a.words()));
+                report.sync_failures.push(a);
+            }
+            progress(&line);
+        }
+        report.promises = promises.len();
+        Ok(report)
     }
-    let mut rng = Rng::new(cfg.seed);
-    let mut report = SoakReport::default();
-    let mut promises: Vec<String> = Vec::new();
-    let mut last = CrashReport::default();
-    for crash in 0..=cfg.crashes {
+
+    /// Starts the service after crash `crash` (0: the first start) and,
+    /// after a crash, runs the checker on the promises so far: the service,
+    /// or the `Violation` (`last` is the crash's report, taken into it).
+    fn restart(
+        &mut self,
+        crash: u32,
+        promises: &[String],
+        last: &mut CrashReport,
+    ) -> Result<Result<Child, Violation>, SoakError> {
+        let (cfg, dirs, cancel) = (self.cfg, self.dirs, self.cancel);
         let mut service = match start_service(cfg, dirs, crash, cancel)? {
             Ok(s) => s,
             Err(why) if crash == 0 => return Err(SoakError::Setup(why)),
             Err(why) => {
-                report.violation = Some(Violation {
+                return Ok(Err(Violation {
                     crash,
                     reason: format!("the service did not come back: {why}"),
-                    report: last,
-                });
-                return Ok(report);
+                    report: std::mem::take(last),
+                    came_back: false,
+                }))
             }
         };
         if crash > 0 {
-            if let Err(why) = check(cfg, dirs, crash, &promises, cancel)? {
+            if let Err(why) = check(cfg, dirs, crash, promises, cancel)? {
                 kill_service(&mut service);
-                report.violation = Some(Violation {
+                return Ok(Err(Violation {
                     crash,
                     reason: why,
-                    report: last,
-                });
-                return Ok(report);
+                    report: std::mem::take(last),
+                    came_back: true,
+                }));
             }
         }
-        if crash == cfg.crashes {
-            kill_service(&mut service);
-            break;
-        }
-        let client = start_client(cfg, dirs, crash + 1)?;
-        let span = cfg.run_max.saturating_sub(cfg.run_min).as_millis() as u64;
-        let wait = cfg.run_min + Duration::from_millis(rng.below(span + 1));
-        let until = Instant::now() + wait;
-        while Instant::now() < until {
-            if cancel.load(Ordering::SeqCst) {
+        Ok(Ok(service))
+    }
+
+    /// Runs the client for `wait`, arming a sync failure `fail_at` into
+    /// its run if asked; kills it, takes the failure away if no sync
+    /// matched, and returns the client's promises and what was armed.
+    fn run_client(
+        &mut self,
+        crash: u32,
+        wait: Duration,
+        fail_at: Option<Duration>,
+        service: &mut Child,
+    ) -> Result<(Vec<String>, Option<ArmedFailure>), SoakError> {
+        let client = start_client(self.cfg, self.dirs, crash)?;
+        let started = Instant::now();
+        let mut armed = None;
+        while started.elapsed() < wait {
+            if self.cancel.load(Ordering::SeqCst) {
                 stop_client(client);
-                kill_service(&mut service);
+                kill_service(service);
                 return Err(SoakError::Interrupted);
+            }
+            if let (Some(at), Some(t), None) = (fail_at, &self.failing, &armed) {
+                if started.elapsed() >= at {
+                    armed = Some(self.mount.arm_sync_failure(t.clone()));
+                }
             }
             std::thread::sleep(Duration::from_millis(10).min(wait));
         }
-        promises.extend(stop_client(client));
-        let spec = CrashSpec {
-            seed: cfg
-                .seed
-                .wrapping_mul(1_000_003)
-                .wrapping_add(u64::from(crash)),
-            ..cfg.spec
-        };
-        last = mount.crash(&spec, &Victims::Group(service.id() as i32))?;
-        kill_service(&mut service);
-        report.crashes = crash + 1;
-        report.dropped += last.dropped.len() + last.torn.len();
-        report.promises = promises.len();
-        progress(&format!(
-            "crash {}/{} after {} ms: {} promises so far, {} ops dropped, {} kept, {} torn",
-            crash + 1,
-            cfg.crashes,
-            wait.as_millis(),
-            promises.len(),
-            last.dropped.len(),
-            last.kept.len(),
-            last.torn.len()
-        ));
+        let acked = stop_client(client);
+        let armed = armed.map(|rx| {
+            self.mount.disarm_sync_failure();
+            ArmedFailure {
+                crash,
+                armed_after: fail_at.unwrap_or_default(),
+                // It went off before it was taken away, or never.
+                failure: rx.try_recv().ok(),
+            }
+        });
+        Ok((acked, armed))
     }
-    report.promises = promises.len();
-    Ok(report)
+}
+
+impl ArmedFailure {
+    /// What failed, in a few words: `fdatasync(data.log) failed with EIO
+    /// 120 ms into the client's run, dropping 1 op` (or that no sync
+    /// matched).
+    pub fn words(&self) -> String {
+        let ms = self.armed_after.as_millis();
+        match &self.failure {
+            None => format!("a sync failure armed {ms} ms into the client's run: no sync matched before the crash"),
+            Some(f) => {
+                let n = f.dropped.len();
+                format!(
+                    "{} failed with {} (armed {ms} ms into the client's run), dropping {n} op{}",
+                    f.sync(),
+                    f.errno,
+                    if n == 1 { "" } else { "s" }
+                )
+            }
+        }
+    }
+}
+
+/// How many dropped lines of one sync failure [`failure_lines`] shows.
+const FAILURE_LINES_SHOWN: usize = 8;
+
+/// The sync failures of a soak for people: a line per crash that had one
+/// armed (what failed, what it dropped, whether the promises held at the
+/// check after the crash), each followed by the ops it dropped.
+pub fn failure_lines(report: &SoakReport) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in &report.sync_failures {
+        let then = match &report.violation {
+            Some(v) if v.crash == a.crash && v.came_back => {
+                "then the checker found a promise broken"
+            }
+            Some(v) if v.crash == a.crash => "then the service did not come back",
+            _ if a.failure.is_none() => "",
+            _ => "then every promise held",
+        };
+        let sep = if then.is_empty() { "" } else { "; " };
+        out.push(format!("crash {}: {}{sep}{then}", a.crash, a.words()));
+        let Some(f) = &a.failure else { continue };
+        let lines = f.dropped_lines();
+        for l in lines.iter().take(FAILURE_LINES_SHOWN) {
+            out.push(format!("  dropped {l}"));
+        }
+        if lines.len() > FAILURE_LINES_SHOWN {
+            out.push(format!(
+                "  and {} more lines",
+                lines.len() - FAILURE_LINES_SHOWN
+            ));
+        }
+    }
+    out
 }
 
 /// The ops a violation's crash dropped or tore, one line each (runs of

@@ -920,3 +920,213 @@ fn an_armed_crash_whose_command_is_stopped_never_goes_off() {
     assert_eq!(p["units"], 3, "{p}");
     live.unmount();
 }
+
+/// A program whose fsync of a.txt is made to fail: it writes, its fsync
+/// fails, it retries (0, as Linux answers), reads its data back, then
+/// writes into another page of a.txt and into b.txt and syncs them.
+const FSYNC_RETRIED: &str = r#"import os, time
+fd = os.open('a.txt', os.O_WRONLY)
+os.pwrite(fd, b'new data\n', 0)
+time.sleep(1.0)
+try:
+    os.fsync(fd)
+    print('fsync: 0')
+except OSError as e:
+    print('fsync: ' + os.strerror(e.errno))
+os.fsync(fd)
+print('retry: 0')
+print('reads: ' + open('a.txt').read().strip())
+os.pwrite(fd, b'after\n', 8192)
+os.fsync(fd)
+b = os.open('b.txt', os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(b, b'after\n')
+os.fsync(b)
+d = os.open('.', os.O_RDONLY)
+os.fsync(d)
+print('synced')
+"#;
+
+/// A program on the mount with its standard output piped.
+fn spawn_piped(dir: &Path, program: &str) -> Child {
+    Command::new("python3")
+        .arg("-c")
+        .arg(program)
+        .current_dir(dir)
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_failed_fsync_drops_what_it_covered_for_good_and_the_retry_returns_0() {
+    let live = Live::mount(&[("a.txt", b"old\n")]);
+    let program = spawn_piped(&live.m, FSYNC_RETRIED);
+    let started = Instant::now();
+    let failure = live.json("fail-sync", &["--at", "fsync:a.txt"]);
+    let out = program.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "fsync: Input/output error\nretry: 0\nreads: new data\nsynced\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(failure["call"], "fsync", "{failure}");
+    assert_eq!(failure["path"], "a.txt");
+    assert_eq!(failure["errno"], "EIO");
+    assert_eq!(calls(&failure, "dropped"), ["write a.txt"]);
+    assert_eq!(failure["dropped"][0]["offset"], 0);
+    assert_eq!(failure["dropped"][0]["length"], 9);
+    // The retry made nothing durable; what came after the failure is.
+    let expect_a = |a: Vec<u8>| {
+        assert_eq!(&a[..4], b"old\n", "the failed write never reached the disk");
+        assert!(a[4..8192].iter().all(|&b| b == 0));
+        assert_eq!(&a[8192..], b"after\n");
+    };
+    expect_a(live.backing("a.txt").unwrap());
+    assert_eq!(live.backing("b.txt").unwrap(), b"after\n");
+    // The view keeps it until the mount goes; the clean unmount, which
+    // syncs everything, does not write it either.
+    assert_eq!(&fs::read(live.m.join("a.txt")).unwrap()[..9], b"new data\n");
+    live.unmount_saying(0, "");
+    expect_a(live.backing("a.txt").unwrap());
+}
+
+#[test]
+fn a_failed_directory_fsync_loses_the_new_name_for_good() {
+    let live = Live::mount(&[]);
+    let program = spawn_piped(
+        &live.m,
+        "import os, time\n\
+         fd = os.open('c.txt', os.O_WRONLY | os.O_CREAT, 0o644)\n\
+         os.write(fd, b'c'); os.fsync(fd)\n\
+         time.sleep(1.0)\n\
+         d = os.open('.', os.O_RDONLY)\n\
+         try:\n    os.fsync(d)\n\
+         except OSError as e:\n    print(e.strerror)\n\
+         os.fsync(d)\n\
+         print('retried')\n",
+    );
+    let text = {
+        let out = live
+            .s
+            .blackout()
+            .args(["fs", "fail-sync"])
+            .arg(&live.m)
+            .args(["--at", "fsyncdir:."])
+            .output()
+            .unwrap();
+        stdout_with(&out, 0)
+    };
+    let out = program.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Input/output error\nretried\n"
+    );
+    assert_eq!(
+        text,
+        "sync failed: fsyncdir(.) returned EIO; 1 op it covered dropped, never durable (programs read it until the mount is unmounted or crashes)\n  dropped create c.txt: never durable\n"
+    );
+    assert!(live.m.join("c.txt").exists(), "the view keeps the name");
+    live.unmount_saying(0, "");
+    assert!(live.backing("c.txt").is_none());
+}
+
+#[test]
+fn fail_sync_refuses_a_call_that_is_not_a_sync_in_one_line() {
+    let s = Scratch::new();
+    fs::create_dir(s.path("m")).unwrap();
+    let out = s
+        .blackout()
+        .args(["fs", "fail-sync"])
+        .arg(s.path("m"))
+        .args(["--at", "write:*"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --at `write:*`: only a sync can be made to fail (fsync, fdatasync, fsyncdir, or *), not write\n"
+    );
+    let out = s
+        .blackout()
+        .args(["soak", "--fail-syncs", "--fail-at", "rename:x"])
+        .args(["--client", "true", "--checker", "true", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: --fail-at `rename:x`: only a sync can be made to fail (fsync, fdatasync, fsyncdir, or *), not rename\n"
+    );
+    s.assert_clean();
+}
+
+/// `blackout soak --fail-syncs` of the example log server with `--fsync`
+/// (a failed fdatasync stops it) or `--fsync --retry` (retried until it
+/// returns 0), its records 4 KB long so most cross a page boundary.
+fn soak_kvlog_failing_syncs(s: &Scratch, retry: bool) -> std::process::Output {
+    let kv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/kvlog.py");
+    let kv = kv.to_str().unwrap();
+    let mut service = vec!["python3", kv, "serve", "--fsync"];
+    if retry {
+        service.push("--retry");
+    }
+    s.blackout()
+        .env("KV_VALUE_BYTES", "4000")
+        .args(["soak", "--crashes", "6", "--seed", "5"])
+        .args(["--ack-prefix", "ok", "--fail-syncs"])
+        .args(["--run-min", "100ms", "--run-max", "300ms"])
+        .args(["--ready", &format!("python3 {kv} ready")])
+        .args(["--client", &format!("python3 {kv} load")])
+        .args(["--checker", &format!("python3 {kv} check")])
+        .arg("--")
+        .args(service)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn soak_with_failing_syncs_passes_a_server_that_stops_and_fails_one_that_retries() {
+    let s = Scratch::new();
+    let out = soak_kvlog_failing_syncs(&s, false);
+    let stdout = stdout_with(&out, 0);
+    assert!(
+        stdout.starts_with("PASS: 6 crashes (seed 5, keep none, syncs failing at `*`): all "),
+        "{stdout}"
+    );
+    // The seed arms a failure before crashes 1, 3, 4 and 6.
+    assert!(
+        stdout.contains("\nsync failures: armed before 4 of 6 crashes, "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  crash 1: fdatasync(data.log) failed with EIO (armed 56 ms into the client's run), dropping 1 op; then every promise held\n    dropped write data.log [0, "),
+        "{stdout}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("crash 1/6 after 271 ms: 0 promises so far, 0 ops dropped, 0 kept, 0 torn; fdatasync(data.log) failed with EIO"),
+        "{err}"
+    );
+    s.assert_clean();
+    let out = soak_kvlog_failing_syncs(&s, true);
+    let stdout = stdout_with(&out, 1);
+    assert!(stdout.starts_with("FAIL: after crash "), "{stdout}");
+    assert!(
+        stdout.contains(
+            "(seed 5, keep none, syncs failing at `*`), a promise broke: acknowledged put k"
+        ),
+        "{stdout}"
+    );
+    // The record whose fdatasync failed was acknowledged after the retry
+    // returned 0; it crossed into a page written again later, not the page
+    // it started in.
+    assert!(
+        stdout.contains("), dropping 1 op; then the checker found a promise broken\n    dropped write data.log ["),
+        "{stdout}"
+    );
+    s.assert_clean();
+}

@@ -12,7 +12,7 @@ use blackout_oplog::ops::{Ino, InodeKind, OpKind, Part, ROOT_INO};
 
 use super::{sync_errno, Errno, Live, SECTOR};
 use crate::faults::{
-    refused_line, CrashReport, CrashSpec, PendingFile, PendingReport, Refused, Torn,
+    refused_line, CrashReport, CrashSpec, PendingFile, PendingReport, Refused, SyncFailure, Torn,
 };
 use crate::pending::{kept, named, Change, Keep, Rng, Taken};
 
@@ -136,9 +136,39 @@ impl Live {
             (_, false) => "fsync",
         };
         let fire = self.gate(call, &rel, None)?;
-        self.sync_inode(ino, datasync)?;
+        let synced = if self.fails(call, &rel, ino) {
+            Err(libc::EIO)
+        } else {
+            self.sync_inode(ino, datasync)
+        };
         self.after(fire);
-        Ok(())
+        synced
+    }
+
+    /// Whether the armed sync failure goes off at this sync (`call` of
+    /// `ino`, at `rel`): if so, what the sync covers is dropped for good,
+    /// as after a writeback error, and the one who armed it hears what.
+    fn fails(&mut self, call: &str, rel: &str, ino: Ino) -> bool {
+        if !self
+            .failing
+            .as_ref()
+            .is_some_and(|(t, _)| t.matches(call, rel, None))
+        {
+            return false;
+        }
+        let Some((_, tx)) = self.failing.take() else {
+            return false;
+        };
+        let dropped = self.pending.drop_synced(ino);
+        let pending = &self.pending;
+        self.refused.retain(|&seq, _| pending.get(seq).is_some());
+        let _ = tx.send(SyncFailure {
+            call: call.to_string(),
+            path: rel.to_string(),
+            errno: "EIO".to_string(),
+            dropped,
+        });
+        true
     }
 
     /// sync: everything pending becomes durable. Returns how many ops.
@@ -196,6 +226,7 @@ impl Live {
     pub fn crash(&mut self, spec: &CrashSpec) -> io::Result<CrashReport> {
         self.frozen = true;
         self.trigger = None;
+        self.failing = None;
         let units = self.pending.units();
         let keep: std::collections::HashSet<(u64, Part)> =
             kept(&units, spec.keep, spec.seed).into_iter().collect();

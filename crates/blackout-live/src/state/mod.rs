@@ -26,7 +26,7 @@ mod durability;
 mod requests;
 
 use crate::durable::Durable;
-use crate::faults::{Trigger, When};
+use crate::faults::{SyncFailure, Trigger, When};
 use crate::limits::Limits;
 use crate::pending::Pending;
 use crate::tree::{self, Meta, Reach};
@@ -129,6 +129,8 @@ pub struct Live {
     /// The power is off: every request fails with `EIO`.
     frozen: bool,
     trigger: Option<(Trigger, Sender<()>)>,
+    /// A sync failure armed: the next sync it matches fails with `EIO`.
+    failing: Option<(Trigger, Sender<SyncFailure>)>,
     /// The pending ops the backing directory refused when a sync took them
     /// (by number), with its error: they stay pending, and every sync that
     /// covers them fails until they are made durable.
@@ -178,6 +180,7 @@ impl Live {
             orphans: orphans.to_path_buf(),
             frozen: false,
             trigger: None,
+            failing: None,
             refused: BTreeMap::new(),
             limits,
         })
@@ -305,6 +308,18 @@ impl Live {
     /// Takes the armed trigger away.
     pub fn disarm(&mut self) {
         self.trigger = None;
+    }
+
+    /// Arms a sync failure at the next fsync, fdatasync or directory fsync
+    /// `trigger` matches: it fails with `EIO` and what it covered is
+    /// dropped for good; `failed` hears what.
+    pub fn arm_sync_failure(&mut self, trigger: Trigger, failed: Sender<SyncFailure>) {
+        self.failing = Some((trigger, failed));
+    }
+
+    /// Takes an armed sync failure away.
+    pub fn disarm_sync_failure(&mut self) {
+        self.failing = None;
     }
 
     /// The power fails now (every request fails with `EIO` until the view
