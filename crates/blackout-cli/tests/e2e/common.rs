@@ -325,6 +325,34 @@ pub fn sqlite_setup(mode: &str) -> String {
     )
 }
 
+/// `blackout run` arguments for the SQLite example under posix: its
+/// acknowledgements, its `*-shm`, its table made in journal mode
+/// `journal`, its checker, then `extra`, and `workload.sh JOURNAL SYNC
+/// COUNT` after `--`.
+pub fn sqlite_run_args(journal: &str, sync: &str, count: &str, extra: &[&str]) -> Vec<String> {
+    let sqlite = repo().join("examples/sqlite");
+    let mut args: Vec<String> = [
+        "--model",
+        "posix",
+        "--ack-prefix",
+        "ack ",
+        "--volatile",
+        "*-shm",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(["--setup".into(), sqlite_setup(journal)]);
+    args.extend([
+        "--checker".into(),
+        format!("sh {}", sqlite.join("check.sh").display()),
+    ]);
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args.extend(["--".into(), "sh".into()]);
+    args.push(sqlite.join("workload.sh").to_string_lossy().into_owned());
+    args.extend([journal, sync, count].map(String::from));
+    args
+}
+
 /// Whether the FUSE view can be mounted here (root and /dev/fuse): where it
 /// cannot, runs write directories, which other tests cover.
 pub fn fuse_here() -> bool {

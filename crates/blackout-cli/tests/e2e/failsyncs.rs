@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::common::{repo, run_json, sqlite_setup, text, Scratch};
+use crate::common::{repo, run_json, sqlite_run_args, text, Scratch};
 
 /// `run --fail-syncs` of `examples/failsync/save.py MODE`: (exit code,
 /// the report's result).
@@ -117,32 +117,9 @@ fn sqlite_reports_a_failed_wal_sync_and_ignores_a_failed_directory_sync() {
         return;
     }
     let s = Scratch::new();
-    let sqlite = repo().join("examples/sqlite");
-    let checker = format!("sh {}", sqlite.join("check.sh").display());
-    let workload = sqlite.join("workload.sh");
-    let setup = sqlite_setup("WAL");
-    let (code, v, _) = run_json(
-        &s,
-        &[
-            "--model",
-            "posix",
-            "--fail-syncs",
-            "--ack-prefix",
-            "ack ",
-            "--volatile",
-            "*-shm",
-            "--setup",
-            &setup,
-            "--checker",
-            &checker,
-            "--",
-            "sh",
-            workload.to_str().unwrap(),
-            "WAL",
-            "FULL",
-            "8",
-        ],
-    );
+    let args = sqlite_run_args("WAL", "FULL", "8", &["--fail-syncs"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, v, _) = run_json(&s, &args);
     assert_eq!(code, 1, "{v}");
     let r = &v["result"];
     let wal = site(r, "fdatasync(db-wal)");

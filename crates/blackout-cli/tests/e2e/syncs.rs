@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::common::{examples, run_json, save_checker, Scratch};
+use crate::common::{examples, run_json, save_checker, sqlite_run_args, Scratch};
 
 /// `run --syncs` of `save.sh MODE` under posix with `checker`, the
 /// document at version 1 first when `setup`: (exit code, the report).
@@ -322,27 +322,8 @@ fn each_site_sqlite_needs_fails_a_run_that_really_omits_its_syncs() {
         return;
     }
     let s = Scratch::new();
-    let sqlite = crate::common::repo().join("examples/sqlite");
-    let (checker, workload) = (sqlite.join("check.sh"), sqlite.join("workload.sh"));
-    let checker = format!("sh {}", checker.display());
-    let setup = crate::common::sqlite_setup("WAL");
-    let args = [
-        "--model",
-        "posix",
-        "--ack-prefix",
-        "ack ",
-        "--volatile",
-        "*-shm",
-        "--setup",
-        &setup,
-        "--checker",
-        &checker,
-    ];
-    let workload = ["sh", workload.to_str().unwrap(), "WAL", "FULL", "8"];
-    let mut with: Vec<&str> = args.to_vec();
-    with.extend(["--syncs", "--"]);
-    with.extend(workload);
-    let (code, v, _) = run_json(&s, &with);
+    let with = sqlite_run_args("WAL", "FULL", "8", &["--syncs"]);
+    let (code, v) = run_args(&s, &with);
     assert_eq!(code, 0, "{v}");
     let judged = verdicts(&v);
     let calls: Vec<&str> = judged.iter().map(|(call, _)| call.as_str()).collect();
@@ -355,7 +336,8 @@ fn each_site_sqlite_needs_fails_a_run_that_really_omits_its_syncs() {
         "{judged:?}"
     );
     for call in calls {
-        let (code, v) = run_args(&s, &without(&args, call, &workload));
+        let args = sqlite_run_args("WAL", "FULL", "8", &["--without-sync", call]);
+        let (code, v) = run_args(&s, &args);
         assert_eq!(code, 1, "without {call}: {}", v["result"]["verdict"]);
     }
 }

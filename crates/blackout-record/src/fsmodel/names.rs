@@ -150,16 +150,7 @@ impl FsModel {
                 if let Resolved::Out(q) = &dst {
                     self.outside_forget(q);
                 }
-                self.inodes[dir as usize].entries.remove(&name);
-                self.push(
-                    site,
-                    OpKind::Unlink {
-                        dir,
-                        name: Name(name),
-                        ino,
-                    },
-                    &r.from,
-                );
+                self.unlink_entry(site, (dir, name), ino, &r.from);
                 Ok(())
             }
             (
@@ -249,16 +240,7 @@ impl FsModel {
                 entry: Some((dir, name)),
                 ino: Some(ino),
             } => {
-                self.inodes[dir as usize].entries.remove(&name);
-                self.push(
-                    site,
-                    OpKind::Unlink {
-                        dir,
-                        name: Name(name),
-                        ino,
-                    },
-                    path,
-                );
+                self.unlink_entry(site, (dir, name), ino, path);
                 Ok(())
             }
             Resolved::Out(p) => {
@@ -268,6 +250,27 @@ impl FsModel {
             }
             _ => Err(self.diverged(path, "unlink")),
         }
+    }
+
+    /// Removes `name` (naming `ino`) from `dir`, as the call at `site` on
+    /// `path` did.
+    pub(super) fn unlink_entry(
+        &mut self,
+        site: &CallSite<'_>,
+        (dir, name): (Ino, Vec<u8>),
+        ino: Ino,
+        path: &[u8],
+    ) {
+        self.inodes[dir as usize].entries.remove(&name);
+        self.push(
+            site,
+            OpKind::Unlink {
+                dir,
+                name: Name(name),
+                ino,
+            },
+            path,
+        );
     }
 
     pub(super) fn link(&mut self, site: &CallSite<'_>, l: &Link) -> R<()> {

@@ -120,16 +120,7 @@ impl FsModel {
     /// Unlinks the outside file at `path`, if the run created it.
     pub(super) fn outside_unlink(&mut self, site: &CallSite<'_>, path: &[u8]) {
         if let Some((dir, name, ino)) = self.outside_take(path) {
-            self.inodes[dir as usize].entries.remove(&name);
-            self.push(
-                site,
-                OpKind::Unlink {
-                    dir,
-                    name: Name(name),
-                    ino,
-                },
-                path,
-            );
+            self.unlink_entry(site, (dir, name), ino, path);
         }
     }
 }
