@@ -260,7 +260,7 @@ pub struct Op {
     /// read): durable as soon as made ([`synced_by`]), since nothing is
     /// asked of its contents after a crash, so no crash state loses it.
     /// Also an entry op in the directory standing for everywhere outside
-    /// the directory under test ([`crate::trace::Trace::outside_dir`]),
+    /// the directory under test (`Trace::outside_dir`),
     /// and the removal half of a rename from it: what happens outside is
     /// not the directory's to lose.
     #[serde(skip)]
