@@ -200,6 +200,24 @@ pub(crate) fn preload(
     ])
 }
 
+/// Why a sync taken out was made anyway, from the workload's standard
+/// error: the loader's own line when it could not preload the library (a
+/// scratch directory on a `noexec` mount, a setuid program), else that the
+/// program does not ask the C library for it.
+pub fn why_made(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    match text
+        .lines()
+        .find(|l| l.contains("libblackout_omit_syncs.so") && l.contains("cannot be preloaded"))
+    {
+        Some(line) => format!(
+            "the loader did not preload the library that takes syncs out ({}; a scratch directory on a noexec mount does this: set TMPDIR elsewhere)",
+            line.trim()
+        ),
+        None => "it does not ask the C library for it (a static binary or a raw system call)".into(),
+    }
+}
+
 /// The first sync op of `trace` one of `omitted` names: the program made
 /// it anyway (not through the C library).
 pub fn made_anyway<'a>(
@@ -244,6 +262,18 @@ mod tests {
         for bad in ["fsync", "fsync()", "msync(x)", "fsync(x", "fsync(a\tb)"] {
             assert!(bad.parse::<OmittedSync>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_library_the_loader_refused_is_said_so() {
+        let refused = b"ERROR: ld.so: object '/s/blackout-x/libblackout_omit_syncs.so' from LD_PRELOAD cannot be preloaded (failed to map segment from shared object): ignored.\nsaved\n";
+        let why = why_made(refused);
+        assert!(
+            why.starts_with("the loader did not preload the library"),
+            "{why}"
+        );
+        assert!(why.contains("failed to map segment"), "{why}");
+        assert!(why_made(b"").contains("does not ask the C library"));
     }
 
     #[test]

@@ -149,12 +149,15 @@ pub enum RecordError {
     #[error("the workload did not finish within {0} s (--workload-timeout); it was killed with its process group, and whatever it had detached")]
     TimedOut(f64),
     /// A sync `--without-sync` takes out was made anyway.
-    #[error("the workload made {sync} anyway (log line {line}): it does not ask the C library for it (a static binary or a raw system call), so it cannot be taken out")]
+    #[error("the workload made {sync} anyway (log line {line}): {why}, so it cannot be taken out")]
     NotOmitted {
         /// The sync, as `--without-sync` names it.
         sync: String,
         /// The log line of the first one made.
         line: u32,
+        /// Why: the loader did not preload the library (what it said), or
+        /// the program does not ask the C library for the sync.
+        why: String,
     },
     /// Any other I/O failure.
     #[error(transparent)]
@@ -329,6 +332,7 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
         return Err(RecordError::NotOmitted {
             sync: sync.to_string(),
             line: trace.ops[i].line,
+            why: crate::omit::why_made(&run.stderr),
         });
     }
     let call_times = if cfg.timestamps {
