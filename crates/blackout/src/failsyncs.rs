@@ -29,7 +29,7 @@ pub struct FailRuns<'a> {
 
 /// Every sync call site of `trace` made to fail in turn. `cfg` is the
 /// run's; its failure runs are checked under posix alone, without
-/// `--syncs` and without progress callbacks (left so).
+/// `--syncs`, fix verification or progress callbacks (left so).
 pub fn judge_failed_syncs(
     trace: &Trace,
     cfg: &mut RunConfig,
@@ -38,6 +38,8 @@ pub fn judge_failed_syncs(
     let t0 = Instant::now();
     cfg.models = vec![Model::Posix];
     cfg.syncs = false;
+    // A failure run's verdict is all that is read of it.
+    cfg.fix_verifications = 0;
     cfg.progress = None;
     cfg.explore_progress = None;
     let mut sites = Vec::new();
