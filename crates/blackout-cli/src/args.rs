@@ -193,7 +193,7 @@ pub(crate) struct FsCrashArgs {
     /// With --at: crash just before the op (it is refused) instead of after.
     #[arg(long, requires = "at")]
     pub(crate) before: bool,
-    /// Kill this process group first.
+    /// Kill this process group first, and every process descending from it.
     #[arg(long, value_name = "PGID", conflicts_with = "cgroup")]
     pub(crate) pgid: Option<i32>,
     /// Kill every process of this cgroup (v2 directory) first.

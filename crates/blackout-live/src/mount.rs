@@ -3,6 +3,7 @@
 //! reboot would, unmounted with everything made durable, and nothing left
 //! behind on any of these paths.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -23,7 +24,8 @@ pub enum Victims {
     /// Nobody (the program is stopped by other means).
     #[default]
     Nobody,
-    /// A process group.
+    /// A process group, and every process descending from it (in any
+    /// group).
     Group(i32),
     /// A cgroup (v2), by its directory.
     Cgroup(PathBuf),
@@ -32,18 +34,57 @@ pub enum Victims {
 /// How long the processes killed before a crash may take to die.
 const KILL_WAIT: Duration = Duration::from_secs(10);
 
-/// The processes in group `pgid` that have not exited (zombies are dead).
-fn group_members(pgid: i32) -> Vec<u32> {
+/// When process `pid` started (clock ticks since boot, `/proc/PID/stat`'s
+/// 22nd field): with its pid, it names one process (pids are reused).
+fn started(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// The processes of group `pgid` that have not exited (zombies are dead),
+/// with every process descending from one of them or from a process in
+/// `known` whatever group it is in (a server's children may each make a
+/// group of their own: PostgreSQL's call setsid), all added to `known`
+/// with when each started (so a child whose parent died first is still
+/// found, and a pid used again is not taken for the process it was).
+fn group_tree(pgid: i32, known: &mut HashMap<u32, u64>) -> Vec<u32> {
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    rd.flatten()
+    let alive: Vec<(u32, u32, bool, u64)> = rd
+        .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| {
-            blackout_sys::proc::stat_of(pid).is_some_and(|s| {
-                !matches!(s.state, 'Z' | 'X') && i64::from(s.pgrp) == i64::from(pgid)
-            })
+        .filter_map(|pid| {
+            let s = blackout_sys::proc::stat_of(pid)?;
+            let in_group = i64::from(s.pgrp) == i64::from(pgid);
+            (!matches!(s.state, 'Z' | 'X')).then_some((pid, s.ppid, in_group, started(pid)?))
         })
+        .collect();
+    let start_of: HashMap<u32, u64> = alive.iter().map(|&(p, _, _, t)| (p, t)).collect();
+    let is_known = |known: &HashMap<u32, u64>, pid: u32| {
+        known
+            .get(&pid)
+            .is_some_and(|t| start_of.get(&pid) == Some(t))
+    };
+    loop {
+        let before = known.len();
+        for &(pid, ppid, in_group, t) in &alive {
+            if in_group || is_known(known, ppid) {
+                known.insert(pid, t);
+            }
+        }
+        if known.len() == before {
+            break;
+        }
+    }
+    alive
+        .iter()
+        .map(|&(pid, ..)| pid)
+        .filter(|&pid| is_known(known, pid))
         .collect()
 }
 
@@ -60,13 +101,19 @@ impl Victims {
         match self {
             Victims::Nobody => Ok(0),
             Victims::Group(pgid) => {
-                let first = group_members(*pgid).len();
+                let mut known = HashMap::new();
+                let first = group_tree(*pgid, &mut known).len();
                 loop {
-                    // SAFETY: kill(2) with a negative pid signals a group.
-                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                    if group_members(*pgid).is_empty() {
+                    let alive = group_tree(*pgid, &mut known);
+                    if alive.is_empty() {
                         return Ok(first);
                     }
+                    for pid in alive {
+                        // SAFETY: kill(2) of one process.
+                        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                    }
+                    // SAFETY: kill(2) with a negative pid signals a group.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
                     if Instant::now() > deadline {
                         return Err(io::Error::other(format!(
                             "process group {pgid} still runs {} s after SIGKILL",

@@ -5,11 +5,21 @@
 # SYNC is synchronous_commit: `on` (a commit is acknowledged once its WAL
 # is flushed) or `off` (acknowledged at once; the WAL is flushed within
 # three wal_writer_delay periods).
+# DATA_SYNC_RETRY is data_sync_retry: `off` (PostgreSQL's default: a failed
+# fsync of a data file is a PANIC, and the server recovers from the WAL) or
+# `on` (the checkpoint fails, and the next one retries the fsync and trusts
+# its 0). CHECKPOINT_EVERY=N makes the client ask for a CHECKPOINT after
+# every N rows (its error, if the checkpoint fails, does not stop the
+# client), so data files are fsynced within a soak's short runs.
+# CHECK_INDEX=1 has the checker also verify, with amcheck, that every row
+# of the table has its entry in the primary key's index.
 #
 #   blackout soak --setup "pg.sh setup" --ready "pg.sh ready" \
 #     --client "pg.sh load" --checker "pg.sh check" --ack-prefix ok -- pg.sh serve
 set -eu
 SYNC=${SYNC:-on}
+DATA_SYNC_RETRY=${DATA_SYNC_RETRY:-off}
+CHECKPOINT_EVERY=${CHECKPOINT_EVERY:-0}
 BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)}
 SOCK=$BLACKOUT_SOAK_DIR
 DATA=$BLACKOUT_MOUNT/pg
@@ -21,6 +31,7 @@ setup)
     as_pg "$BIN/initdb" -D "$DATA" -A trust --no-instructions >/dev/null
     as_pg "$BIN/pg_ctl" -D "$DATA" -o "-k $SOCK -c listen_addresses=" -w -s start
     psql_ -c 'CREATE TABLE acked (k bigint PRIMARY KEY, v text NOT NULL)'
+    if [ "${CHECK_INDEX:-0}" = 1 ]; then psql_ -c 'CREATE EXTENSION amcheck'; fi
     as_pg "$BIN/pg_ctl" -D "$DATA" -m fast -w -s stop
     ;;
 serve)
@@ -28,19 +39,23 @@ serve)
     # stale (as an init script treats them).
     rm -f "$DATA/postmaster.pid" "$SOCK/.s.PGSQL.5432" "$SOCK/.s.PGSQL.5432.lock"
     exec runuser -u postgres -- "$BIN/postgres" -D "$DATA" -k "$SOCK" \
-        -c listen_addresses= -c synchronous_commit="$SYNC" -c fsync=on
+        -c listen_addresses= -c synchronous_commit="$SYNC" -c fsync=on \
+        -c data_sync_retry="$DATA_SYNC_RETRY"
     ;;
 ready)
     as_pg "$BIN/pg_isready" -h "$SOCK" -q
     ;;
 load)
     # One transaction per row; `ok K` once its COMMIT returned.
-    python3 -c '
+    CHECKPOINT_EVERY=$CHECKPOINT_EVERY python3 -c '
 import os, sys
 base = int(os.environ["BLACKOUT_CRASH"]) * 10**7
+every = int(os.environ["CHECKPOINT_EVERY"])
 for i in range(10**7):
     k = base + i
     sys.stdout.write("INSERT INTO acked VALUES (%d, %s);\n\\echo ok %d\n" % (k, "'"'v%d'"'" % k, k))
+    if every and (i + 1) % every == 0:
+        sys.stdout.write("\\set ON_ERROR_STOP 0\nCHECKPOINT;\n\\set ON_ERROR_STOP 1\n")
 ' | as_pg stdbuf -oL "$BIN/psql" -h "$SOCK" -d postgres -X -q -v ON_ERROR_STOP=1
     ;;
 check)
@@ -55,6 +70,9 @@ if lost:
           % (len(lost), lost[0], len(acked) - len(lost), len(acked)))
     sys.exit(1)
 ' "$SOCK/have"
+    if [ "${CHECK_INDEX:-0}" = 1 ]; then
+        psql_ -At -c "SELECT bt_index_check('acked_pkey', true)" >/dev/null
+    fi
     ;;
 *)
     echo "usage: pg.sh setup|serve|ready|load|check" >&2

@@ -718,6 +718,90 @@ fn slower_postgres_with_synchronous_commit_off_loses_an_acknowledged_commit() {
     s.assert_clean();
 }
 
+/// `blackout soak --fail-syncs` of PostgreSQL (`synchronous_commit=on`)
+/// with `data_sync_retry` set to `retry`: the client asks for a CHECKPOINT
+/// every 200 rows, so data files are fsynced in every run, and the fsync
+/// of the table's file (base/5/16384 in a fresh cluster) is the one made
+/// to fail; the checker also checks the primary key's index (amcheck).
+fn soak_postgres_failing_syncs(retry: &str) -> (std::process::Output, Scratch) {
+    assert!(
+        Path::new("/usr/lib/postgresql").is_dir(),
+        "the PostgreSQL soak needs the server: apt-get install -y postgresql"
+    );
+    let s = Scratch::new();
+    use std::os::unix::fs::PermissionsExt;
+    for d in [s.root.path().to_path_buf(), s.path("tmp")] {
+        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let pg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/postgres/pg.sh");
+    let pg = pg.to_str().unwrap();
+    let out = s
+        .blackout()
+        .env("SYNC", "on")
+        .env("DATA_SYNC_RETRY", retry)
+        .env("CHECKPOINT_EVERY", "200")
+        .env("CHECK_INDEX", "1")
+        .args([
+            "soak",
+            "--crashes",
+            "30",
+            "--seed",
+            "1",
+            "--ack-prefix",
+            "ok",
+        ])
+        .args(["--run-min", "1s", "--run-max", "3s"])
+        .args(["--fail-syncs", "--fail-at", "fsync:pg/base/5/16384"])
+        .args(["--setup", &format!("{pg} setup")])
+        .args(["--ready", &format!("{pg} ready")])
+        .args(["--client", &format!("{pg} load")])
+        .args(["--checker", &format!("{pg} check")])
+        .args(["--", pg, "serve"])
+        .output()
+        .unwrap();
+    (out, s)
+}
+
+#[test]
+#[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (30 crashes of a real PostgreSQL, its table's fsync failing before some; minutes)"]
+fn slower_postgres_with_data_sync_retry_off_keeps_every_commit_when_a_data_file_fsync_fails() {
+    let (out, s) = soak_postgres_failing_syncs("off");
+    let stdout = stdout_with(&out, 0);
+    assert!(
+        stdout.starts_with(
+            "PASS: 30 crashes (seed 1, keep none, syncs failing at `fsync:pg/base/5/16384`): all "
+        ),
+        "{stdout}"
+    );
+    // A PANIC and recovery from the WAL after each failure: the dropped
+    // writes of the table are written again.
+    assert!(
+        stdout.contains("fsync(pg/base/5/16384) failed with EIO (armed ")
+            && stdout.contains("then every promise held\n    dropped "),
+        "{stdout}"
+    );
+    s.assert_clean();
+}
+
+#[test]
+#[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (a real PostgreSQL trusting a retried fsync of its table's file)"]
+fn slower_postgres_with_data_sync_retry_on_loses_acknowledged_commits_after_a_failed_fsync() {
+    let (out, s) = soak_postgres_failing_syncs("on");
+    let stdout = stdout_with(&out, 1);
+    assert!(
+        stdout.contains("acknowledged commits are gone after the crash"),
+        "{stdout}"
+    );
+    // The loss is the failed fsync's: its writes to the table's file,
+    // which a later checkpoint's fsync (0) did not write.
+    assert!(
+        stdout.contains("then the checker found a promise broken\n    dropped ")
+            && stdout.contains(" pg/base/5/16384 "),
+        "{stdout}"
+    );
+    s.assert_clean();
+}
+
 /// A cgroup of the v2 hierarchy, mounted for a test: its processes killed,
 /// the cgroup removed and the hierarchy unmounted when dropped (the
 /// hierarchy is the machine's: a cgroup left behind would outlive the test).
@@ -918,6 +1002,42 @@ fn an_armed_crash_whose_command_is_stopped_never_goes_off() {
     assert_eq!(fs::read(live.m.join("seg.wal")).unwrap(), b"x");
     let p = live.json("pending", &[]);
     assert_eq!(p["units"], 3, "{p}");
+    live.unmount();
+}
+
+#[test]
+fn a_crash_kills_the_children_that_left_the_group_too() {
+    let live = Live::mount(&[]);
+    // As PostgreSQL's postmaster does: each child makes a session of its
+    // own, its working directory on the mount.
+    let mut program = spawn_in_group(
+        &live.m,
+        "import os, time\n\
+         if os.fork() == 0:\n    \
+             os.setsid()\n    \
+             open('child.tmp', 'w').write(str(os.getpid()))\n    \
+             os.rename('child.tmp', 'child')\n    \
+             time.sleep(30)\n\
+         else:\n    \
+             time.sleep(30)\n",
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !live.m.join("child").exists() {
+        assert!(Instant::now() < deadline, "the child never wrote");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let child = fs::read_to_string(live.m.join("child")).unwrap();
+    let pgid = program.id().to_string();
+    let r = live.crash(&["--pgid", &pgid]);
+    assert_eq!(r["killed"], 2, "{r}");
+    assert!(!program.wait().unwrap().success());
+    let gone = fs::read_to_string(format!("/proc/{child}/stat"))
+        .map_or(true, |st| st.rsplit(") ").next().unwrap().starts_with('Z'));
+    assert!(gone, "the child outlived the crash");
+    // The mount came back, and stays.
+    std::thread::sleep(Duration::from_millis(1500));
+    fs::write(live.m.join("after"), b"x").unwrap();
+    assert_eq!(fs::read(live.m.join("after")).unwrap(), b"x");
     live.unmount();
 }
 
