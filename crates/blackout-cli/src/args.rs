@@ -871,6 +871,7 @@ impl Cmd {
             Cmd::States(a) => a.json,
             Cmd::Fs(FsCmd::Crash(a)) => a.json,
             Cmd::Fs(FsCmd::Pending(a)) => a.json,
+            Cmd::Fs(FsCmd::FailSync(a)) => a.json,
             Cmd::Fs(_) | Cmd::Soak(_) => false,
             Cmd::Record(_) | Cmd::State(_) | Cmd::Clean(_) | Cmd::Completions(_) | Cmd::Man(_) => {
                 false
