@@ -37,21 +37,9 @@ pub(crate) fn cmd_fs(cmd: FsCmd) -> Result<u8> {
             print_out(&format!("synced {} ops\n", v["synced"]))?;
             Ok(0)
         }
-        FsCmd::Pending(a) => {
-            let v = control::request(
-                &a.mountpoint,
-                &Request::Pending,
-                DAEMON_PATIENCE,
-                &INTERRUPTED,
-            )?;
-            if a.json {
-                print_out(&format!("{v}\n"))?;
-            } else {
-                let r: PendingReport = serde_json::from_value(v)?;
-                print_out(&r.text())?;
-            }
-            Ok(0)
-        }
+        FsCmd::Pending(a) => answer(&a.mountpoint, &Request::Pending, a.json, |v| {
+            Ok(serde_json::from_value::<PendingReport>(v)?.text())
+        }),
         FsCmd::Crash(a) => crash(a),
         FsCmd::FailSync(a) => fail_sync(a),
     }
@@ -131,12 +119,24 @@ fn crash(a: FsCrashArgs) -> Result<u8> {
         cgroup: a.cgroup,
     };
     // An armed crash waits for its op as long as it takes.
-    let v = control::request(&a.mountpoint, &req, DAEMON_PATIENCE, &INTERRUPTED)?;
-    if a.json {
+    answer(&a.mountpoint, &req, a.json, |v| {
+        Ok(serde_json::from_value::<CrashReport>(v)?.text())
+    })
+}
+
+/// Asks the daemon at `mountpoint` for `req` and prints its answer: as
+/// JSON with `--json`, else as `text` makes it of the report.
+fn answer(
+    mountpoint: &std::path::Path,
+    req: &Request,
+    json: bool,
+    text: impl Fn(serde_json::Value) -> Result<String>,
+) -> Result<u8> {
+    let v = control::request(mountpoint, req, DAEMON_PATIENCE, &INTERRUPTED)?;
+    if json {
         print_out(&format!("{v}\n"))?;
     } else {
-        let r: CrashReport = serde_json::from_value(v)?;
-        print_out(&r.text())?;
+        print_out(&text(v)?)?;
     }
     Ok(0)
 }
@@ -145,17 +145,8 @@ fn fail_sync(a: FsFailSyncArgs) -> Result<u8> {
     // Refused here, in one line, before the daemon is asked.
     blackout::live::faults::Trigger::parse_sync(&a.at).map_err(anyhow::Error::msg)?;
     // It waits for its sync as long as it takes.
-    let v = control::request(
-        &a.mountpoint,
-        &Request::FailSync { at: a.at },
-        DAEMON_PATIENCE,
-        &INTERRUPTED,
-    )?;
-    if a.json {
-        print_out(&format!("{v}\n"))?;
-    } else {
-        let f: SyncFailure = serde_json::from_value(v)?;
-        print_out(&f.text())?;
-    }
-    Ok(0)
+    let req = Request::FailSync { at: a.at };
+    answer(&a.mountpoint, &req, a.json, |v| {
+        Ok(serde_json::from_value::<SyncFailure>(v)?.text())
+    })
 }

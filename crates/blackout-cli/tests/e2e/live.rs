@@ -636,7 +636,13 @@ fn soak_passes_a_server_that_syncs_and_names_what_one_that_does_not_lost() {
     s.assert_clean();
     let out = soak_kvlog(&s, false, &[]);
     let stdout = stdout_with(&out, 1);
-    assert!(stdout.starts_with("FAIL: after crash 1 of 6 (seed 5, keep none), a promise broke: acknowledged put k1.0=v0 is gone"), "{stdout}");
+    // Which crash finds a put acknowledged first depends on how fast the
+    // client starts.
+    assert!(stdout.starts_with("FAIL: after crash "), "{stdout}");
+    assert!(
+        stdout.contains(" of 6 (seed 5, keep none), a promise broke: acknowledged put k"),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("\n  dropped create data.log: durable only after fsync(.)\n"),
         "{stdout}"
@@ -651,6 +657,12 @@ fn soak_passes_a_server_that_syncs_and_names_what_one_that_does_not_lost() {
 
 /// `blackout soak` of PostgreSQL with `synchronous_commit` set to `sync`.
 fn soak_postgres(sync: &str) -> (std::process::Output, Scratch) {
+    soak_postgres_with(&[("SYNC", sync)], &["--crashes", "100"])
+}
+
+/// PostgreSQL under `soak --seed 1 --ack-prefix ok` with `env` set and
+/// `extra` flags (the example's setup, readiness, client and checker).
+fn soak_postgres_with(env: &[(&str, &str)], extra: &[&str]) -> (std::process::Output, Scratch) {
     assert!(
         Path::new("/usr/lib/postgresql").is_dir(),
         "the PostgreSQL soak needs the server: apt-get install -y postgresql"
@@ -665,16 +677,9 @@ fn soak_postgres(sync: &str) -> (std::process::Output, Scratch) {
     let pg = pg.to_str().unwrap();
     let out = s
         .blackout()
-        .env("SYNC", sync)
-        .args([
-            "soak",
-            "--crashes",
-            "100",
-            "--seed",
-            "1",
-            "--ack-prefix",
-            "ok",
-        ])
+        .envs(env.iter().copied())
+        .args(["soak", "--seed", "1", "--ack-prefix", "ok"])
+        .args(extra)
         .args(["--setup", &format!("{pg} setup")])
         .args(["--ready", &format!("{pg} ready")])
         .args(["--client", &format!("{pg} load")])
@@ -724,42 +729,26 @@ fn slower_postgres_with_synchronous_commit_off_loses_an_acknowledged_commit() {
 /// of the table's file (base/5/16384 in a fresh cluster) is the one made
 /// to fail; the checker also checks the primary key's index (amcheck).
 fn soak_postgres_failing_syncs(retry: &str) -> (std::process::Output, Scratch) {
-    assert!(
-        Path::new("/usr/lib/postgresql").is_dir(),
-        "the PostgreSQL soak needs the server: apt-get install -y postgresql"
-    );
-    let s = Scratch::new();
-    use std::os::unix::fs::PermissionsExt;
-    for d in [s.root.path().to_path_buf(), s.path("tmp")] {
-        fs::set_permissions(d, fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let pg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/postgres/pg.sh");
-    let pg = pg.to_str().unwrap();
-    let out = s
-        .blackout()
-        .env("SYNC", "on")
-        .env("DATA_SYNC_RETRY", retry)
-        .env("CHECKPOINT_EVERY", "200")
-        .env("CHECK_INDEX", "1")
-        .args([
-            "soak",
+    let env = [
+        ("SYNC", "on"),
+        ("DATA_SYNC_RETRY", retry),
+        ("CHECKPOINT_EVERY", "200"),
+        ("CHECK_INDEX", "1"),
+    ];
+    soak_postgres_with(
+        &env,
+        &[
             "--crashes",
             "30",
-            "--seed",
-            "1",
-            "--ack-prefix",
-            "ok",
-        ])
-        .args(["--run-min", "1s", "--run-max", "3s"])
-        .args(["--fail-syncs", "--fail-at", "fsync:pg/base/5/16384"])
-        .args(["--setup", &format!("{pg} setup")])
-        .args(["--ready", &format!("{pg} ready")])
-        .args(["--client", &format!("{pg} load")])
-        .args(["--checker", &format!("{pg} check")])
-        .args(["--", pg, "serve"])
-        .output()
-        .unwrap();
-    (out, s)
+            "--run-min",
+            "1s",
+            "--run-max",
+            "3s",
+            "--fail-syncs",
+            "--fail-at",
+            "fsync:pg/base/5/16384",
+        ],
+    )
 }
 
 #[test]
@@ -1198,7 +1187,9 @@ fn soak_kvlog_failing_syncs(s: &Scratch, retry: bool) -> std::process::Output {
         .env("KV_VALUE_BYTES", "4000")
         .args(["soak", "--crashes", "6", "--seed", "5"])
         .args(["--ack-prefix", "ok", "--fail-syncs"])
-        .args(["--run-min", "100ms", "--run-max", "300ms"])
+        // Runs long enough for the client to put and the server to sync
+        // after the failure is armed, however loaded the machine.
+        .args(["--run-min", "1s", "--run-max", "2s"])
         .args(["--ready", &format!("python3 {kv} ready")])
         .args(["--client", &format!("python3 {kv} load")])
         .args(["--checker", &format!("python3 {kv} check")])
@@ -1217,18 +1208,23 @@ fn soak_with_failing_syncs_passes_a_server_that_stops_and_fails_one_that_retries
         stdout.starts_with("PASS: 6 crashes (seed 5, keep none, syncs failing at `*`): all "),
         "{stdout}"
     );
-    // The seed arms a failure before crashes 1, 3, 4 and 6.
+    // The seed arms a failure before crashes 1, 3, 4 and 6; when the
+    // server syncs after it (timing) it fails, drops the record, and the
+    // server stops: every promise made holds.
     assert!(
         stdout.contains("\nsync failures: armed before 4 of 6 crashes, "),
         "{stdout}"
     );
     assert!(
-        stdout.contains("  crash 1: fdatasync(data.log) failed with EIO (armed 56 ms into the client's run), dropping 1 op; then every promise held\n    dropped write data.log [0, "),
+        stdout.contains(": fdatasync(data.log) failed with EIO (armed ")
+            && stdout.contains(
+                "), dropping 1 op; then every promise held\n    dropped write data.log ["
+            ),
         "{stdout}"
     );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("crash 1/6 after 271 ms: 0 promises so far, 0 ops dropped, 0 kept, 0 torn; fdatasync(data.log) failed with EIO"),
+        err.contains("; fdatasync(data.log) failed with EIO"),
         "{err}"
     );
     s.assert_clean();
