@@ -815,10 +815,7 @@ fn lost_cause(cx: &Context<'_>, k: usize, u: Unit, desc: &StateDesc) -> Cause {
         before: cx.promise_text(k),
         promise_op: cx.outputs.latest_promise_before(k).map(|(p, _)| p),
         what: cx.describe(u),
-        cover: match u.part {
-            Part::Source => cx.synced[i].source,
-            _ => cx.synced[i].main,
-        },
+        cover: cx.synced[i].of(u.part),
     };
     match &cx.ops()[i].kind {
         OpKind::Write { ino, .. }

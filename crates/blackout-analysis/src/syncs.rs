@@ -167,12 +167,7 @@ impl<'a> Removal<'a> {
         let k = self.crash(desc.crash);
         let covered = move |op: usize, part: Part| {
             let o = recorded_index(op, &self.gone);
-            let by = self.synced.get(o)?;
-            let s = if part == Part::Source {
-                by.source
-            } else {
-                by.main
-            };
+            let s = self.synced.get(o)?.of(part);
             s.filter(|&s| s < k).map(|s| (o, s))
         };
         let torn = desc.torn.map(|(op, _)| (op, Part::Whole));

@@ -379,6 +379,15 @@ pub struct SyncedBy {
 }
 
 impl SyncedBy {
+    /// The sync that covers `part` of the op: a rename's source half its
+    /// own, the rest (the whole op, a rename's destination half) `main`.
+    pub fn of(&self, part: Part) -> Option<usize> {
+        match part {
+            Part::Source => self.source,
+            Part::Whole | Part::Dest => self.main,
+        }
+    }
+
     /// Whether a later sync covers the whole op.
     pub fn synced(&self) -> bool {
         self.main.is_some() && self.source.is_some()

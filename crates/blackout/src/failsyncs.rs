@@ -13,6 +13,7 @@ use blackout_analysis::syncs::{sync_sites, SyncSite};
 use blackout_analysis::verdict::Verdict;
 use blackout_explore::model::Model;
 use blackout_oplog::ops::{synced_by, Op, OpKind, Part, SyncedBy};
+use blackout_oplog::store::changes;
 use blackout_oplog::trace::Trace;
 use blackout_record::omit::FailSync;
 use blackout_record::{RecordConfig, RecordError, Recorder, StraceRecorder};
@@ -200,11 +201,7 @@ fn retried(trace: &Trace, at: usize, ino: blackout_oplog::ops::Ino) -> bool {
             OpKind::Fsync { ino: i, .. } | OpKind::Fdatasync { ino: i, .. } if *i == ino => {
                 return true
             }
-            OpKind::Link { dir, .. } | OpKind::Unlink { dir, .. } if *dir == ino => return false,
-            OpKind::Rename {
-                from_dir, to_dir, ..
-            } if *from_dir == ino || *to_dir == ino => return false,
-            k if k.data_inode() == Some(ino) => return false,
+            k if changes(k).contains(&Some(ino)) => return false,
             _ => {}
         }
     }
@@ -236,13 +233,7 @@ fn forgiving(trace: &Trace) -> Vec<Op> {
 /// run's cover had its failed sync succeeded) makes durable before its
 /// crash: a state only the failure allows.
 fn caused_by_the_failure(c: &Checked, forgiven: &[SyncedBy]) -> bool {
-    let durable = |op: usize, part: Part| {
-        let by = match part {
-            Part::Source => forgiven[op].source,
-            Part::Whole | Part::Dest => forgiven[op].main,
-        };
-        by.is_some_and(|s| s < c.crash)
-    };
+    let durable = |op: usize, part: Part| forgiven[op].of(part).is_some_and(|s| s < c.crash);
     c.lost.iter().any(|u| durable(u.op, u.part))
         || c.torn
             .as_ref()
