@@ -70,13 +70,17 @@ from() {
 # VERIFY_FIXES (default 4) and FIX_TIME (default 30m): the posix column's
 # --verify-fixes and --fix-time. Fixes are verified to the end, not for
 # as long as the run took (which depends on the machine's load), so the
-# table is the same on every run.
+# table is the same on every run. SCRATCH=DIR: blackout's temporary
+# directory (TMPDIR) for this program, where it makes the directory under
+# test: another file system than the one the workload's own temporary
+# files go to.
 started=$(date +%s)
 for p in $programs; do
     dir=$here/programs/$p
     [ -f "$dir/program.sh" ] || { echo "audit: no program $p" >&2; exit 2; }
     (
         NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= ACK_PREFIX= VOLATILE= FIXED_IN= STACKS=
+        SCRATCH=
         VERIFY_FIXES=4 FIX_TIME=30m
         base=$dir
         . "$dir/program.sh"
@@ -95,6 +99,10 @@ for p in $programs; do
         fi
         AUDIT_LIB=$lib
         export AUDIT_LIB
+        if [ -n "$SCRATCH" ]; then
+            TMPDIR=$SCRATCH
+            export TMPDIR
+        fi
         case "$CHECK" in
         "") checker="sh $(from check.sh)" ;;
         json) checker="sh $here/check-json.sh" ;;

@@ -4,7 +4,12 @@ ECOSYSTEM=PyPI
 VERSION=1.0.1
 ACTION="set_key('.env', 'KEY', 'v2') on a .env holding KEY=v1"
 install() { install_pip "$1" "python-dotenv==$VERSION"; }
-# Its temporary file goes to TMPDIR and is renamed over .env: TMPDIR is
-# pointed into the directory under test (a file made outside it and
-# renamed in cannot be recorded: docs/AUDIT.md, limits).
-SETUP='echo KEY=v1 > .env; mkdir tmp'
+# Its temporary file goes to the system's temporary directory and is
+# moved over .env with shutil.move. The workload runs with the default
+# environment (no TMPDIR: Python's tempfile uses /tmp) and the directory
+# under test is on another file system (SCRATCH: blackout's own
+# temporary directory, where it makes the directory under test, is
+# /dev/shm), as a user's project is on another file system than /tmp on
+# many systems: the move cannot rename and copies over .env in place.
+SCRATCH=/dev/shm
+SETUP='echo KEY=v1 > .env'
