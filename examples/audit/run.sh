@@ -74,13 +74,33 @@ from() {
 # directory (TMPDIR) for this program, where it makes the directory under
 # test: another file system than the one the workload's own temporary
 # files go to.
+# A server (SERVICE set in its program.sh: the service's command; CHECK
+# its checker, and CLIENT, READY, SOAK_SETUP, SOAK_ENV, SOAK_CRASHES and
+# SOAK_SEEDS) is soaked on the live file system instead of recorded:
+# `blackout soak` once per seed in SOAK_SEEDS, its report kept per seed.
+# That is the posix column (the live file system forgets what was never
+# synced, as the posix model does); the block columns do not run.
+soak_program() {
+    t0=$(date +%s)
+    for seed in $SOAK_SEEDS; do
+        set -- --crashes "$SOAK_CRASHES" --seed "$seed" --ready "$READY" \
+            --client "$CLIENT" --checker "$CHECK"
+        [ -z "$SOAK_SETUP" ] || set -- "$@" --setup "$SOAK_SETUP"
+        [ -z "$ACK_PREFIX" ] || set -- "$@" --ack-prefix "$ACK_PREFIX"
+        env $SOAK_ENV "$blackout" soak "$@" -- sh -c "$SERVICE" \
+            >"$results/$p.soak.$seed.txt" 2>&1 || true
+        echo "audit: $p soak seed $seed: $(grep -m1 -o '^[A-Z]*:' "$results/$p.soak.$seed.txt" || echo 'no report')" >&2
+    done
+    echo "$(($(date +%s) - t0))" >"$results/$p.posix.seconds"
+}
 started=$(date +%s)
 for p in $programs; do
     dir=$here/programs/$p
     [ -f "$dir/program.sh" ] || { echo "audit: no program $p" >&2; exit 2; }
     (
-        NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= ACK_PREFIX= VOLATILE= FIXED_IN= STACKS=
-        SCRATCH=
+        NAME= ECOSYSTEM= VERSION= ACTION= SETUP= CHECK= CLIENT= READY= ACK_PREFIX= VOLATILE= FIXED_IN= STACKS=
+        SCRATCH= CONFIG= PROMISE= PROMISE_QUOTE= PROMISE_LINK= PROMISE_NOTE=
+        SERVICE= SOAK_SETUP= SOAK_ENV= SOAK_CRASHES=20 SOAK_SEEDS="1 2 3"
         VERIFY_FIXES=4 FIX_TIME=30m
         base=$dir
         . "$dir/program.sh"
@@ -112,8 +132,15 @@ for p in $programs; do
         [ -z "$ACK_PREFIX" ] || set -- "$@" --ack-prefix "$ACK_PREFIX"
         [ -z "$VOLATILE" ] || set -- "$@" --volatile "$VOLATILE"
         workload=$(from workload.sh)
-        python3 -c 'import json, sys; print(json.dumps(dict(zip(["name", "ecosystem", "version", "action", "fixed_in"], sys.argv[1:]))))' \
-            "$NAME" "$ECOSYSTEM" "$VERSION" "$ACTION" "$FIXED_IN" >"$results/$p.meta.json"
+        kind=run
+        [ -z "$SERVICE" ] || kind=soak
+        python3 -c 'import json, sys; print(json.dumps(dict(zip(["name", "ecosystem", "version", "action", "fixed_in", "config", "promise", "quote", "link", "note", "kind"], sys.argv[1:]))))' \
+            "$NAME" "$ECOSYSTEM" "$VERSION" "$ACTION" "$FIXED_IN" "$CONFIG" \
+            "$PROMISE" "$PROMISE_QUOTE" "$PROMISE_LINK" "$PROMISE_NOTE" "$kind" >"$results/$p.meta.json"
+        if [ "$kind" = soak ]; then
+            case " $columns " in *" posix "*) soak_program ;; esac
+            exit 0
+        fi
         for col in $columns; do
             out=$results/$p.$col.json
             t0=$(date +%s)
@@ -123,8 +150,10 @@ for p in $programs; do
                 [ -z "$STACKS" ] || extra=--stacks
                 extra="$extra --fix-time $FIX_TIME"
                 "$blackout" run --model posix --verify-fixes "$VERIFY_FIXES" $extra "$@" \
-                    -- sh "$workload" \
+                    -o "$results/$p.posix.trace" -- sh "$workload" \
                     >"$out" 2>"$results/$p.$col.err" || true
+                # The op log, for the report of a FAIL (docs/audit/).
+                "$blackout" ops "$results/$p.posix.trace" >"$results/$p.posix.ops" 2>&1 || true
                 ;;
             *)
                 "$blackout" run --backend block --fs "$col" --repeat 3 --verify-fixes 0 \

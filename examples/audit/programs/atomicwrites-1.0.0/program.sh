@@ -9,3 +9,7 @@ same_as atomicwrites
 NAME="atomicwrites (before upstream's directory fsync)"
 VERSION=1.0.0
 FIXED_IN=atomicwrites
+# What the program promises, in its own documentation at this release.
+PROMISE=durable
+PROMISE_QUOTE='responsible for clearing as many file caches as possible before commit'
+PROMISE_LINK='https://github.com/untitaker/python-atomicwrites/blob/1.0.0/atomicwrites/__init__.py#L139-L143'

@@ -9,3 +9,7 @@ SETUP="sqlite3 db 'PRAGMA journal_mode=DELETE; CREATE TABLE t(id INTEGER PRIMARY
 CHECK="sh $REPO/examples/sqlite/check.sh"
 ACK_PREFIX="ack "
 VOLATILE="*-shm"
+# What the program promises, in its own documentation at this release.
+PROMISE=durable
+PROMISE_QUOTE='EXTRA synchronous is like FULL with the addition that the directory containing a rollback journal is synced after that journal is unlinked to commit a transaction in DELETE mode. EXTRA provides additional durability if the commit is followed closely by a power loss.'
+PROMISE_LINK='https://www.sqlite.org/pragma.html#pragma_synchronous'

@@ -16,3 +16,7 @@ rm -rf pkgsrc
 mkdir -p admin/updates admin/info inst
 : >admin/status
 : >admin/available'
+# What the program promises, in its own documentation at this release.
+PROMISE=durable
+PROMISE_QUOTE='unsafe-io: Do not perform safe I/O operations when unpacking (since dpkg 1.15.8.6). Currently this implies not performing file system syncs before file renames, … the ones that require the safe I/O on the first place due to their unreliable behaviour causing zero-length files on abrupt system crashes.'
+PROMISE_LINK='https://manpages.debian.org/bookworm/dpkg/dpkg.1.en.html'

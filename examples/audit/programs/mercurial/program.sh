@@ -15,3 +15,8 @@ hg init repo && cd repo && echo one >a.txt && hg add -q a.txt && hg commit -q -m
 # fix (a dozen fsyncs) is verified on its own, with the time that needs.
 VERIFY_FIXES=1
 FIX_TIME=45m
+# What the program promises, in its own documentation at this release.
+PROMISE=silent
+PROMISE_QUOTE=''
+PROMISE_LINK='https://manpages.debian.org/bookworm/mercurial-common/hg.1.en.html'
+PROMISE_NOTE='hg(1) (hg commit, hg recover, hg rollback) and hgrc(5) of Mercurial 6.3.2 as Debian ships it, and the helptext/ files: no statement that a commit is synced or survives a power failure; hg recover only speaks of rolling back an interrupted transaction'

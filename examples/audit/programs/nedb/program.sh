@@ -12,3 +12,7 @@ const db = new Datastore({ filename: \"data.db\" });
   await db.loadDatabaseAsync();
   await db.insertAsync({ k: \"v1\" });
 })().catch((e) => { console.error(e); process.exit(1); });"'
+# What the program promises, in its own documentation at this release.
+PROMISE=os
+PROMISE_QUOTE='Durability works similarly to major databases: compaction forces the OS to physically flush data to disk, while appends to the data file do not (the OS is responsible for flushing the data). … The worst that can happen is a crash between two syncs, causing a loss of all data between the two syncs.'
+PROMISE_LINK='https://github.com/seald/nedb/blob/v4.1.2/lib/persistence.js#L31-L36'

@@ -13,3 +13,8 @@ install() { install_pip "$1" "python-dotenv==$VERSION"; }
 # many systems: the move cannot rename and copies over .env in place.
 SCRATCH=/dev/shm
 SETUP='echo KEY=v1 > .env'
+# What the program promises, in its own documentation at this release.
+PROMISE=silent
+PROMISE_QUOTE=''
+PROMISE_LINK='https://github.com/theskumar/python-dotenv/blob/v1.0.1/src/dotenv/main.py#L152-L165'
+PROMISE_NOTE='README, docs/ and the docstring of set_key at 1.0.1: no statement about syncing, atomicity or crash safety'

@@ -9,3 +9,7 @@ install() { install_crate "$1"; }
 # Built with line tables: causes name the source line of the call.
 STACKS=1
 SETUP='"$AUDIT_LIB/target/release/redb-audit" setup'
+# What the program promises, in its own documentation at this release.
+PROMISE=durable
+PROMISE_QUOTE='Commits with this durability level are guaranteed to be persistent as soon as WriteTransaction::commit returns.'
+PROMISE_LINK='https://docs.rs/redb/5.0.0/redb/enum.Durability.html#variant.Immediate'

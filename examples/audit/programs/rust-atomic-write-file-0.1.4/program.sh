@@ -8,3 +8,7 @@ same_as rust-atomic-write-file
 NAME="atomic-write-file (before upstream's directory fsync)"
 VERSION=0.1.4
 FIXED_IN=rust-atomic-write-file
+# What the program promises, in its own documentation at this release.
+PROMISE=durable
+PROMISE_QUOTE='Either the new contents of the files are written to the filesystem, or the old contents (if any) are preserved. … On Unix, the implementation is roughly equivalent to this pseudocode: … fsync(fd); rename(…)'
+PROMISE_LINK='https://docs.rs/atomic-write-file/0.1.4/atomic_write_file/'

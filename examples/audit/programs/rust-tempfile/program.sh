@@ -10,3 +10,7 @@ install() { install_crate "$1"; }
 STACKS=1
 SETUP='echo "{\"v\": 1}" > config.json'
 CHECK=json
+# What the program promises, in its own documentation at this release.
+PROMISE=caller
+PROMISE_QUOTE='Note: Temporary files cannot be persisted across filesystems. Also neither the file contents nor the containing directory are synchronized, so the update may not yet have reached the disk when persist returns.'
+PROMISE_LINK='https://docs.rs/tempfile/3.27.0/tempfile/struct.NamedTempFile.html#method.persist'

@@ -6,3 +6,7 @@ same_as tinydb
 NAME="tinydb (before upstream's fsync)"
 VERSION=3.8.1
 FIXED_IN=tinydb
+# What the program promises, in its own documentation at this release.
+PROMISE=none
+PROMISE_QUOTE='Why Not Use TinyDB? … You need advanced features like: … ACID guarantees. … To put it plainly: If you need advanced features or high performance, TinyDB is the wrong database for you'
+PROMISE_LINK='https://github.com/msiemens/tinydb/blob/v3.8.1/docs/intro.rst#why-not-use-tinydb'

@@ -10,3 +10,7 @@ from tinydb import TinyDB
 db = TinyDB(\"db.json\")
 db.insert({\"k\": \"v1\"})
 db.close()"'
+# What the program promises, in its own documentation at this release.
+PROMISE=none
+PROMISE_QUOTE='Why Not Use TinyDB? … You need advanced features like: … ACID guarantees. … To put it plainly: If you need advanced features or high performance, TinyDB is the wrong database for you'
+PROMISE_LINK='https://github.com/msiemens/tinydb/blob/v4.9.0/docs/intro.rst#why-not-use-tinydb'

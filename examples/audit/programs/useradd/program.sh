@@ -19,3 +19,8 @@ printf "root:*::\nusers:*::\n" >root/etc/gshadow
 chmod 640 root/etc/shadow root/etc/gshadow
 cp /etc/login.defs root/etc/login.defs
 cp /etc/default/useradd root/etc/default/useradd'
+# What the program promises, in its own documentation at this release.
+PROMISE=silent
+PROMISE_QUOTE=''
+PROMISE_LINK='https://manpages.debian.org/bookworm/passwd/useradd.8.en.html'
+PROMISE_NOTE='useradd(8) of shadow 4.13 as Debian ships it (passwd 1:4.13+dfsg1-1+deb12u2) and /usr/share/doc/passwd: no statement about syncing or crash safety of the passwd, shadow, group and gshadow rewrites'

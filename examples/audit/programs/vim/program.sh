@@ -9,3 +9,7 @@ ACTION="vim with the system's startup files: :%s/version 1/version 2/ then :wq o
 # Installs the system package when vim is missing (DIR is left empty).
 install() { install_deb vim vim; }
 SETUP='echo "version 1" > notes.txt'
+# What the program promises, in its own documentation at this release.
+PROMISE=durable
+PROMISE_QUOTE='When on, the library function fsync() will be called after writing a file. This will flush a file to disk, ensuring that it is safely written even on filesystems which do metadata-only journaling. … Be warned that turning this off increases the chances of data loss after a crash.'
+PROMISE_LINK='https://github.com/vim/vim/blob/v9.0.1378/runtime/doc/options.txt#L3755'
