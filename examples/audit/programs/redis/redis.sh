@@ -7,8 +7,9 @@
 # TCP port, in the foreground; then the append-only file on, with
 # APPENDFSYNC (always, everysec or no) as its fsync policy.
 #
-# The client SETs keys one at a time and prints `ok KEY T` once Redis
-# answered +OK (T: the monotonic clock, in seconds, when the answer came).
+# The client SETs keys one at a time and prints `ok KEY` once Redis
+# answered +OK (`ok KEY T` with a LOSS_WINDOW: T is the monotonic clock,
+# in seconds, when the answer came).
 # The checker reads every key back. LOSS_WINDOW=S: a write acknowledged
 # less than S seconds before the last acknowledgement the client printed
 # in the same run (it is killed just before the power fails) may be gone: what

@@ -2,8 +2,10 @@
 RESP over the server's Unix socket.
 
   resp.py ready SOCK    exit 0 once the server answers PING with PONG
-  resp.py load SOCK     SET k<crash>-<n> v<n> for n = 0, 1, ...; after
-                        each +OK print `ok KEY T` (T: the monotonic clock)
+  resp.py load SOCK     SET k<crash>-<n> v<n> for n = 0, 1, ... (SET_COUNT
+                        of them if set, else until killed); after each
+                        +OK print `ok KEY`, or `ok KEY T` with a
+                        LOSS_WINDOW (T: the monotonic clock)
   resp.py shutdown SOCK  SHUTDOWN (the server saves and exits)
   resp.py check SOCK    every key of $BLACKOUT_ACKS_FILE holds its value,
                         but those acknowledged within $LOSS_WINDOW
@@ -70,12 +72,17 @@ def shutdown(path):
 def load(path):
     s, f = connect(path)
     crash = os.environ.get("BLACKOUT_CRASH", "0")
+    count = int(os.environ.get("SET_COUNT", "0"))
+    stamp = float(os.environ.get("LOSS_WINDOW", "0")) > 0
     n = 0
-    while True:
+    while not count or n < count:
         key = "k%s-%d" % (crash, n)
         if command(s, f, "SET", key, "v%d" % n) != "OK":
             sys.exit("SET %s was not acknowledged" % key)
-        sys.stdout.write("ok %s %.6f\n" % (key, time.monotonic()))
+        if stamp:
+            sys.stdout.write("ok %s %.6f\n" % (key, time.monotonic()))
+        else:
+            sys.stdout.write("ok %s\n" % key)
         sys.stdout.flush()
         n += 1
 
@@ -86,8 +93,8 @@ def check(path):
     with open(os.environ["BLACKOUT_ACKS_FILE"]) as acked:
         for line in acked:
             parts = line.split()
-            if len(parts) == 3 and parts[0] == "ok":
-                acks.append((parts[1], float(parts[2])))
+            if len(parts) in (2, 3) and parts[0] == "ok":
+                acks.append((parts[1], float(parts[2]) if len(parts) == 3 else 0.0))
     if not acks:
         return
     # Each run of the client ended just before its crash: a write may be
