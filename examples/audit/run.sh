@@ -50,6 +50,10 @@ install_deb() {
     command -v "$1" >/dev/null 2>&1 && return 0
     apt-get install -y "$2" || { apt-get update && apt-get install -y "$2"; }
 }
+# deb_version PACKAGE: the installed version of Debian's PACKAGE, or
+# nothing when it is not installed yet (program.sh is read again after
+# its install()).
+deb_version() { dpkg-query -W -f '${Version}' "$1" 2>/dev/null || true; }
 # same_as PROGRAM, first in a program.sh: this program is PROGRAM at
 # another version. PROGRAM's program.sh is read first (the lines after
 # same_as set what differs: NAME, VERSION, ...), and PROGRAM's
@@ -116,6 +120,8 @@ for p in $programs; do
                     exit 2
                 }
                 touch "$lib/.installed"
+                # What the install made known (a Debian package's version).
+                . "$dir/program.sh"
             fi
         fi
         AUDIT_LIB=$lib

@@ -3,7 +3,7 @@
 # status-new renamed over it, with journal entries under updates/.
 NAME="dpkg -i --admindir"
 ECOSYSTEM=Debian
-VERSION=$(dpkg-query -W -f '${Version}' dpkg 2>/dev/null)
+VERSION=$(deb_version dpkg)
 ACTION="dpkg -i of a one-file package (pkg/ in this directory) into ./admin (empty status) and ./inst"
 # dpkg is part of every Debian system; installs it when missing (DIR is
 # left empty).

@@ -3,7 +3,7 @@
 # changelog's index written last).
 NAME="mercurial hg commit"
 ECOSYSTEM=Debian
-VERSION=$(dpkg-query -W -f '${Version}' mercurial 2>/dev/null)
+VERSION=$(deb_version mercurial)
 ACTION="hg commit -m two -u test after editing a.txt in a repository with one commit"
 # Installs the system package when hg is missing (DIR is left empty).
 install() { install_deb hg mercurial; }

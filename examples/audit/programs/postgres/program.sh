@@ -5,7 +5,7 @@
 # acknowledged row back; soaked on the live file system.
 NAME="PostgreSQL synchronous_commit on"
 ECOSYSTEM=Debian
-VERSION=$(dpkg-query -W -f '${Version}' postgresql-15 2>/dev/null)
+VERSION=$(deb_version postgresql-15)
 ACTION="one INSERT per transaction, each acknowledged once its COMMIT returned; 20 power failures under load, 3 seeds"
 CONFIG="initdb's postgresql.conf, socket in the soak's directory, no TCP, fsync on, synchronous_commit on"
 install() { install_deb pg_ctlcluster postgresql; }

@@ -6,7 +6,7 @@
 # ext4, xfs and btrfs, and verifies the fix.
 NAME="Redis appendfsync always, first start"
 ECOSYSTEM=Debian
-VERSION=$(dpkg-query -W -f '${Version}' redis-server 2>/dev/null)
+VERSION=$(deb_version redis-server)
 ACTION="redis-server started on an empty data directory, 20 SETs one at a time, each acknowledged once Redis answered +OK, then the server killed"
 CONFIG="/etc/redis/redis.conf, then appendonly yes, appendfsync always"
 install() { install_deb redis-server redis-server; }

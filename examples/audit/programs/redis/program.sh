@@ -8,7 +8,7 @@
 # every acknowledged key read back.
 NAME="Redis appendfsync always"
 ECOSYSTEM=Debian
-VERSION=$(dpkg-query -W -f '${Version}' redis-server 2>/dev/null)
+VERSION=$(deb_version redis-server)
 ACTION="SETs one at a time, each acknowledged once Redis answered +OK; 20 power failures under load, 3 seeds, on a data directory Redis ran in before"
 CONFIG="/etc/redis/redis.conf, then appendonly yes, appendfsync always"
 install() { install_deb redis-server redis-server; }

@@ -3,7 +3,7 @@
 # NAME+ renamed over NAME, with NAME- kept as the previous copy.
 NAME="shadow useradd --prefix"
 ECOSYSTEM=Debian
-VERSION=$(dpkg-query -W -f '${Version}' passwd 2>/dev/null)
+VERSION=$(deb_version passwd)
 ACTION="useradd --prefix \$PWD/root alice on a tree holding root (login.defs and default/useradd from the system)"
 # Installs the system package (passwd) when useradd is missing (DIR is
 # left empty).

@@ -4,7 +4,7 @@
 # and 'fsync' on; a swap file and viminfo).
 NAME="vim (Debian vim)"
 ECOSYSTEM=Debian
-VERSION=$(dpkg-query -W -f '${Version}' vim 2>/dev/null)
+VERSION=$(deb_version vim)
 ACTION="vim with the system's startup files: :%s/version 1/version 2/ then :wq on notes.txt holding \"version 1\""
 # Installs the system package when vim is missing (DIR is left empty).
 install() { install_deb vim vim; }
