@@ -21,7 +21,7 @@ use blackout::explore::state::SECTOR_BYTES_DEFAULT;
 use blackout::export::text::shell_quote;
 use blackout::record::omit::OmittedSync;
 use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;
-use blackout::record::{RecordConfig, StraceRecorder};
+use blackout::record::{NativeRecorder, RecordConfig, Recorder, StraceRecorder};
 use blackout::run::RunConfig;
 use blackout::verify::FIX_VERIFICATIONS_MAX;
 
@@ -421,7 +421,7 @@ pub(crate) struct RunArgs {
     pub(crate) checker_server: Option<String>,
     /// Re-explore this trace instead of recording (with --backend block: a
     /// recording saved by its -o, checked again without the workload).
-    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "volatile", "command"])]
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "volatile", "command", "recorder"])]
     pub(crate) trace: Option<PathBuf>,
     /// Also write the trace here (needed to reproduce a state later; with
     /// --backend block, the whole recording: trace, block log and data).
@@ -755,9 +755,25 @@ pub(crate) struct StateArgs {
     pub(crate) trace_id: Option<String>,
 }
 
+/// Which recorder runs the workload.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub(crate) enum RecorderKind {
+    /// `strace -f`: every recording flag works.
+    Strace,
+    /// blackout traces the workload itself (ptrace, with a seccomp filter
+    /// stopping only the calls replay reads): faster; x86_64 only.
+    Native,
+}
+
 /// How a workload is recorded (`record` and a live `run`).
 #[derive(Args, Clone)]
 pub(crate) struct RecordingArgs {
+    /// Which recorder runs the workload: `strace` (strace -f) or `native`
+    /// (blackout traces it itself with ptrace and a seccomp filter: faster,
+    /// x86_64 only; --stacks, --sync-times, --without-sync, --keep-log,
+    /// --no-seccomp, --fail-syncs and --backend block need strace).
+    #[arg(long, value_enum, value_name = "RECORDER", default_value_t = RecorderKind::Strace)]
+    pub(crate) recorder: RecorderKind,
     /// Copy this tree into the directory under test first (durable).
     #[arg(long, value_name = "DIR")]
     pub(crate) init: Option<PathBuf>,
@@ -805,6 +821,28 @@ impl RecordingArgs {
             keep_log: self.keep_log.clone(),
             seccomp: !self.no_seccomp,
             ..StraceRecorder::default()
+        }
+    }
+
+    /// The recorder `--recorder` names, or why it cannot be had: with
+    /// `native`, one line naming the first flag set (of these, and the
+    /// caller's `strace_only`) that needs strace.
+    pub(crate) fn chosen(&self, strace_only: &[(bool, &str)]) -> Result<Box<dyn Recorder>> {
+        if self.recorder == RecorderKind::Strace {
+            return Ok(Box::new(self.recorder()));
+        }
+        let own = [
+            (self.stacks, "--stacks"),
+            (self.sync_times, "--sync-times"),
+            (!self.without_sync.is_empty(), "--without-sync"),
+            (self.keep_log.is_some(), "--keep-log"),
+            (self.no_seccomp, "--no-seccomp"),
+        ];
+        match own.iter().chain(strace_only).find(|(set, _)| *set) {
+            Some((_, flag)) => Err(anyhow!(
+                "{flag} needs --recorder strace (the native recorder does not support it)"
+            )),
+            None => Ok(Box::new(NativeRecorder)),
         }
     }
 

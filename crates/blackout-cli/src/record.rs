@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use anyhow::{anyhow, Context, Result};
 
 use blackout::oplog::trace::Trace;
-use blackout::record::{RecordConfig, Recorder, StraceRecorder};
+use blackout::record::{RecordConfig, Recorder};
 
 use crate::args::RecordArgs;
 use crate::INTERRUPTED;
@@ -15,7 +15,7 @@ use blackout::sys::durable::dir_of;
 /// Records a workload into a trace, saved at `output` if given.
 pub(crate) fn record_trace(
     cfg: RecordConfig,
-    recorder: &StraceRecorder,
+    recorder: &dyn Recorder,
     output: Option<&std::path::Path>,
 ) -> Result<Trace> {
     // Fail on a bad output path before running anything, without touching
@@ -68,9 +68,9 @@ pub(crate) fn record_trace(
 }
 
 pub(crate) fn cmd_record(a: RecordArgs) -> Result<u8> {
-    let recorder = a.recording.recorder();
+    let recorder = a.recording.chosen(&[])?;
     let cfg = a.recording.config(a.command);
-    record_trace(cfg, &recorder, Some(&a.output))?;
+    record_trace(cfg, recorder.as_ref(), Some(&a.output))?;
     Ok(0)
 }
 
