@@ -21,7 +21,7 @@ use blackout::explore::state::SECTOR_BYTES_DEFAULT;
 use blackout::export::text::shell_quote;
 use blackout::record::omit::OmittedSync;
 use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;
-use blackout::record::{NativeRecorder, RecordConfig, Recorder, StraceRecorder};
+use blackout::record::{RecordConfig, StraceRecorder};
 use blackout::run::RunConfig;
 use blackout::verify::FIX_VERIFICATIONS_MAX;
 
@@ -821,28 +821,6 @@ impl RecordingArgs {
             keep_log: self.keep_log.clone(),
             seccomp: !self.no_seccomp,
             ..StraceRecorder::default()
-        }
-    }
-
-    /// The recorder `--recorder` names, or why it cannot be had: with
-    /// `native`, one line naming the first flag set (of these, and the
-    /// caller's `strace_only`) that needs strace.
-    pub(crate) fn chosen(&self, strace_only: &[(bool, &str)]) -> Result<Box<dyn Recorder>> {
-        if self.recorder == RecorderKind::Strace {
-            return Ok(Box::new(self.recorder()));
-        }
-        let own = [
-            (self.stacks, "--stacks"),
-            (self.sync_times, "--sync-times"),
-            (!self.without_sync.is_empty(), "--without-sync"),
-            (self.keep_log.is_some(), "--keep-log"),
-            (self.no_seccomp, "--no-seccomp"),
-        ];
-        match own.iter().chain(strace_only).find(|(set, _)| *set) {
-            Some((_, flag)) => Err(anyhow!(
-                "{flag} needs --recorder strace (the native recorder does not support it)"
-            )),
-            None => Ok(Box::new(NativeRecorder)),
         }
     }
 

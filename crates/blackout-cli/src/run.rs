@@ -11,17 +11,20 @@ use blackout::sharded::check_shard;
 use crate::args::{run_config, Backend, RecorderKind, RunArgs};
 use crate::block::cmd_run_block;
 use crate::part::{shard_of, write_part};
-use crate::record::{load_trace, record_trace};
+use crate::record::{chosen, load_trace, record_trace};
 use crate::report::{baseline_mode, check_writable, ratchet_after};
 
 pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
         return Err(anyhow!("--timeout must be a positive number of seconds"));
     }
-    let recorder = a.recording.chosen(&[
-        (a.fail_syncs, "--fail-syncs"),
-        (a.block.backend == Backend::Block, "--backend block"),
-    ])?;
+    let recorder = chosen(
+        &a.recording,
+        &[
+            (a.fail_syncs, "--fail-syncs"),
+            (a.block.backend == Backend::Block, "--backend block"),
+        ],
+    )?;
     if a.block.backend == Backend::Block {
         return cmd_run_block(a);
     }
