@@ -295,3 +295,124 @@ fn a_program_that_cannot_start_is_named_with_its_error() {
     let e = NativeRecorder.record(&cfg).unwrap_err();
     assert!(e.to_string().contains("EACCES"), "{e}");
 }
+
+const THREAD_EXEC_C: &str = r#"
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+static int p[2];
+static void *run(void *arg) {
+    (void)arg;
+    int fd = open("thread.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    write(fd, "thread\n", 7);
+    close(fd);
+    usleep(100000);
+    execl("/bin/sh", "sh", "-c", "echo after > after.txt", (char *)0);
+    return 0;
+}
+
+int main(void) {
+    pipe(p);
+    pthread_t t;
+    pthread_create(&t, 0, run, 0);
+    char c;
+    read(p[0], &c, 1); /* never returns: the thread's exec ends it */
+    return 1;
+}
+"#;
+
+/// Compiles `src` with the C compiler (`None` without one).
+fn compiled(dir: &Path, name: &str, src: &str) -> Option<PathBuf> {
+    if !have("cc") {
+        eprintln!("skipped: no C compiler");
+        return None;
+    }
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let bin = dir.join(name);
+    let out = Command::new("cc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(bin)
+}
+
+#[test]
+fn a_thread_that_execs_takes_over_its_process() {
+    let build = tempfile::tempdir().unwrap();
+    let Some(bin) = compiled(build.path(), "thread_exec", THREAD_EXEC_C) else {
+        return;
+    };
+    let cfg = RecordConfig::new(vec![bin.into_os_string()]);
+    let t = same("thread exec", &cfg);
+    let log = t.op_log_text();
+    assert!(
+        log.contains("after.txt") && log.contains("thread.txt"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_output_fd_and_the_environment_are_handed_down() {
+    if !have("python3") {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let script = "import os\nprint('not a promise')\nopen('f', 'w').write(os.environ['GREETING'] + '\\n')\nos.write(63, b'saved\\n')\n";
+    let mut cfg = RecordConfig::new(command(&["python3", "-c", script]));
+    cfg.output_fd = Some(63);
+    cfg.env = vec![("GREETING".into(), "hello".into())];
+    let t = same("output fd", &cfg);
+    assert!(
+        t.op_log_text().contains("\"saved\\n\""),
+        "{}",
+        t.op_log_text()
+    );
+    assert_eq!(t.data.len(), "hello\nsaved\n".len() as u64);
+}
+
+#[test]
+fn a_workload_killed_by_a_signal_fails_both_recordings_alike() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut cfg = RecordConfig::new(command(&["sh", "-c", "echo x > f; kill -TERM $$"]));
+    cfg.scratch_parent = Some(scratch.path().to_path_buf());
+    let s = StraceRecorder::default().record(&cfg).unwrap_err();
+    let n = NativeRecorder.record(&cfg).unwrap_err();
+    assert_eq!(s.to_string(), n.to_string());
+    assert!(n.to_string().contains("SIGTERM"), "{n}");
+}
+
+#[test]
+fn a_workload_past_its_timeout_is_killed_with_everything_it_started() {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = format!("1000.{}77", std::process::id());
+    let script = format!("sleep {marker} & sleep {marker}");
+    let mut cfg = RecordConfig::new(command(&["sh", "-c", &script]));
+    cfg.scratch_parent = Some(scratch.path().to_path_buf());
+    cfg.timeout = std::time::Duration::from_millis(500);
+    let started = std::time::Instant::now();
+    let e = NativeRecorder.record(&cfg).unwrap_err();
+    assert!(
+        matches!(e, blackout_record::RecordError::TimedOut(_)),
+        "{e}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let ps = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "left: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+    assert!(std::fs::read_dir(scratch.path()).unwrap().next().is_none());
+}
