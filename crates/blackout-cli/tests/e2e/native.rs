@@ -221,3 +221,42 @@ fn a_native_recording_waits_for_a_child_left_running_as_strace_does() {
     );
     s.assert_clean();
 }
+
+/// `blackout run` of save.sh with `recorder`: its exit code and the lines
+/// of its report that name no call numbers.
+fn run_save(s: &Scratch, recorder: &str, mode: &str) -> (Option<i32>, Vec<String>) {
+    let save = repo().join("examples/save/save.sh");
+    let check = repo().join("examples/save/check.sh");
+    let out = s
+        .blackout()
+        .args(["run", "--recorder", recorder, "--checker"])
+        .arg(format!("sh {}", check.display()))
+        .args(["--setup", "printf 'version 1\\n' > doc.txt", "--", "sh"])
+        .arg(&save)
+        .arg(mode)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines = text
+        .lines()
+        .filter(|l| !l.contains("line ") && !l.contains("per state"))
+        .map(str::to_string)
+        .collect();
+    (out.status.code(), lines)
+}
+
+#[test]
+fn a_run_recorded_natively_reports_what_a_run_under_strace_does() {
+    let s = Scratch::new();
+    for mode in ["full", "no-dir-fsync"] {
+        let (strace_code, strace) = run_save(&s, "strace", mode);
+        let (native_code, native) = run_save(&s, "native", mode);
+        assert_eq!(strace_code, native_code, "{mode}");
+        assert_eq!(strace, native, "{mode}");
+        assert!(
+            native.iter().any(|l| l.starts_with("verdict:")),
+            "{native:?}"
+        );
+    }
+    s.assert_clean();
+}
