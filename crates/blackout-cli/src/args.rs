@@ -421,7 +421,7 @@ pub(crate) struct RunArgs {
     pub(crate) checker_server: Option<String>,
     /// Re-explore this trace instead of recording (with --backend block: a
     /// recording saved by its -o, checked again without the workload).
-    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "volatile", "command"])]
+    #[arg(long, value_name = "TRACE", conflicts_with_all = ["output", "init", "setup", "keep_log", "no_seccomp", "stacks", "volatile", "command", "recorder"])]
     pub(crate) trace: Option<PathBuf>,
     /// Also write the trace here (needed to reproduce a state later; with
     /// --backend block, the whole recording: trace, block log and data).
@@ -755,9 +755,25 @@ pub(crate) struct StateArgs {
     pub(crate) trace_id: Option<String>,
 }
 
+/// Which recorder runs the workload.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub(crate) enum RecorderKind {
+    /// `strace -f`: every recording flag works.
+    Strace,
+    /// blackout traces the workload itself (ptrace, with a seccomp filter
+    /// stopping only the calls replay reads): faster; x86_64 only.
+    Native,
+}
+
 /// How a workload is recorded (`record` and a live `run`).
 #[derive(Args, Clone)]
 pub(crate) struct RecordingArgs {
+    /// Which recorder runs the workload: `strace` (strace -f) or `native`
+    /// (blackout traces it itself with ptrace and a seccomp filter: faster,
+    /// x86_64 only; --stacks, --sync-times, --without-sync, --keep-log,
+    /// --no-seccomp, --fail-syncs and --backend block need strace).
+    #[arg(long, value_enum, value_name = "RECORDER", default_value_t = RecorderKind::Strace)]
+    pub(crate) recorder: RecorderKind,
     /// Copy this tree into the directory under test first (durable).
     #[arg(long, value_name = "DIR")]
     pub(crate) init: Option<PathBuf>,

@@ -6,16 +6,16 @@ use std::sync::atomic::Ordering;
 use anyhow::{anyhow, Context, Result};
 
 use blackout::oplog::trace::Trace;
-use blackout::record::{RecordConfig, Recorder, StraceRecorder};
+use blackout::record::{NativeRecorder, RecordConfig, Recorder};
 
-use crate::args::RecordArgs;
+use crate::args::{RecordArgs, RecorderKind, RecordingArgs};
 use crate::INTERRUPTED;
 use blackout::sys::durable::dir_of;
 
 /// Records a workload into a trace, saved at `output` if given.
 pub(crate) fn record_trace(
     cfg: RecordConfig,
-    recorder: &StraceRecorder,
+    recorder: &dyn Recorder,
     output: Option<&std::path::Path>,
 ) -> Result<Trace> {
     // Fail on a bad output path before running anything, without touching
@@ -67,10 +67,32 @@ pub(crate) fn record_trace(
     Ok(rec.trace)
 }
 
+/// The recorder `--recorder` names, or why it cannot be had: with
+/// `native`, one line naming the first flag set (of the recording flags,
+/// and the caller's `strace_only`) that needs strace.
+pub(crate) fn chosen(a: &RecordingArgs, strace_only: &[(bool, &str)]) -> Result<Box<dyn Recorder>> {
+    if a.recorder == RecorderKind::Strace {
+        return Ok(Box::new(a.recorder()));
+    }
+    let own = [
+        (a.stacks, "--stacks"),
+        (a.sync_times, "--sync-times"),
+        (!a.without_sync.is_empty(), "--without-sync"),
+        (a.keep_log.is_some(), "--keep-log"),
+        (a.no_seccomp, "--no-seccomp"),
+    ];
+    match own.iter().chain(strace_only).find(|(set, _)| *set) {
+        Some((_, flag)) => Err(anyhow!(
+            "{flag} needs --recorder strace (the native recorder does not support it)"
+        )),
+        None => Ok(Box::new(NativeRecorder)),
+    }
+}
+
 pub(crate) fn cmd_record(a: RecordArgs) -> Result<u8> {
-    let recorder = a.recording.recorder();
+    let recorder = chosen(&a.recording, &[])?;
     let cfg = a.recording.config(a.command);
-    record_trace(cfg, &recorder, Some(&a.output))?;
+    record_trace(cfg, recorder.as_ref(), Some(&a.output))?;
     Ok(0)
 }
 

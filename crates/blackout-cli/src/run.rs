@@ -8,16 +8,23 @@ use blackout::failsyncs::{judge_failed_syncs, FailRuns};
 use blackout::run::{check_trace, RunConfig, RunError};
 use blackout::sharded::check_shard;
 
-use crate::args::{run_config, Backend, RunArgs};
+use crate::args::{run_config, Backend, RecorderKind, RunArgs};
 use crate::block::cmd_run_block;
 use crate::part::{shard_of, write_part};
-use crate::record::{load_trace, record_trace};
+use crate::record::{chosen, load_trace, record_trace};
 use crate::report::{baseline_mode, check_writable, ratchet_after};
 
 pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
         return Err(anyhow!("--timeout must be a positive number of seconds"));
     }
+    let recorder = chosen(
+        &a.recording,
+        &[
+            (a.fail_syncs, "--fail-syncs"),
+            (a.block.backend == Backend::Block, "--backend block"),
+        ],
+    )?;
     if a.block.backend == Backend::Block {
         return cmd_run_block(a);
     }
@@ -28,14 +35,15 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     }
     let mode = baseline_mode(&a)?;
     let recording = a.recording.clone().config(a.command.clone());
-    let recorder = a.recording.recorder();
     let (trace, trace_path) = match &a.trace {
         Some(path) => (load_trace(path)?, Some(path.clone())),
         None => {
             let mut cfg = recording.clone();
-            cfg.timestamps |= a.syncs;
+            // --syncs reports each sync's time where the recorder measures
+            // it (strace's -T); the native recorder does not.
+            cfg.timestamps |= a.syncs && a.recording.recorder == RecorderKind::Strace;
             (
-                record_trace(cfg, &recorder, a.output.as_deref())?,
+                record_trace(cfg, recorder.as_ref(), a.output.as_deref())?,
                 a.output.clone(),
             )
         }
@@ -61,7 +69,7 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     if a.fail_syncs {
         let runs = FailRuns {
             record: &recording,
-            recorder: &recorder,
+            recorder: &a.recording.recorder(),
         };
         match judge_failed_syncs(&trace, &mut cfg, &runs) {
             Ok(f) => report.set_failed_syncs(f),

@@ -260,7 +260,7 @@ fn open_flags(arg: &[u8]) -> OpenFlags {
 }
 
 /// The fd a `/proc/self/fd/N` (or `/proc/PID/fd/N`) path names.
-fn proc_fd(path: &[u8]) -> Option<ProcFd> {
+pub(crate) fn proc_fd(path: &[u8]) -> Option<ProcFd> {
     let rest = path.strip_prefix(b"/proc/")?;
     let mut parts = rest.split(|&b| b == b'/');
     let who = parts.next()?;

@@ -1,13 +1,17 @@
 //! Recording: what a program asked of the kernel, as ops.
 //!
 //! A [`Recorder`] runs a workload in a fresh directory under test and hands
-//! back a [`blackout_oplog::trace::Trace`]. The one recorder today, [`record::StraceRecorder`], runs
+//! back a [`blackout_oplog::trace::Trace`]. [`record::StraceRecorder`] runs
 //! it under `strace -f`; [`strace`] parses the log into completed calls,
 //! [`decode`] turns each into a typed [`syscall::SyscallEvent`], and
 //! [`replay`] applies these to a model of the file system ([`fsmodel`]:
 //! inodes, entries, per-process fd tables), which emits the ops that changed
-//! the directory under test. A faster recorder (LD_PRELOAD, eBPF) would emit the
-//! same ops into the same trace; nothing after this crate knows strace.
+//! the directory under test. [`native::NativeRecorder`] traces the workload
+//! itself (ptrace, with a seccomp filter stopping only the calls replay
+//! reads) and makes the same events from registers and memory, applied to
+//! the same model as they complete: the same ops into the same trace, with
+//! no text in between. Nothing after this crate knows how a run was
+//! recorded.
 //!
 //! Replay never does I/O: paths in a log are only looked up in the model, so
 //! a hostile log cannot make blackout touch a file outside its memory.
@@ -27,6 +31,7 @@
 pub mod decode;
 pub mod error;
 pub mod fsmodel;
+pub mod native;
 pub mod omit;
 pub mod record;
 pub mod replay;
@@ -36,6 +41,7 @@ pub mod strace;
 pub mod syscall;
 pub mod times;
 
+pub use native::NativeRecorder;
 pub use record::{RecordConfig, RecordError, Recording, StraceRecorder};
 
 /// A way of recording a workload into a trace.

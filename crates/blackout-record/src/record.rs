@@ -159,6 +159,10 @@ pub enum RecordError {
         /// the program does not ask the C library for the sync.
         why: String,
     },
+    /// The recorder cannot record what the config asks (a setting only
+    /// strace records, or an architecture whose calls it does not decode).
+    #[error("{0}")]
+    Unsupported(String),
     /// Any other I/O failure.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -212,7 +216,7 @@ fn version_at_least(v: &str, major: u32, minor: u32) -> bool {
 /// Finds the program as the shell would. A relative path with a slash is
 /// taken from where blackout runs (the workload itself runs in the directory
 /// under test).
-fn resolve_program(program: &std::ffi::OsStr) -> Result<PathBuf, RecordError> {
+pub(crate) fn resolve_program(program: &std::ffi::OsStr) -> Result<PathBuf, RecordError> {
     let p = Path::new(program);
     let shown = p.display().to_string();
     if program.is_empty() {
@@ -357,7 +361,7 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
 /// The recording's scratch directory (removed when dropped), its
 /// canonical path, and the directory under test: the config's, else a
 /// fresh one in the scratch.
-fn scratch_and_dir(
+pub(crate) fn scratch_and_dir(
     cfg: &RecordConfig,
 ) -> Result<(tempfile::TempDir, PathBuf, PathBuf), RecordError> {
     let scratch = match &cfg.scratch_parent {
@@ -685,7 +689,7 @@ fn scratch_error(parent: &Path, e: std::io::Error) -> RecordError {
 }
 
 /// Whether the file system holding `path` has less than 1 MiB left.
-fn nearly_full(path: &Path) -> bool {
+pub(crate) fn nearly_full(path: &Path) -> bool {
     rustix::fs::statvfs(path).is_ok_and(|s| s.f_bavail.saturating_mul(s.f_frsize) < 1 << 20)
 }
 
@@ -716,7 +720,7 @@ fn describe_status(s: std::process::ExitStatus) -> String {
     }
 }
 
-fn stderr_tail(stderr: &[u8]) -> String {
+pub(crate) fn stderr_tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {

@@ -100,7 +100,15 @@ const GROUP_GONE_WAIT: Duration = Duration::from_secs(5);
 /// group id is not reused while the group has members, so the child's pid
 /// still names its group.
 fn wait_group_gone(child: &Child) {
-    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    end_group(child.id());
+}
+
+/// Kills the process group `group` and waits (up to 5 s) until none of
+/// its members is left, reaping those orphaned to this process: for a
+/// group whose leader was started and reaped some other way than
+/// [`wait_group`] (a traced workload, reaped by its tracer).
+pub fn end_group(group: u32) {
+    let group = nix::unistd::Pid::from_raw(group as i32);
     let deadline = Instant::now() + GROUP_GONE_WAIT;
     let any_member = nix::unistd::Pid::from_raw(-group.as_raw());
     let no_hang = Some(nix::sys::wait::WaitPidFlag::WNOHANG);

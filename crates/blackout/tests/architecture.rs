@@ -98,7 +98,7 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-record",
         &[
             "error", "syscall", "fsmodel", "strace", "times", "stacks", "decode", "snapshot",
-            "omit", "replay", "record",
+            "omit", "replay", "record", "native",
         ],
     ),
     (

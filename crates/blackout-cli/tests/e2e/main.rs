@@ -17,6 +17,7 @@ mod failsyncs;
 mod live;
 mod live_disk;
 mod materialize;
+mod native;
 mod outside;
 mod reports;
 mod representatives;

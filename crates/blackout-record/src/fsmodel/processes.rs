@@ -79,6 +79,23 @@ impl FsModel {
         ))
     }
 
+    /// What the model knows of fd `fd` of process `pid`, for a recorder
+    /// that reads from the process only what the model will look at: `None`
+    /// when the model does not know the fd (a call through it is then judged
+    /// by the path it names), `Some(true)` when the bytes written through it
+    /// are kept (a file inside the directory under test or new outside it,
+    /// the output stream, a pipe), `Some(false)` when they are not.
+    pub fn fd_keeps_bytes(&self, pid: u32, fd: i64) -> Option<bool> {
+        if !self.procs.contains_key(&pid) {
+            return None;
+        }
+        let target = &self.ofd(pid, fd)?.target;
+        Some(matches!(
+            target,
+            Target::Inode(_) | Target::Stdout | Target::PipeWrite(_)
+        ))
+    }
+
     /// A process or thread ended.
     pub fn exit(&mut self, pid: u32) {
         self.procs.remove(&pid);

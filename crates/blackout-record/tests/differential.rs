@@ -1,0 +1,418 @@
+//! The native recorder against strace: the same workloads recorded with
+//! both must give the same op log (each op, its inodes, offsets, bytes,
+//! syscall and path, and what syncs it), the same output and the same
+//! exit. Call numbers (`@line`) are not compared: strace numbers log lines,
+//! the native recorder calls.
+//!
+//! The workloads: examples/save/save.sh in each mode, a C program that
+//! forks, runs a thread, execs, is interrupted by signals (one restarting
+//! a blocked read, one stopping and continuing a child) and leaves a child
+//! running when it exits, a Python program, and sqlite3 running
+//! transactions (rollback journal, and WAL with its shared memory file
+//! volatile).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use blackout_oplog::trace::Trace;
+use blackout_record::{NativeRecorder, RecordConfig, Recorder, StraceRecorder};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The op log without its header (which counts calls and log lines) and
+/// without the call numbers.
+fn comparable(t: &Trace) -> String {
+    let text = t.op_log_text();
+    let mut out = String::new();
+    for line in text.lines().skip(1) {
+        let mut rest = line;
+        while let Some(at) = rest.find('@') {
+            out.push_str(&rest[..=at]);
+            rest = rest[at + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
+/// Records `cfg` with both recorders and requires the same ops.
+fn same(name: &str, cfg: &RecordConfig) -> Trace {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut cfg = cfg.clone();
+    cfg.scratch_parent = Some(scratch.path().to_path_buf());
+    let strace = StraceRecorder::default()
+        .record(&cfg)
+        .unwrap_or_else(|e| panic!("{name}: strace: {e}"));
+    let native = NativeRecorder
+        .record(&cfg)
+        .unwrap_or_else(|e| panic!("{name}: native: {e}"));
+    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
+    assert_eq!(
+        s, n,
+        "{name}: the op logs differ\n--- strace:\n{s}--- native:\n{n}"
+    );
+    assert_eq!(strace.stdout, native.stdout, "{name}: stdout");
+    assert_eq!(strace.trace.exit, native.trace.exit, "{name}: exit");
+    assert_eq!(
+        strace.trace.data.len(),
+        native.trace.data.len(),
+        "{name}: data"
+    );
+    assert!(
+        std::fs::read_dir(scratch.path()).unwrap().next().is_none(),
+        "{name}: a scratch directory was left behind"
+    );
+    native.trace
+}
+
+fn command(args: &[&str]) -> Vec<OsString> {
+    args.iter().map(OsString::from).collect()
+}
+
+#[test]
+fn save_sh_in_every_mode() {
+    let save = repo().join("examples/save/save.sh");
+    for mode in [
+        "full",
+        "no-dir-fsync",
+        "no-fsync",
+        "in-place",
+        "extra-fsync",
+    ] {
+        let mut cfg = RecordConfig::new(command(&["sh", save.to_str().unwrap(), mode]));
+        cfg.setup = Some("printf 'version 1\\n' > doc.txt".into());
+        let t = same(mode, &cfg);
+        assert!(t.ops.len() >= 3, "{mode}: {}", t.op_log_text());
+    }
+}
+
+const PROCESSES_C: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int logfd;
+static void say(const char *s) { write(logfd, s, strlen(s)); }
+static void on_usr1(int sig) { (void)sig; }
+static void *thread(void *arg) { (void)arg; say("thread\n"); fsync(logfd); return 0; }
+
+int main(void) {
+    logfd = open("log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    say("start\n");
+    pthread_t t;
+    pthread_create(&t, 0, thread, 0);
+    pthread_join(t, 0);
+
+    /* A child writes its own file; the parent waits. */
+    pid_t c = fork();
+    if (c == 0) {
+        int fd = open("child.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        write(fd, "from the child\n", 15);
+        fdatasync(fd);
+        _exit(0);
+    }
+    waitpid(c, 0, 0);
+
+    /* A read blocked on a pipe, interrupted by a signal and restarted. */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_usr1;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &sa, 0);
+    int p[2];
+    pipe(p);
+    pid_t parent = getpid();
+    c = fork();
+    if (c == 0) {
+        usleep(100000);
+        kill(parent, SIGUSR1);
+        usleep(50000);
+        write(p[1], "piped\n", 6);
+        _exit(0);
+    }
+    char buf[16];
+    ssize_t n = read(p[0], buf, sizeof buf);
+    if (n > 0) write(logfd, buf, n);
+    waitpid(c, 0, 0);
+
+    /* A child stopped and continued (a group-stop). */
+    c = fork();
+    if (c == 0) {
+        raise(SIGSTOP);
+        say("continued\n");
+        _exit(0);
+    }
+    int st;
+    waitpid(c, &st, WUNTRACED);
+    kill(c, SIGCONT);
+    waitpid(c, 0, 0);
+
+    /* A child that runs another program. */
+    c = fork();
+    if (c == 0) {
+        execl("/bin/sh", "sh", "-c", "echo exec >> log; mkdir sub && echo x > sub/f", (char *)0);
+        _exit(127);
+    }
+    waitpid(c, 0, 0);
+    rename("child.txt", "sub/child.txt");
+
+    /* A child still running when the program exits. */
+    if (fork() == 0) {
+        usleep(300000);
+        int fd = open("late.txt", O_WRONLY | O_CREAT | O_EXCL, 0600);
+        write(fd, "late\n", 5);
+        fsync(fd);
+        _exit(0);
+    }
+    printf("done\n");
+    return 0;
+}
+"#;
+
+#[test]
+fn a_c_program_that_forks_threads_execs_and_is_signalled() {
+    if !have("cc") {
+        eprintln!("skipped: no C compiler");
+        return;
+    }
+    let build = tempfile::tempdir().unwrap();
+    let src = build.path().join("processes.c");
+    std::fs::write(&src, PROCESSES_C).unwrap();
+    let bin = build.path().join("processes");
+    let out = Command::new("cc")
+        .arg("-O1")
+        .arg("-pthread")
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cfg = RecordConfig::new(command(&[bin.to_str().unwrap()]));
+    let t = same("processes", &cfg);
+    let log = t.op_log_text();
+    for want in ["late.txt", "sub/f", "-> dir=3 name=child.txt", "fdatasync"] {
+        assert!(log.contains(want), "{want} missing from\n{log}");
+    }
+}
+
+const PYTHON: &str = r#"
+import os, threading
+def save(name, text):
+    tmp = name + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, name)
+    d = os.open(".", os.O_RDONLY)
+    os.fsync(d)
+    os.close(d)
+with open("journal", "ab") as j:
+    for i in range(50):
+        j.write(b"entry %d\n" % i)
+        j.flush()
+t = threading.Thread(target=save, args=("settings.json", '{"v": 2}\n'))
+t.start(); t.join()
+os.makedirs("a/b", exist_ok=True)
+with open("a/b/c", "w") as f:
+    f.write("x" * 10000)
+os.truncate("a/b/c", 100)
+os.unlink("journal")
+print("saved")
+"#;
+
+#[test]
+fn a_python_program() {
+    if !have("python3") {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let cfg = RecordConfig::new(command(&["python3", "-c", PYTHON]));
+    let t = same("python", &cfg);
+    assert!(t.op_log_text().contains("settings.json"));
+}
+
+const SQL: &str = "create table t(k integer primary key, v text);
+begin; insert into t values (1, 'one'); insert into t values (2, 'two'); commit;
+begin; update t set v = 'uno' where k = 1; commit;
+begin; delete from t where k = 2; insert into t values (3, 'three'); commit;
+select count(*) from t;";
+
+#[test]
+fn sqlite3_running_transactions() {
+    if !have("sqlite3") {
+        eprintln!("skipped: no sqlite3");
+        return;
+    }
+    let cfg = RecordConfig::new(command(&["sqlite3", "db.sqlite", SQL]));
+    let t = same("sqlite (rollback journal)", &cfg);
+    assert!(t.op_log_text().contains("db.sqlite-journal"));
+    let wal = format!("pragma journal_mode=wal; {SQL}");
+    let mut cfg = RecordConfig::new(command(&["sqlite3", "db.sqlite", &wal]));
+    cfg.volatile = vec!["*-shm".into()];
+    let t = same("sqlite (WAL)", &cfg);
+    assert!(t.op_log_text().contains("db.sqlite-wal"));
+}
+
+#[test]
+fn what_only_strace_records_is_refused() {
+    let mut cfg = RecordConfig::new(command(&["true"]));
+    cfg.stacks = true;
+    let e = NativeRecorder.record(&cfg).unwrap_err();
+    assert!(e.to_string().contains("--recorder strace"), "{e}");
+}
+
+#[test]
+fn a_program_that_cannot_start_is_named_with_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("noexec");
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    let mut cfg = RecordConfig::new(vec![script.clone().into_os_string()]);
+    cfg.scratch_parent = Some(dir.path().to_path_buf());
+    let e = NativeRecorder.record(&cfg).unwrap_err();
+    assert!(e.to_string().contains("EACCES"), "{e}");
+}
+
+const THREAD_EXEC_C: &str = r#"
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+static int p[2];
+static void *run(void *arg) {
+    (void)arg;
+    int fd = open("thread.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    write(fd, "thread\n", 7);
+    close(fd);
+    usleep(100000);
+    execl("/bin/sh", "sh", "-c", "echo after > after.txt", (char *)0);
+    return 0;
+}
+
+int main(void) {
+    pipe(p);
+    pthread_t t;
+    pthread_create(&t, 0, run, 0);
+    char c;
+    read(p[0], &c, 1); /* never returns: the thread's exec ends it */
+    return 1;
+}
+"#;
+
+/// Compiles `src` with the C compiler (`None` without one).
+fn compiled(dir: &Path, name: &str, src: &str) -> Option<PathBuf> {
+    if !have("cc") {
+        eprintln!("skipped: no C compiler");
+        return None;
+    }
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let bin = dir.join(name);
+    let out = Command::new("cc")
+        .args(["-O1", "-pthread", "-o"])
+        .arg(&bin)
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(bin)
+}
+
+#[test]
+fn a_thread_that_execs_takes_over_its_process() {
+    let build = tempfile::tempdir().unwrap();
+    let Some(bin) = compiled(build.path(), "thread_exec", THREAD_EXEC_C) else {
+        return;
+    };
+    let cfg = RecordConfig::new(vec![bin.into_os_string()]);
+    let t = same("thread exec", &cfg);
+    let log = t.op_log_text();
+    assert!(
+        log.contains("after.txt") && log.contains("thread.txt"),
+        "{log}"
+    );
+}
+
+#[test]
+fn the_output_fd_and_the_environment_are_handed_down() {
+    if !have("python3") {
+        eprintln!("skipped: no python3");
+        return;
+    }
+    let script = "import os\nprint('not a promise')\nopen('f', 'w').write(os.environ['GREETING'] + '\\n')\nos.write(63, b'saved\\n')\n";
+    let mut cfg = RecordConfig::new(command(&["python3", "-c", script]));
+    cfg.output_fd = Some(63);
+    cfg.env = vec![("GREETING".into(), "hello".into())];
+    let t = same("output fd", &cfg);
+    assert!(
+        t.op_log_text().contains("\"saved\\n\""),
+        "{}",
+        t.op_log_text()
+    );
+    assert_eq!(t.data.len(), "hello\nsaved\n".len() as u64);
+}
+
+#[test]
+fn a_workload_killed_by_a_signal_fails_both_recordings_alike() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut cfg = RecordConfig::new(command(&["sh", "-c", "echo x > f; kill -TERM $$"]));
+    cfg.scratch_parent = Some(scratch.path().to_path_buf());
+    let s = StraceRecorder::default().record(&cfg).unwrap_err();
+    let n = NativeRecorder.record(&cfg).unwrap_err();
+    assert_eq!(s.to_string(), n.to_string());
+    assert!(n.to_string().contains("SIGTERM"), "{n}");
+}
+
+#[test]
+fn a_workload_past_its_timeout_is_killed_with_everything_it_started() {
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = format!("1000.{}77", std::process::id());
+    let script = format!("sleep {marker} & sleep {marker}");
+    let mut cfg = RecordConfig::new(command(&["sh", "-c", &script]));
+    cfg.scratch_parent = Some(scratch.path().to_path_buf());
+    cfg.timeout = std::time::Duration::from_millis(500);
+    let started = std::time::Instant::now();
+    let e = NativeRecorder.record(&cfg).unwrap_err();
+    assert!(
+        matches!(e, blackout_record::RecordError::TimedOut(_)),
+        "{e}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let ps = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        ps.stdout.is_empty(),
+        "left: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+    assert!(std::fs::read_dir(scratch.path()).unwrap().next().is_none());
+}
