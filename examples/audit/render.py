@@ -292,7 +292,7 @@ def headline(rows):
             "promise durability in their own documentation, and {} of those can lose a write they "
             "reported saved ({})").format(
         len(current), len(durable), len(lost),
-        ", ".join("`{}`".format(re.sub(r" \(.*\)$", "", r[0])) for r in lost))
+        "; ".join("`{}`".format(re.sub(r" \(.*\)$", "", r[0])) for r in lost))
     parts = ["{} {}".format(n, w) for n, w in where if n]
     text += ": " + ", ".join(parts) + "." if parts else "."
     silent = by.get("silent", [])
