@@ -2,7 +2,8 @@
 //! installed at its pinned version, run under posix and on ext4, xfs and
 //! btrfs; the table regenerated and compared with the checked-in one, row
 //! by row (the run's duration aside), and every control passing in every
-//! column.
+//! column; and, in the default suite, the README's headline sentence is the
+//! one the checked-in table gives.
 
 use std::process::Command;
 
@@ -14,6 +15,38 @@ fn rows(table: &str) -> Vec<&str> {
         .lines()
         .filter(|l| !l.starts_with("The last run took"))
         .collect()
+}
+
+/// The README's audit headline (between its `audit headline` markers) is
+/// what `render.py --headline` computes from docs/AUDIT.md's rows: the
+/// sentence counts only what the table shows.
+#[test]
+fn the_readme_headline_is_the_audit_tables() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("python3")
+        .arg(repo.join("examples/audit/render.py"))
+        .arg("--headline")
+        .arg(repo.join("docs/AUDIT.md"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let headline = text(&out.stdout);
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    let between = readme
+        .split("<!-- audit headline -->\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n<!-- /audit headline -->").next())
+        .expect("README.md has its audit headline markers");
+    assert_eq!(
+        between,
+        headline.trim_end(),
+        "README.md's audit headline is stale: run examples/audit/run.sh"
+    );
+    let table = std::fs::read_to_string(repo.join("docs/AUDIT.md")).unwrap();
+    assert!(
+        table.contains(&format!("**Headline.** {}", headline.trim_end())),
+        "docs/AUDIT.md's headline is not its table's"
+    );
 }
 
 #[test]
@@ -37,6 +70,19 @@ fn the_audit_regenerates_docs_audit_md() {
         assert!(!row.contains("FAIL") && !row.contains("not run"), "{row}");
     }
     let checked_in = std::fs::read_to_string(repo.join("docs/AUDIT.md")).unwrap();
+    let names = |dir: &std::path::Path| {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        names(&s.path("audit")),
+        names(&repo.join("docs/audit")),
+        "docs/audit/ is stale: run examples/audit/run.sh"
+    );
     assert_eq!(
         rows(&table),
         rows(&checked_in),
