@@ -285,36 +285,24 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
     .validate()
     .map_err(RecordError::Prepare)?;
     let version = strace_version(&rec.strace)?;
-    let program = cfg
-        .command
-        .first()
-        .ok_or_else(|| RecordError::NotFound(String::new(), String::new()))?;
-    let program = resolve_program(program)?;
-
-    let (_scratch, base, dir) = scratch_and_dir(cfg)?;
-    prepare_dir(cfg, &dir)?;
-    let tree = snapshot(&dir)?;
-
-    let mut command: Vec<OsString> = vec![program.into_os_string()];
-    command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
+    let Prepared {
+        _scratch,
+        base,
+        dir,
+        tree,
+        command,
+    } = prepare(cfg)?;
     let omitting = match cfg.omit_syncs.as_slice() {
         [] => Vec::new(),
         omitted => crate::omit::preload(omitted, &base, &dir, &cfg.env)?,
     };
     let run = run_strace(rec, cfg, &version, &command, (&base, &dir), &omitting)?;
-    let shown = command[0].to_string_lossy().into_owned();
-    if let Some(reason) = exec_failure(run.log.bytes(), &run.stderr) {
-        return Err(RecordError::CannotStart {
-            program: shown,
-            reason,
-        });
-    }
-    if let Some(sig) = run.status.signal() {
-        return Err(RecordError::Killed {
-            signal: signal_name(sig),
-            stderr: stderr_tail(&run.stderr),
-        });
-    }
+    check_started(
+        &command,
+        exec_failure(run.log.bytes(), &run.stderr),
+        run.status,
+        &run.stderr,
+    )?;
     let exit = WorkloadExit {
         code: run.status.code(),
         signal: None,
@@ -358,10 +346,68 @@ fn record(rec: &StraceRecorder, cfg: &RecordConfig) -> Result<Recording, RecordE
     })
 }
 
+/// What a recorder has before it runs the workload: its scratch (removed
+/// when dropped), the scratch's canonical path, the directory under test
+/// (prepared, and snapshotted as `tree`), and the command with its program
+/// resolved and `{dir}` substituted.
+pub(crate) struct Prepared {
+    pub(crate) _scratch: tempfile::TempDir,
+    pub(crate) base: PathBuf,
+    pub(crate) dir: PathBuf,
+    pub(crate) tree: blackout_oplog::tree::Tree,
+    pub(crate) command: Vec<OsString>,
+}
+
+/// Resolves the workload's program, makes the scratch and the directory
+/// under test, applies `--init`/`--setup` and snapshots the result: the
+/// steps every recorder takes before the workload runs.
+pub(crate) fn prepare(cfg: &RecordConfig) -> Result<Prepared, RecordError> {
+    let program = cfg
+        .command
+        .first()
+        .ok_or_else(|| RecordError::NotFound(String::new(), String::new()))?;
+    let program = resolve_program(program)?;
+    let (scratch, base, dir) = scratch_and_dir(cfg)?;
+    prepare_dir(cfg, &dir)?;
+    let tree = snapshot(&dir)?;
+    let mut command: Vec<OsString> = vec![program.into_os_string()];
+    command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
+    Ok(Prepared {
+        _scratch: scratch,
+        base,
+        dir,
+        tree,
+        command,
+    })
+}
+
+/// The workload ran: it did not fail to start (`failure`, why the program
+/// never ran) and was not killed by a signal.
+pub(crate) fn check_started(
+    command: &[OsString],
+    failure: Option<String>,
+    status: std::process::ExitStatus,
+    stderr: &[u8],
+) -> Result<(), RecordError> {
+    if let Some(reason) = failure {
+        return Err(RecordError::CannotStart {
+            program: command[0].to_string_lossy().into_owned(),
+            reason,
+        });
+    }
+    if let Some(sig) = status.signal() {
+        return Err(RecordError::Killed {
+            signal: signal_name(sig),
+            stderr: stderr_tail(stderr),
+        });
+    }
+    Ok(())
+}
+
 /// The recording's scratch directory (removed when dropped), its
 /// canonical path, and the directory under test: the config's, else a
 /// fresh one in the scratch.
-pub(crate) fn scratch_and_dir(
+fn scratch_and_dir(
     cfg: &RecordConfig,
 ) -> Result<(tempfile::TempDir, PathBuf, PathBuf), RecordError> {
     let scratch = match &cfg.scratch_parent {

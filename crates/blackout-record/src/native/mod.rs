@@ -32,15 +32,12 @@ use std::time::{Duration, Instant};
 
 use blackout_oplog::trace::{Replayed, Trace, TraceMeta, WorkloadExit};
 use blackout_oplog::tree::Tree;
-use blackout_sys::command::{signal_name, substitute};
 
 use crate::error::ReplayError;
 use crate::record::{
-    nearly_full, prepare_dir, resolve_program, scratch_and_dir, stderr_tail, RecordConfig,
-    RecordError, Recording,
+    check_started, nearly_full, prepare, Prepared, RecordConfig, RecordError, Recording,
 };
 use crate::replay::ReplayOptions;
-use crate::snapshot::snapshot;
 
 mod calls;
 mod feed;
@@ -109,30 +106,15 @@ fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     .validate()
     .map_err(RecordError::Prepare)?;
     refuse_unsupported(cfg)?;
-    let program = cfg
-        .command
-        .first()
-        .ok_or_else(|| RecordError::NotFound(String::new(), String::new()))?;
-    let program = resolve_program(program)?;
-    let (_scratch, base, dir) = scratch_and_dir(cfg)?;
-    prepare_dir(cfg, &dir)?;
-    let tree = snapshot(&dir)?;
-    let mut command: Vec<OsString> = vec![program.into_os_string()];
-    command.extend(cfg.command[1..].iter().map(|a| substitute(a, &dir)));
+    let Prepared {
+        _scratch,
+        base,
+        dir,
+        tree,
+        command,
+    } = prepare(cfg)?;
     let run = run(cfg, &command, (&base, &dir), &tree)?;
-    let shown = command[0].to_string_lossy().into_owned();
-    if let Some(reason) = run.exec_failure {
-        return Err(RecordError::CannotStart {
-            program: shown,
-            reason,
-        });
-    }
-    if let Some(sig) = run.status.signal() {
-        return Err(RecordError::Killed {
-            signal: signal_name(sig),
-            stderr: stderr_tail(&run.stderr),
-        });
-    }
+    check_started(&command, run.exec_failure, run.status, &run.stderr)?;
     let replayed = run.replayed.map_err(|err| match nearly_full(&base) {
         true => RecordError::ScratchFull(base.display().to_string()),
         false => RecordError::Replay {
