@@ -265,6 +265,18 @@ def fix_text(m):
     return "; ".join(cause_fix(c) for c in m["causes"])
 
 
+def current(row):
+    """A program at its current release: not a control, not a release from
+    before an upstream fix (the headline counts only these)."""
+    return not row[0].startswith("control:") and "before upstream" not in row[0]
+
+
+def counted(row):
+    """A FAIL the headline counts: a current release whose documentation
+    promises durability, failing under the posix model (or its soak)."""
+    return current(row) and row[4].startswith(PROMISES["durable"]) and row[5].startswith("FAIL")
+
+
 def headline(rows):
     """The audit's headline, from the table's rows (HEADER's cells, as
     written): the programs at their current release (controls and the
@@ -272,15 +284,15 @@ def headline(rows):
     documentation promises, and how many of each can lose a write they
     reported saved: on a real file system, only where POSIX allows it, or
     on the live file system (a soaked server, not measured on a real one)."""
-    current = [r for r in rows if not r[0].startswith("control:") and "before upstream" not in r[0]]
+    rows = [r for r in rows if current(r)]
     def fails(r):
         return r[5].startswith("FAIL")
     by = {}
-    for r in current:
+    for r in rows:
         kind = next((k for k, v in PROMISES.items() if r[4].startswith(v)), "silent")
         by.setdefault(kind, []).append(r)
     durable = by.get("durable", [])
-    lost = [r for r in durable if fails(r)]
+    lost = [r for r in durable if counted(r)]
     where = [
         (sum(1 for r in lost if any(c.startswith("FAIL") for c in r[6:9])), "on ext4, xfs or btrfs"),
         (sum(1 for r in lost if r[6:9] and all(c.startswith("PASS") for c in r[6:9])),
@@ -291,7 +303,7 @@ def headline(rows):
     text = ("Of {} programs and server configurations from PyPI, npm, crates.io and Debian, {} "
             "promise durability in their own documentation, and {} of those can lose a write they "
             "reported saved ({})").format(
-        len(current), len(durable), len(lost),
+        len(rows), len(durable), len(lost),
         "; ".join("`{}`".format(re.sub(r" \(.*\)$", "", r[0])) for r in lost))
     parts = ["{} {}".format(n, w) for n, w in where if n]
     text += ": " + ", ".join(parts) + "." if parts else "."
@@ -429,9 +441,8 @@ def main():
         for name in os.listdir(reports_dir):
             if name.endswith(".md"):
                 os.remove(os.path.join(reports_dir, name))
-        for p, r, c in zip(keys, rows, cells):
-            if metas[p].get("promise") == "durable" and c[5].startswith("FAIL") \
-                    and not r[0].startswith("control:") and "before upstream" not in r[0]:
+        for p, c in zip(keys, cells):
+            if counted(c):
                 with open(os.path.join(reports_dir, p + ".md"), "w") as f:
                     f.write(fail_report(p, metas[p], c, results))
 
