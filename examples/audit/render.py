@@ -1,7 +1,7 @@
 """Renders the audit's reports (run.sh's AUDIT_HOME/results) as docs/AUDIT.md.
 
     python3 render.py RESULTS PROGRAMS [REPORTS] > docs/AUDIT.md
-    python3 render.py --headline docs/AUDIT.md
+    python3 render.py --headline docs/AUDIT.md [README.md]
 
 Every cell comes from a report: a verdict from blackout's JSON (or, for a
 server, from its soaks' reports), the call to blame from the posix model's
@@ -11,8 +11,8 @@ pairs under the table (a program whose program.sh names, in FIXED_IN, the
 program with upstream's fix) compare the two posix verdicts. With REPORTS,
 a report for each FAIL the headline counts is written there as NAME.md
 (docs/audit/). The headline sentence is computed from the table's rows
-alone: `--headline` prints the one a checked-in table gives (the README
-carries it).
+alone: `--headline` prints the one a checked-in table gives, or writes it
+into the README between its `<!-- audit headline -->` markers.
 """
 
 import json
@@ -396,7 +396,16 @@ def normal(text):
 def main():
     if sys.argv[1] == "--headline":
         with open(sys.argv[2]) as f:
-            print(headline(table_rows(f.read())))
+            line = headline(table_rows(f.read()))
+        if len(sys.argv) > 3:
+            with open(sys.argv[3]) as f:
+                text = f.read()
+            text = re.sub(r"(<!-- audit headline -->\n).*?(\n<!-- /audit headline -->)",
+                          lambda m: m.group(1) + line + m.group(2), text, flags=re.S)
+            with open(sys.argv[3], "w") as f:
+                f.write(text)
+        else:
+            print(line)
         return
     results, programs = sys.argv[1], sys.argv[2]
     reports_dir = sys.argv[3] if len(sys.argv) > 3 else None

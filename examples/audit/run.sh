@@ -14,7 +14,8 @@
 # Installs go to AUDIT_HOME (default target/audit), kept between runs;
 # each program's reports to AUDIT_HOME/results; the table to AUDIT_OUT
 # (default docs/AUDIT.md, and then the README's headline too), the report
-# of each FAIL the headline counts to AUDIT_REPORTS (default docs/audit). BLACKOUT names the binary
+# of each FAIL the headline counts to AUDIT_REPORTS (default docs/audit).
+# BLACKOUT names the binary
 # (default target/release/blackout). The block columns need root,
 # /dev/fuse, a loop device and mkfs for the file system; a column that
 # cannot run here says so in its cell.
@@ -184,13 +185,6 @@ out=${AUDIT_OUT:-$REPO/docs/AUDIT.md}
 reports=${AUDIT_REPORTS:-$(dirname "$out")/audit}
 python3 "$here/render.py" "$results" "$here/programs" "$reports" >"$out"
 if [ -z "${AUDIT_OUT:-}" ]; then
-    python3 - "$REPO/README.md" "$(python3 "$here/render.py" --headline "$out")" <<'PY'
-import re, sys
-path, line = sys.argv[1], sys.argv[2]
-text = open(path).read()
-new = re.sub(r"(<!-- audit headline -->\n).*?(\n<!-- /audit headline -->)",
-             lambda m: m.group(1) + line + m.group(2), text, flags=re.S)
-open(path, "w").write(new)
-PY
+    python3 "$here/render.py" --headline "$out" "$REPO/README.md"
 fi
 echo "audit: wrote $out and $reports/" >&2
