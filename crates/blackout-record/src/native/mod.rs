@@ -40,6 +40,7 @@ use crate::record::{
 use crate::replay::ReplayOptions;
 
 mod calls;
+mod cpu;
 mod feed;
 mod filter;
 mod memory;
@@ -226,6 +227,9 @@ fn run(
     let launch = spawn::Launch::new(command, dir, &cfg.env, stdio(cfg, base)?)?;
     let mut feed = feed(cfg, base, dir, tree)?;
     let shown = command[0].to_string_lossy().into_owned();
+    // The workload forked below inherits the pin; this thread lets go
+    // when the run is over.
+    let _pinned = cpu::Pinned::here();
     let mut started = spawn::start(&launch).map_err(|e| RecordError::CannotStart {
         program: shown,
         reason: e.to_string(),
