@@ -758,6 +758,9 @@ pub(crate) struct StateArgs {
 /// Which recorder runs the workload.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
 pub(crate) enum RecorderKind {
+    /// The native recorder where it can trace and the flags ask nothing
+    /// only strace records; strace otherwise.
+    Auto,
     /// `strace -f`: every recording flag works.
     Strace,
     /// blackout traces the workload itself (ptrace, with a seccomp filter
@@ -768,11 +771,14 @@ pub(crate) enum RecorderKind {
 /// How a workload is recorded (`record` and a live `run`).
 #[derive(Args, Clone)]
 pub(crate) struct RecordingArgs {
-    /// Which recorder runs the workload: `strace` (strace -f) or `native`
-    /// (blackout traces it itself with ptrace and a seccomp filter: faster,
-    /// x86_64 only; --stacks, --sync-times, --without-sync, --keep-log,
-    /// --no-seccomp, --fail-syncs and --backend block need strace).
-    #[arg(long, value_enum, value_name = "RECORDER", default_value_t = RecorderKind::Strace)]
+    /// Which recorder runs the workload: `native` (blackout traces it
+    /// itself with ptrace and a seccomp filter: faster, x86_64 only),
+    /// `strace` (strace -f), or `auto`: native, unless a flag asks for what
+    /// only strace records (--stacks, --sync-times, --without-sync,
+    /// --keep-log, --no-seccomp, --fail-syncs, --backend block, and the
+    /// sync times `run --syncs` shows) or this kernel or container does not
+    /// let blackout trace (then one line says why and strace records).
+    #[arg(long, value_enum, value_name = "RECORDER", default_value_t = RecorderKind::Auto)]
     pub(crate) recorder: RecorderKind,
     /// Copy this tree into the directory under test first (durable).
     #[arg(long, value_name = "DIR")]

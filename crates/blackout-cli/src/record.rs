@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 use anyhow::{anyhow, Context, Result};
 
 use blackout::oplog::trace::Trace;
-use blackout::record::{NativeRecorder, RecordConfig, Recorder};
+use blackout::record::{
+    NativeRecorder, RecordConfig, RecordError, Recorder, Recording, StraceRecorder,
+};
 
 use crate::args::{RecordArgs, RecorderKind, RecordingArgs};
 use crate::INTERRUPTED;
@@ -49,8 +51,12 @@ pub(crate) fn record_trace(
         .iter()
         .filter(|o| matches!(o.kind, blackout::oplog::ops::OpKind::Output { .. }))
         .count();
+    let by = match &t.strace_version {
+        Some(v) => format!("strace {v}"),
+        None => "the native recorder".into(),
+    };
     eprintln!(
-        "recorded {} ops ({} outputs) from {} system calls{}; workload {}",
+        "recorded {} ops ({} outputs) from {} system calls ({by}){}; workload {}",
         t.ops.len(),
         outputs,
         t.stats.calls,
@@ -67,13 +73,16 @@ pub(crate) fn record_trace(
     Ok(rec.trace)
 }
 
-/// The recorder `--recorder` names, or why it cannot be had: with
-/// `native`, one line naming the first flag set (of the recording flags,
-/// and the caller's `strace_only`) that needs strace.
-pub(crate) fn chosen(a: &RecordingArgs, strace_only: &[(bool, &str)]) -> Result<Box<dyn Recorder>> {
-    if a.recorder == RecorderKind::Strace {
-        return Ok(Box::new(a.recorder()));
-    }
+/// The recorder `--recorder` names (or why it cannot be had), and
+/// whether it is strace. `needs` are the caller's flags that only strace
+/// records (with `native` the first one set is refused in one line);
+/// `prefers` are flags that `auto` records with strace for, and `native`
+/// records without what strace would add.
+pub(crate) fn chosen(
+    a: &RecordingArgs,
+    needs: &[(bool, &str)],
+    prefers: &[(bool, &str)],
+) -> Result<(Box<dyn Recorder>, bool)> {
     let own = [
         (a.stacks, "--stacks"),
         (a.sync_times, "--sync-times"),
@@ -81,16 +90,43 @@ pub(crate) fn chosen(a: &RecordingArgs, strace_only: &[(bool, &str)]) -> Result<
         (a.keep_log.is_some(), "--keep-log"),
         (a.no_seccomp, "--no-seccomp"),
     ];
-    match own.iter().chain(strace_only).find(|(set, _)| *set) {
-        Some((_, flag)) => Err(anyhow!(
-            "{flag} needs --recorder strace (the native recorder does not support it)"
-        )),
-        None => Ok(Box::new(NativeRecorder)),
+    let needed = own.iter().chain(needs).find(|(set, _)| *set);
+    let strace: Box<dyn Recorder> = Box::new(a.recorder());
+    match a.recorder {
+        RecorderKind::Strace => Ok((strace, true)),
+        RecorderKind::Native => match needed {
+            Some((_, flag)) => Err(anyhow!(
+                "{flag} needs --recorder strace (the native recorder does not support it)"
+            )),
+            None => Ok((Box::new(NativeRecorder), false)),
+        },
+        RecorderKind::Auto => match needed.or(prefers.iter().find(|(set, _)| *set)) {
+            Some(_) => Ok((strace, true)),
+            None => Ok((Box::new(Fallback(a.recorder())), false)),
+        },
+    }
+}
+
+/// The native recorder, or strace where the native recorder cannot trace
+/// (one line on standard error says why).
+struct Fallback(StraceRecorder);
+
+impl Recorder for Fallback {
+    fn record(&self, cfg: &RecordConfig) -> Result<Recording, RecordError> {
+        match NativeRecorder.record(cfg) {
+            Err(RecordError::CannotTrace(why)) => {
+                eprintln!(
+                    "note: recording with strace: the native recorder cannot trace here ({why})"
+                );
+                self.0.record(cfg)
+            }
+            r => r,
+        }
     }
 }
 
 pub(crate) fn cmd_record(a: RecordArgs) -> Result<u8> {
-    let recorder = chosen(&a.recording, &[])?;
+    let (recorder, _) = chosen(&a.recording, &[], &[])?;
     let cfg = a.recording.config(a.command);
     record_trace(cfg, recorder.as_ref(), Some(&a.output))?;
     Ok(0)

@@ -8,7 +8,7 @@ use blackout::failsyncs::{judge_failed_syncs, FailRuns};
 use blackout::run::{check_trace, RunConfig, RunError};
 use blackout::sharded::check_shard;
 
-use crate::args::{run_config, Backend, RecorderKind, RunArgs};
+use crate::args::{run_config, Backend, RunArgs};
 use crate::block::cmd_run_block;
 use crate::part::{shard_of, write_part};
 use crate::record::{chosen, load_trace, record_trace};
@@ -18,12 +18,13 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {
         return Err(anyhow!("--timeout must be a positive number of seconds"));
     }
-    let recorder = chosen(
+    let (recorder, strace) = chosen(
         &a.recording,
         &[
             (a.fail_syncs, "--fail-syncs"),
             (a.block.backend == Backend::Block, "--backend block"),
         ],
+        &[(a.syncs, "--syncs")],
     )?;
     if a.block.backend == Backend::Block {
         return cmd_run_block(a);
@@ -41,7 +42,7 @@ pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
             let mut cfg = recording.clone();
             // --syncs reports each sync's time where the recorder measures
             // it (strace's -T); the native recorder does not.
-            cfg.timestamps |= a.syncs && a.recording.recorder == RecorderKind::Strace;
+            cfg.timestamps |= a.syncs && strace;
             (
                 record_trace(cfg, recorder.as_ref(), a.output.as_deref())?,
                 a.output.clone(),

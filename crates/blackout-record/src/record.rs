@@ -140,7 +140,7 @@ pub enum RecordError {
     #[error("interrupted")]
     Interrupted,
     /// The scratch directory's file system filled up while recording.
-    #[error("the strace log is incomplete: the file system holding {0} (TMPDIR) is full; set TMPDIR to a directory with more room")]
+    #[error("the recording is incomplete: the file system holding {0} (TMPDIR) is full; set TMPDIR to a directory with more room")]
     ScratchFull(String),
     /// The scratch directory could not be made.
     #[error("cannot make a scratch directory in {0} (it comes from TMPDIR, else /tmp): {1}")]
@@ -160,9 +160,14 @@ pub enum RecordError {
         why: String,
     },
     /// The recorder cannot record what the config asks (a setting only
-    /// strace records, or an architecture whose calls it does not decode).
+    /// strace records).
     #[error("{0}")]
     Unsupported(String),
+    /// The native recorder cannot trace here (an architecture whose calls
+    /// it does not decode, ptrace or seccomp filters refused); nothing of
+    /// the workload's ran.
+    #[error("the native recorder cannot trace here: {0}; record with --recorder strace")]
+    CannotTrace(String),
     /// Any other I/O failure.
     #[error(transparent)]
     Io(#[from] std::io::Error),

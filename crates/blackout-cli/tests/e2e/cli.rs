@@ -341,7 +341,7 @@ fn a_missing_strace_is_a_clear_error() {
     let s = Scratch::new();
     let mut c = s.blackout();
     c.env("PATH", s.path("empty-path"))
-        .args(["record", "-o"])
+        .args(["record", "--recorder", "strace", "-o"])
         .arg(s.path("t"))
         .args(["--", "/bin/true"]);
     let (code, err) = run(c);

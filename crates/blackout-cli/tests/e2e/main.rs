@@ -19,6 +19,7 @@ mod live_disk;
 mod materialize;
 mod native;
 mod outside;
+mod recorders;
 mod reports;
 mod representatives;
 mod run;

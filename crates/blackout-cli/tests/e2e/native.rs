@@ -175,16 +175,24 @@ fn a_killed_native_recording_leaves_no_process_behind() {
 }
 
 #[test]
-fn a_terminated_native_recording_stops_its_workload_and_cleans_up() {
-    let s = Scratch::new();
-    let marker = unique_sleep();
-    let mut child = recording_with_sleeps(&s, &marker);
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(143));
-    assert_none_left(&marker);
-    s.assert_clean();
+fn an_interrupted_or_terminated_native_recording_stops_its_workload_and_cleans_up() {
+    use nix::sys::signal::Signal;
+    // Ctrl-C, SIGTERM, SIGHUP: exit 128 + the signal's number.
+    for (signal, code) in [
+        (Signal::SIGINT, 130),
+        (Signal::SIGTERM, 143),
+        (Signal::SIGHUP, 129),
+    ] {
+        let s = Scratch::new();
+        let marker = unique_sleep();
+        let mut child = recording_with_sleeps(&s, &marker);
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{signal}");
+        assert_none_left(&marker);
+        s.assert_clean();
+    }
 }
 
 #[test]

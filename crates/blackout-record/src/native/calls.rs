@@ -222,7 +222,7 @@ pub(super) fn syscall(pid: i32, e: &Entry, ret: Ret, keeps: Keeps<'_>) -> R<Sysc
             positioned: e.long(3) != -1,
         }),
         "write" | "writev" | "pwrite64" | "pwritev" | "pwritev2" | "vmsplice" => {
-            write_call(pid, e, n, keeps).map(Syscall::Write)
+            write_call(pid, e, n, keeps, None).map(Syscall::Write)
         }
         "lseek" => Ok(Syscall::Seek {
             fd: e.int(0),
@@ -331,8 +331,28 @@ fn unknown_fd_path(pid: i32, fd: i64, keeps: Keeps<'_>) -> Option<Vec<u8>> {
     }
 }
 
-/// write, writev, pwrite64, pwritev, pwritev2, vmsplice.
-fn write_call(pid: i32, e: &Entry, n: u64, keeps: Keeps<'_>) -> R<Write> {
+/// A write the tracer made for the workload ([`super::writes`]): `ret`
+/// is what it returned, `given` the bytes it was given.
+pub(super) fn written(
+    pid: i32,
+    e: &Entry,
+    ret: Ret,
+    given: Vec<u8>,
+    keeps: Keeps<'_>,
+) -> R<Syscall> {
+    match ret {
+        Ret::Ok(v) => {
+            let n = u64::try_from(v).unwrap_or(0);
+            write_call(pid, e, n, keeps, Some(given)).map(Syscall::Write)
+        }
+        _ => syscall(pid, e, ret, keeps),
+    }
+}
+
+/// write, writev, pwrite64, pwritev, pwritev2, vmsplice that wrote `n`
+/// bytes: the bytes `given` (all the call was given) or read from the
+/// process.
+fn write_call(pid: i32, e: &Entry, n: u64, keeps: Keeps<'_>, given: Option<Vec<u8>>) -> R<Write> {
     let negative = || Fault::malformed("negative offset");
     let at = match e.name {
         "pwrite64" | "pwritev" => Some(u64::try_from(e.long(3)).map_err(|_| negative())?),
@@ -345,6 +365,11 @@ fn write_call(pid: i32, e: &Entry, n: u64, keeps: Keeps<'_>) -> R<Write> {
     let fd = e.int(0);
     let data = match keeps(fd) {
         Some(true) if n == 0 => Ok(Vec::new()),
+        Some(true) if given.is_some() => {
+            let mut bytes = given.unwrap_or_default();
+            bytes.truncate(n as usize);
+            Ok(bytes)
+        }
         Some(true) => {
             let read = match e.name {
                 "write" | "pwrite64" => memory::read_bytes(pid, e.args[1], n as usize),

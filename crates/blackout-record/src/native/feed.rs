@@ -28,6 +28,8 @@ pub(super) struct Feed {
     /// Calls applied.
     calls: u64,
     error: Option<ReplayError>,
+    /// A call failed for want of space (`ENOSPC`, `EDQUOT`).
+    no_space: bool,
 }
 
 impl Feed {
@@ -50,6 +52,7 @@ impl Feed {
             events: 0,
             calls: 0,
             error: None,
+            no_space: false,
         }
     }
 
@@ -57,6 +60,11 @@ impl Feed {
     pub(super) fn next_line(&mut self) -> u32 {
         self.line = self.line.saturating_add(1);
         self.line
+    }
+
+    /// Whether a call failed for want of space.
+    pub(super) fn no_space(&self) -> bool {
+        self.no_space
     }
 
     /// The number the latest call to start took.
@@ -89,6 +97,7 @@ impl Feed {
             return;
         }
         let (line, name) = (site.line, site.name);
+        self.no_space |= matches!(&result, Outcome::Err(e) if e == "ENOSPC" || e == "EDQUOT");
         let applied = call.and_then(|call| {
             self.model.ensure_proc(site.pid)?;
             let ev = SyscallEvent { site, result, call };

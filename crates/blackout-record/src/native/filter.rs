@@ -86,12 +86,32 @@ const ALWAYS: &[(i64, &str)] = &[
     (libc::SYS_pipe2, "pipe2"),
 ];
 
-/// The calls stopped only for some arguments (the filter checks them).
+/// The calls that change a process's credentials, stopped so that the
+/// tracer knows when it may no longer write for the workload
+/// ([`super::writes`]).
+#[cfg(target_arch = "x86_64")]
+const CREDENTIALS: &[(i64, &str)] = &[
+    (libc::SYS_setuid, "setuid"),
+    (libc::SYS_setgid, "setgid"),
+    (libc::SYS_setreuid, "setreuid"),
+    (libc::SYS_setregid, "setregid"),
+    (libc::SYS_setresuid, "setresuid"),
+    (libc::SYS_setresgid, "setresgid"),
+    (libc::SYS_setfsuid, "setfsuid"),
+    (libc::SYS_setfsgid, "setfsgid"),
+    (libc::SYS_setgroups, "setgroups"),
+    (libc::SYS_capset, "capset"),
+];
+
+/// The calls stopped only for some arguments (the filter checks them):
+/// `setrlimit` and `prlimit64` only for the file-size limit.
 #[cfg(target_arch = "x86_64")]
 const SOMETIMES: &[(i64, &str)] = &[
     (libc::SYS_mmap, "mmap"),
     (libc::SYS_ioctl, "ioctl"),
     (libc::SYS_fcntl, "fcntl"),
+    (libc::SYS_setrlimit, "setrlimit"),
+    (libc::SYS_prlimit64, "prlimit64"),
 ];
 
 /// The process-creating calls, known from ptrace's events.
@@ -110,6 +130,8 @@ const ALWAYS: &[(i64, &str)] = &[];
 #[cfg(not(target_arch = "x86_64"))]
 const SOMETIMES: &[(i64, &str)] = &[];
 #[cfg(not(target_arch = "x86_64"))]
+const CREDENTIALS: &[(i64, &str)] = &[];
+#[cfg(not(target_arch = "x86_64"))]
 const SPAWNS: &[(i64, &str)] = &[];
 
 /// Whether this build can record natively (the call table is x86_64's).
@@ -120,6 +142,7 @@ pub(super) fn name_of(nr: u64) -> Option<&'static str> {
     let nr = i64::try_from(nr).ok()?;
     ALWAYS
         .iter()
+        .chain(CREDENTIALS)
         .chain(SOMETIMES)
         .chain(SPAWNS)
         .find(|(n, _)| *n == nr)
@@ -151,6 +174,8 @@ enum Label {
     MmapProt,
     Ioctl,
     Fcntl,
+    Setrlimit,
+    Prlimit,
 }
 
 /// Offsets in `struct seccomp_data`.
@@ -165,6 +190,7 @@ const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const SECCOMP_RET_TRACE: u32 = 0x7ff0_0000;
 const MAP_SHARED: u32 = 0x01;
 const PROT_WRITE: u32 = 0x02;
+const RLIMIT_FSIZE: u32 = 1;
 
 fn program() -> Vec<Ins> {
     use Ins::*;
@@ -176,10 +202,16 @@ fn program() -> Vec<Ins> {
         Load(NR),
         JumpGe(X32_SYSCALL_BIT, Label::Foreign),
     ];
-    for (nr, _) in ALWAYS {
+    for (nr, _) in ALWAYS.iter().chain(CREDENTIALS) {
         p.push(JumpEq(*nr as u32, Label::Trace));
     }
-    let special = [Label::Mmap, Label::Ioctl, Label::Fcntl];
+    let special = [
+        Label::Mmap,
+        Label::Ioctl,
+        Label::Fcntl,
+        Label::Setrlimit,
+        Label::Prlimit,
+    ];
     for ((nr, _), label) in SOMETIMES.iter().zip(special) {
         p.push(JumpEq(*nr as u32, label));
     }
@@ -199,6 +231,16 @@ fn program() -> Vec<Ins> {
     p.extend(REFLINK_IOCTLS.map(|r| JumpEq(r, Label::Trace)));
     p.extend([Ret(SECCOMP_RET_ALLOW), At(Label::Fcntl), Load(arg(1))]);
     p.extend(FCNTL_COMMANDS.map(|c| JumpEq(c, Label::Trace)));
+    p.extend([
+        Ret(SECCOMP_RET_ALLOW),
+        At(Label::Setrlimit),
+        Load(arg(0)),
+        JumpEq(RLIMIT_FSIZE, Label::Trace),
+        Ret(SECCOMP_RET_ALLOW),
+        At(Label::Prlimit),
+        Load(arg(1)),
+        JumpEq(RLIMIT_FSIZE, Label::Trace),
+    ]);
     // The returns every jump reaches last (BPF jumps only forward).
     p.extend([
         Ret(SECCOMP_RET_ALLOW),
@@ -276,7 +318,7 @@ mod tests {
     #[test]
     fn the_filter_ends_in_returns_and_jumps_forward() {
         let f = filter();
-        assert!(f.len() < 100, "{}", f.len());
+        assert!(f.len() < 120, "{}", f.len());
         let last = f.last().unwrap();
         assert_eq!(u32::from(last.code), libc::BPF_RET | libc::BPF_K);
         for (i, ins) in f.iter().enumerate() {

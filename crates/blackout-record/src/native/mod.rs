@@ -19,7 +19,12 @@
 //!
 //! It decodes x86_64 calls only, and records none of what only strace
 //! records (stacks, call times, syncs taken out or made to fail): a config
-//! that asks for one is refused ([`RecordError::Unsupported`]).
+//! that asks for one is refused ([`RecordError::Unsupported`]). Before
+//! anything of the workload's runs, `spawn::probe` forks a child, seizes
+//! it and has it install the filter: where ptrace or seccomp filters are
+//! refused (a container's profile, a security policy) the recording fails
+//! with [`RecordError::CannotTrace`], which a caller may take as its cue
+//! to record with strace instead.
 
 use std::ffi::OsString;
 use std::fs;
@@ -47,6 +52,7 @@ mod memory;
 mod ptrace;
 mod spawn;
 mod tracer;
+mod writes;
 
 /// What a replay error of a native recording names as its log.
 const LOG_NAME: &str = "native recording";
@@ -77,8 +83,8 @@ impl crate::Recorder for NativeRecorder {
 /// Refuses what this recorder cannot record.
 fn refuse_unsupported(cfg: &RecordConfig) -> Result<(), RecordError> {
     if !filter::SUPPORTED {
-        return Err(RecordError::Unsupported(format!(
-            "the native recorder decodes x86_64 system calls only (this is {}); record with --recorder strace",
+        return Err(RecordError::CannotTrace(format!(
+            "it decodes x86_64 system calls only (this is {})",
             std::env::consts::ARCH
         )));
     }
@@ -107,6 +113,7 @@ fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     .validate()
     .map_err(RecordError::Prepare)?;
     refuse_unsupported(cfg)?;
+    spawn::probe().map_err(RecordError::CannotTrace)?;
     let Prepared {
         _scratch,
         base,
@@ -115,6 +122,12 @@ fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
         command,
     } = prepare(cfg)?;
     let run = run(cfg, &command, (&base, &dir), &tree)?;
+    // A workload refused space where the scratch filled up (its directory
+    // under test, its standard output, the trace's data) did not run as
+    // it would elsewhere: say what filled up.
+    if run.no_space && nearly_full(&base) {
+        return Err(RecordError::ScratchFull(base.display().to_string()));
+    }
     check_started(&command, run.exec_failure, run.status, &run.stderr)?;
     let replayed = run.replayed.map_err(|err| match nearly_full(&base) {
         true => RecordError::ScratchFull(base.display().to_string()),
@@ -155,6 +168,8 @@ struct Run {
     status: std::process::ExitStatus,
     /// Why the program never ran, when it did not.
     exec_failure: Option<String>,
+    /// A call failed for want of space.
+    no_space: bool,
     orphans: usize,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
@@ -267,6 +282,7 @@ fn run(
     Ok(Run {
         status: std::process::ExitStatus::from_raw(raw),
         exec_failure,
+        no_space: feed.no_space(),
         orphans,
         stdout: match cfg.stdout {
             Some(_) => Vec::new(),

@@ -27,6 +27,7 @@ pub(super) mod event {
 const PTRACE_CONT: libc::c_uint = 7;
 const PTRACE_SYSCALL: libc::c_uint = 24;
 const PTRACE_GETREGS: libc::c_uint = 12;
+const PTRACE_SETREGS: libc::c_uint = 13;
 const PTRACE_SEIZE: libc::c_uint = 0x4206;
 const PTRACE_LISTEN: libc::c_uint = 0x4208;
 const PTRACE_GETEVENTMSG: libc::c_uint = 0x4201;
@@ -122,6 +123,31 @@ pub(super) fn call_and_first_arg(pid: i32) -> io::Result<(u64, u64)> {
         std::ptr::addr_of_mut!(regs) as usize,
     )?;
     Ok((regs.orig_rax, regs.rdi))
+}
+
+/// At a seccomp stop: the call `pid` is about to make is skipped, and
+/// returns `ret` (a value, or `-errno`) as if the kernel had made it.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn skip_returning(pid: i32, ret: i64) -> io::Result<()> {
+    // SAFETY: a plain C struct, all zeros is a valid value.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    request(
+        PTRACE_GETREGS,
+        pid,
+        0,
+        std::ptr::addr_of_mut!(regs) as usize,
+    )?;
+    // A call number of -1 at a seccomp stop skips the call; the value in
+    // rax is then what it returns (seccomp(2), SECCOMP_RET_TRACE).
+    regs.orig_rax = u64::MAX;
+    regs.rax = ret as u64;
+    request(PTRACE_SETREGS, pid, 0, std::ptr::addr_of!(regs) as usize).map(drop)
+}
+
+/// Not recorded on other architectures (the recorder refuses them first).
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) fn skip_returning(_pid: i32, _ret: i64) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
 /// Not recorded on other architectures (the recorder refuses them first).

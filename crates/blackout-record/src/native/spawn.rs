@@ -231,7 +231,7 @@ fn child(l: &Launch, report: &File, go_r: &File, go_w: &File) -> ! {
         libc::close(go_w.as_raw_fd());
         let mut byte = 0u8;
         while libc::read(go_r.as_raw_fd(), std::ptr::addr_of_mut!(byte).cast(), 1) < 0 {}
-        install_filter(l, report);
+        install_filter(&l.filter, report);
         libc::execve(l.program.as_ptr(), l.argv.as_ptr(), l.envp.as_ptr());
         fail(report, STEP_EXEC)
     }
@@ -242,10 +242,10 @@ fn child(l: &Launch, report: &File, go_r: &File, go_w: &File) -> ! {
 /// # Safety
 ///
 /// Between fork and exec only: async-signal-safe calls.
-unsafe fn install_filter(l: &Launch, report: i32) {
+unsafe fn install_filter(filter: &[libc::sock_filter], report: i32) {
     let prog = libc::sock_fprog {
-        len: l.filter.len() as u16,
-        filter: l.filter.as_ptr().cast_mut(),
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
     };
     if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
         fail(report, STEP_SECCOMP);
@@ -253,5 +253,62 @@ unsafe fn install_filter(l: &Launch, report: i32) {
     let mode_filter = 2; // SECCOMP_MODE_FILTER
     if libc::prctl(libc::PR_SET_SECCOMP, mode_filter, std::ptr::addr_of!(prog)) != 0 {
         fail(report, STEP_SECCOMP);
+    }
+}
+
+/// Whether this kernel and container let the recorder trace: a child is
+/// forked, seized with the recorder's ptrace options, installs the seccomp
+/// filter and exits. `Err` says which step was refused and why (ptrace
+/// forbidden by a security policy or a container's seccomp profile, no
+/// seccomp filters), before anything of the workload's is run.
+pub(super) fn probe() -> Result<(), String> {
+    let filter = super::filter::filter();
+    let (report_r, report_w) = pipe().map_err(|e| e.to_string())?;
+    let (go_r, go_w) = pipe().map_err(|e| e.to_string())?;
+    let pid = blackout_sys::proc::own(|| {
+        // SAFETY: the child makes only async-signal-safe calls on memory
+        // made before the fork, and exits.
+        match unsafe { libc::fork() } {
+            -1 => Err(io::Error::last_os_error()),
+            0 => unsafe {
+                libc::close(go_w.as_raw_fd());
+                let mut byte = 0u8;
+                while libc::read(go_r.as_raw_fd(), std::ptr::addr_of_mut!(byte).cast(), 1) < 0 {}
+                install_filter(&filter, report_w.as_raw_fd());
+                libc::_exit(0)
+            },
+            pid => Ok((pid, pid as u32)),
+        }
+    })
+    .map_err(|e| format!("fork: {e}"))?;
+    drop(report_w);
+    drop(go_r);
+    let seized = ptrace::seize(pid);
+    if seized.is_err() {
+        // SAFETY: kill takes no pointers.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    drop(go_w);
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid writes the status it is given.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+        if r == -1 || libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            break;
+        }
+        // SAFETY: a stop of the probe: let it go on (no pointers).
+        unsafe { libc::ptrace(libc::PTRACE_CONT, pid, 0, 0) };
+    }
+    blackout_sys::proc::forget(pid as u32);
+    if let Err(e) = seized {
+        return Err(format!("ptrace (PTRACE_SEIZE) is refused: {e}"));
+    }
+    let mut started = Started {
+        pid,
+        report: report_r,
+    };
+    match started.failure() {
+        Some(why) => Err(why),
+        None => Ok(()),
     }
 }

@@ -28,6 +28,7 @@ use super::calls::{self, Entry, Ret};
 use super::feed::{site, Feed};
 use super::filter;
 use super::ptrace::{self, event, Resume, Status};
+use super::writes::{Writer, CHANGE_LIMITS_OR_CREDENTIALS};
 
 /// What the tracer shares with the watchdog that stops a run.
 #[derive(Debug, Default)]
@@ -72,6 +73,8 @@ pub(super) struct Tracer<'a> {
     exec_seen: bool,
     /// How the first process ended (a raw wait status).
     root_status: Option<i32>,
+    /// The writes the tracer makes for the workload.
+    writer: Writer,
 }
 
 impl<'a> Tracer<'a> {
@@ -86,6 +89,7 @@ impl<'a> Tracer<'a> {
             early: HashSet::new(),
             exec_seen: false,
             root_status: None,
+            writer: Writer::new(),
         }
     }
 
@@ -168,10 +172,45 @@ impl<'a> Tracer<'a> {
         let Some(name) = filter::name_of(seccomp.nr) else {
             return ptrace::resume(pid, Resume::Cont, 0);
         };
+        if CHANGE_LIMITS_OR_CREDENTIALS.contains(&name) {
+            self.writer.changing(name, &seccomp.args);
+            return ptrace::resume(pid, Resume::Cont, 0);
+        }
         let line = self.feed.next_line();
         let entry = Entry::read(pid, name, seccomp.args, line);
+        if self
+            .feed
+            .keeps(pid as u32, entry.args[0] as u32 as i32 as i64)
+            == Some(true)
+        {
+            if let Some((ret, bytes)) = self.writer.write(pid, &entry) {
+                return self.wrote(pid, entry, ret, bytes);
+            }
+        }
         self.threads.insert(pid, Some(entry));
         ptrace::resume(pid, Resume::Syscall, 0)
+    }
+
+    /// The tracer made the write `entry` of `pid` for it ([`Writer`]): the
+    /// call is skipped, returns `ret`, and is complete.
+    fn wrote(&mut self, pid: i32, entry: Entry, ret: Ret, bytes: Vec<u8>) -> io::Result<()> {
+        let value = match ret {
+            Ret::Ok(v) => v,
+            Ret::Err(e) => -i64::from(e),
+            Ret::Restart => -i64::from(libc::EINTR),
+        };
+        match ptrace::skip_returning(pid, value) {
+            // Gone in the meantime: its exit is waited for next.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(()),
+            r => r?,
+        }
+        let feed = &*self.feed;
+        let keeps = |fd: i64| feed.keeps(pid as u32, fd);
+        let call = calls::written(pid, &entry, ret, bytes, &keeps);
+        ptrace::resume(pid, Resume::Cont, 0)?;
+        let at = site(pid as u32, entry.line, entry.line, entry.name);
+        self.feed.call(at, ret.outcome(), call);
+        Ok(())
     }
 
     /// A syscall-exit stop: the call `pid` is in returns.
@@ -239,6 +278,8 @@ impl<'a> Tracer<'a> {
             self.never_completed(pid);
             self.never_completed(former);
             self.threads.remove(&former);
+            self.writer.forget(former);
+            self.writer.forget(pid);
             self.shared.tracees().remove(&former);
             self.feed.exit(former as u32);
         }
@@ -280,6 +321,7 @@ impl<'a> Tracer<'a> {
     fn gone(&mut self, pid: i32, raw: i32) {
         self.never_completed(pid);
         self.threads.remove(&pid);
+        self.writer.forget(pid);
         self.early.remove(&pid);
         self.shared.tracees().remove(&pid);
         if self.exec_seen {
