@@ -10,13 +10,27 @@
 //! running when it exits, a Python program, and sqlite3 running
 //! transactions (rollback journal, and WAL with its shared memory file
 //! volatile).
+//!
+//! Every golden case of tests/golden/ (`golden`), its program run as
+//! tests/golden/record.sh runs it. Most must give equal op logs; where the
+//! program makes that impossible the comparison keeps what is
+//! deterministic, and says so at the case: threads racing each other
+//! (threads-writer: each file's ops in order; interleaved-resumed, a thread
+//! syncing while another appends: each file's ops in order apart from its
+//! syncs, which are counted), a name `mkstemp` draws at random
+//! (rename-in-from-tmp: masked), and the two recordings that must be
+//! refused (refuse-mmap, refuse-rename-in: the same call, kind and message
+//! from both, numbers masked).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use blackout_oplog::trace::Trace;
-use blackout_record::{NativeRecorder, RecordConfig, Recorder, StraceRecorder};
+use blackout_record::{NativeRecorder, RecordConfig, Recorder, Recording, StraceRecorder};
+
+#[path = "differential/golden.rs"]
+mod golden;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -47,8 +61,9 @@ fn comparable(t: &Trace) -> String {
     out
 }
 
-/// Records `cfg` with both recorders and requires the same ops.
-fn same(name: &str, cfg: &RecordConfig) -> Trace {
+/// Both recorders' recordings of `cfg`, strace's first; each must leave
+/// its scratch directory empty.
+fn both(name: &str, cfg: &RecordConfig) -> (Recording, Recording) {
     let scratch = tempfile::tempdir().unwrap();
     let mut cfg = cfg.clone();
     cfg.scratch_parent = Some(scratch.path().to_path_buf());
@@ -58,11 +73,15 @@ fn same(name: &str, cfg: &RecordConfig) -> Trace {
     let native = NativeRecorder
         .record(&cfg)
         .unwrap_or_else(|e| panic!("{name}: native: {e}"));
-    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
-    assert_eq!(
-        s, n,
-        "{name}: the op logs differ\n--- strace:\n{s}--- native:\n{n}"
+    assert!(
+        std::fs::read_dir(scratch.path()).unwrap().next().is_none(),
+        "{name}: a scratch directory was left behind"
     );
+    (strace, native)
+}
+
+/// The same output, exit and bytes of data in both recordings.
+fn same_outcome(name: &str, strace: &Recording, native: &Recording) {
     assert_eq!(strace.stdout, native.stdout, "{name}: stdout");
     assert_eq!(strace.trace.exit, native.trace.exit, "{name}: exit");
     assert_eq!(
@@ -70,10 +89,17 @@ fn same(name: &str, cfg: &RecordConfig) -> Trace {
         native.trace.data.len(),
         "{name}: data"
     );
-    assert!(
-        std::fs::read_dir(scratch.path()).unwrap().next().is_none(),
-        "{name}: a scratch directory was left behind"
+}
+
+/// Records `cfg` with both recorders and requires the same ops.
+fn same(name: &str, cfg: &RecordConfig) -> Trace {
+    let (strace, native) = both(name, cfg);
+    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
+    assert_eq!(
+        s, n,
+        "{name}: the op logs differ\n--- strace:\n{s}--- native:\n{n}"
     );
+    same_outcome(name, &strace, &native);
     native.trace
 }
 
