@@ -21,6 +21,31 @@
 //! (rename-in-from-tmp: masked), and the two recordings that must be
 //! refused (refuse-mmap, refuse-rename-in: the same call, kind and message
 //! from both, numbers masked).
+//!
+//! The example workloads of examples/ (`examples`), at small sizes:
+//! bigwrite.py (4 MiB) and farbyte.py, failsync/save.py in both modes,
+//! bench/appender.py and acklog.py, sqlite/workload.sh in every journal
+//! mode and synchronous level of the SQLite matrix (setup as the matrix
+//! and scale.sh make it, the `-shm` file volatile) and on size.sh's
+//! smallest table, kvstore `load 8` with no bug and with each (the store
+//! built into this test's target directory with cargo, a few seconds once),
+//! and live/kvlog.py's server, with and without `--fsync`, sent a fixed
+//! number of puts by a client here (`kvlog.py load` puts until its server
+//! is stopped: how many is the scheduler's).
+//!
+//! Not recorded: the programs of examples/audit/ (they install Debian
+//! packages and run them; the audit records them itself), live/postgres
+//! (a PostgreSQL server and client for `blackout soak` on a live mount,
+//! not a recorded program), live/overhead.py (it times fio, sqlite3 and
+//! file systems, it is not a workload), durable-test's scenarios (closures
+//! run inside its own test binaries through `blackout::Scenario`, which
+//! records with strace, with call stacks by default, which the native
+//! recorder refuses; their calls are those of the generated programs),
+//! the checkers (check*.sh, check-server.*: run in crash states, never
+//! recorded) and the scripts that only drive `blackout` over the workloads
+//! above (scale.sh, size.sh, syncs*.sh, fail-syncs.sh, block-size.sh,
+//! settle/table.sh, kvstore/table.sh, bench/check-rate.sh and
+//! checker-server.sh).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -29,6 +54,8 @@ use std::process::Command;
 use blackout_oplog::trace::Trace;
 use blackout_record::{NativeRecorder, RecordConfig, Recorder, Recording, StraceRecorder};
 
+#[path = "differential/examples.rs"]
+mod examples;
 #[path = "differential/golden.rs"]
 mod golden;
 
