@@ -33,6 +33,12 @@
 //! number of puts by a client here (`kvlog.py load` puts until its server
 //! is stopped: how many is the scheduler's).
 //!
+//! The programs of tests/engines/ (`engines`), each as its README runs it
+//! (its setup first, unrecorded): overwrite.py in each mode, metapage.py
+//! with and without its bug, csumlog.py, inplace.py at full size and at
+//! 16 blocks, records.py straddling and aligned, skiplog.py, and
+//! blocklog.py plain and with every bug.
+//!
 //! Not recorded: the programs of examples/audit/ (they install Debian
 //! packages and run them; the audit records them itself), live/postgres
 //! (a PostgreSQL server and client for `blackout soak` on a live mount,
@@ -41,8 +47,8 @@
 //! run inside its own test binaries through `blackout::Scenario`, which
 //! records with strace, with call stacks by default, which the native
 //! recorder refuses; their calls are those of the generated programs),
-//! the checkers (check*.sh, check-server.*: run in crash states, never
-//! recorded) and the scripts that only drive `blackout` over the workloads
+//! the checkers (check*.sh, check-server.*, inplace-check.sh and the
+//! engines' `check` and `serve`: run in crash states, never recorded) and the scripts that only drive `blackout` over the workloads
 //! above (scale.sh, size.sh, syncs*.sh, fail-syncs.sh, block-size.sh,
 //! settle/table.sh, kvstore/table.sh, bench/check-rate.sh and
 //! checker-server.sh).
@@ -54,6 +60,8 @@ use std::process::Command;
 use blackout_oplog::trace::Trace;
 use blackout_record::{NativeRecorder, RecordConfig, Recorder, Recording, StraceRecorder};
 
+#[path = "differential/engines.rs"]
+mod engines;
 #[path = "differential/examples.rs"]
 mod examples;
 #[path = "differential/golden.rs"]
