@@ -140,7 +140,8 @@ fn sqlite_workload_on_a_table_of_a_megabyte() {
 }
 
 /// The kvstore example built (as the workspace builds it) into this test's
-/// own target directory: a few seconds the first time, nothing after.
+/// own target directory: a few seconds the first time (its one dependency,
+/// crc32fast, is this crate's too), nothing after.
 fn kvstore() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
