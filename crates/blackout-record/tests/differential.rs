@@ -10,13 +10,63 @@
 //! running when it exits, a Python program, and sqlite3 running
 //! transactions (rollback journal, and WAL with its shared memory file
 //! volatile).
+//!
+//! Every golden case of tests/golden/ (`golden`), its program run as
+//! tests/golden/record.sh runs it. Most must give equal op logs; where the
+//! program makes that impossible the comparison keeps what is
+//! deterministic, and says so at the case: threads racing each other
+//! (threads-writer: each file's ops in order; interleaved-resumed, a thread
+//! syncing while another appends: each file's ops in order apart from its
+//! syncs, which are counted), a name `mkstemp` draws at random
+//! (rename-in-from-tmp: masked), and the two recordings that must be
+//! refused (refuse-mmap, refuse-rename-in: the same call, kind and message
+//! from both, numbers masked).
+//!
+//! The example workloads of examples/ (`examples`), at small sizes:
+//! bigwrite.py (4 MiB) and farbyte.py, failsync/save.py in both modes,
+//! bench/appender.py and acklog.py, sqlite/workload.sh in every journal
+//! mode and synchronous level of the SQLite matrix (setup as the matrix
+//! and scale.sh make it, the `-shm` file volatile) and on size.sh's
+//! smallest table, kvstore `load 8` with no bug and with each (the store
+//! built into this test's target directory with cargo, a few seconds once),
+//! and live/kvlog.py's server, with and without `--fsync`, sent a fixed
+//! number of puts by a client here (`kvlog.py load` puts until its server
+//! is stopped: how many is the scheduler's).
+//!
+//! The programs of tests/engines/ (`engines`), each as its README runs it
+//! (its setup first, unrecorded): overwrite.py in each mode, metapage.py
+//! with and without its bug, csumlog.py, inplace.py at full size and at
+//! 16 blocks, records.py straddling and aligned and skiplog.py (at a tenth
+//! of the README's counts: each record is synced, a few milliseconds on a
+//! disk), and blocklog.py plain and with every bug.
+//!
+//! Not recorded: the programs of examples/audit/ (they install Debian
+//! packages and run them; the audit records them itself), live/postgres
+//! (a PostgreSQL server and client for `blackout soak` on a live mount,
+//! not a recorded program), live/overhead.py (it times fio, sqlite3 and
+//! file systems, it is not a workload), durable-test's scenarios (closures
+//! run inside its own test binaries through `blackout::Scenario`, which
+//! records with strace, with call stacks by default, which the native
+//! recorder refuses; their calls are those of the generated programs),
+//! the checkers (check*.sh, check-server.*, inplace-check.sh and the
+//! engines' `check` and `serve`: run in crash states, never recorded) and the scripts that only drive `blackout` over the workloads
+//! above (scale.sh, size.sh, syncs*.sh, fail-syncs.sh, block-size.sh,
+//! settle/table.sh, kvstore/table.sh, bench/check-rate.sh and
+//! checker-server.sh).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use blackout_oplog::trace::Trace;
-use blackout_record::{NativeRecorder, RecordConfig, Recorder, StraceRecorder};
+use blackout_record::{NativeRecorder, RecordConfig, Recorder, Recording, StraceRecorder};
+
+#[path = "differential/engines.rs"]
+mod engines;
+#[path = "differential/examples.rs"]
+mod examples;
+#[path = "differential/golden.rs"]
+mod golden;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -47,8 +97,9 @@ fn comparable(t: &Trace) -> String {
     out
 }
 
-/// Records `cfg` with both recorders and requires the same ops.
-fn same(name: &str, cfg: &RecordConfig) -> Trace {
+/// Both recorders' recordings of `cfg`, strace's first; each must leave
+/// its scratch directory empty.
+fn both(name: &str, cfg: &RecordConfig) -> (Recording, Recording) {
     let scratch = tempfile::tempdir().unwrap();
     let mut cfg = cfg.clone();
     cfg.scratch_parent = Some(scratch.path().to_path_buf());
@@ -58,11 +109,15 @@ fn same(name: &str, cfg: &RecordConfig) -> Trace {
     let native = NativeRecorder
         .record(&cfg)
         .unwrap_or_else(|e| panic!("{name}: native: {e}"));
-    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
-    assert_eq!(
-        s, n,
-        "{name}: the op logs differ\n--- strace:\n{s}--- native:\n{n}"
+    assert!(
+        std::fs::read_dir(scratch.path()).unwrap().next().is_none(),
+        "{name}: a scratch directory was left behind"
     );
+    (strace, native)
+}
+
+/// The same output, exit and bytes of data in both recordings.
+fn same_outcome(name: &str, strace: &Recording, native: &Recording) {
     assert_eq!(strace.stdout, native.stdout, "{name}: stdout");
     assert_eq!(strace.trace.exit, native.trace.exit, "{name}: exit");
     assert_eq!(
@@ -70,10 +125,17 @@ fn same(name: &str, cfg: &RecordConfig) -> Trace {
         native.trace.data.len(),
         "{name}: data"
     );
-    assert!(
-        std::fs::read_dir(scratch.path()).unwrap().next().is_none(),
-        "{name}: a scratch directory was left behind"
+}
+
+/// Records `cfg` with both recorders and requires the same ops.
+fn same(name: &str, cfg: &RecordConfig) -> Trace {
+    let (strace, native) = both(name, cfg);
+    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
+    assert_eq!(
+        s, n,
+        "{name}: the op logs differ\n--- strace:\n{s}--- native:\n{n}"
     );
+    same_outcome(name, &strace, &native);
     native.trace
 }
 

@@ -8,6 +8,10 @@
 //! prints the program as a regression case (checked in under
 //! `tests/differential/`, where every run replays them first).
 //!
+//! Each program is recorded with the native recorder too, and its op log
+//! must equal strace's (call numbers aside: strace numbers log lines, the
+//! native recorder calls), with the same output and exit.
+//!
 //! The programs are short (a few dozen ops), so the suite forces
 //! representatives (`--representatives 3`), which the default takes only
 //! above 500 ops: the path compared is the default's.
@@ -38,7 +42,7 @@ use blackout::check::closure::ClosureChecker;
 use blackout::explore::enumerate::Representatives;
 use blackout::explore::model::Model;
 use blackout::oplog::trace::Trace;
-use blackout::record::{RecordConfig, Recorder, StraceRecorder};
+use blackout::record::{NativeRecorder, RecordConfig, Recorder, Recording, StraceRecorder};
 use blackout::run::{check_trace, RunConfig};
 
 /// Re-executed as a workload: the program file to run.
@@ -455,7 +459,9 @@ fn checker(prog: &Program) -> ClosureChecker {
     )
 }
 
-/// Records a program: this test binary re-executed to run it.
+/// Records a program: this test binary re-executed to run it, under
+/// strace and under the native recorder, whose op logs must be equal
+/// ([`same_recordings`]); strace's trace.
 fn record(prog: &Program, scratch: &Path) -> Result<Trace, String> {
     let file = scratch.join(format!("p{}.prog", prog.seed));
     std::fs::write(&file, prog.text()).map_err(|e| e.to_string())?;
@@ -469,16 +475,59 @@ fn record(prog: &Program, scratch: &Path) -> Result<Trace, String> {
     let rec = StraceRecorder::default()
         .record(&cfg)
         .map_err(|e| e.to_string());
+    let native = NativeRecorder
+        .record(&cfg)
+        .map_err(|e| format!("the native recorder: {e}"));
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_dir_all(&init);
-    let rec = rec?;
+    let (rec, native) = (rec?, native?);
     if rec.trace.exit.code != Some(0) {
         return Err(format!(
             "the program failed: {}",
             String::from_utf8_lossy(&rec.stderr)
         ));
     }
+    same_recordings(&rec, &native)?;
     Ok(rec.trace)
+}
+
+/// The op log without its header (which counts calls and log lines) and
+/// without the call numbers (`@N`: strace numbers log lines, the native
+/// recorder calls).
+fn comparable(t: &Trace) -> String {
+    let text = t.op_log_text();
+    let mut out = String::new();
+    for line in text.lines().skip(1) {
+        let mut rest = line;
+        while let Some(at) = rest.find('@') {
+            out.push_str(&rest[..=at]);
+            rest = rest[at + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
+/// The same op log (call numbers aside), output and exit from strace's
+/// recording and the native recorder's.
+fn same_recordings(strace: &Recording, native: &Recording) -> Result<(), String> {
+    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
+    if s != n {
+        return Err(format!(
+            "the native recorder's op log differs from strace's\n--- strace:\n{s}--- native:\n{n}"
+        ));
+    }
+    if strace.stdout != native.stdout || strace.trace.exit != native.trace.exit {
+        return Err(format!(
+            "the native recorder's output or exit differs from strace's: {:?} {:?}, native {:?} {:?}",
+            String::from_utf8_lossy(&strace.stdout),
+            strace.trace.exit,
+            String::from_utf8_lossy(&native.stdout),
+            native.trace.exit
+        ));
+    }
+    Ok(())
 }
 
 /// Checks a trace under posix in-process, one job, with `representatives`
