@@ -478,3 +478,72 @@ fn a_workload_past_its_timeout_is_killed_with_everything_it_started() {
     );
     assert!(std::fs::read_dir(scratch.path()).unwrap().next().is_none());
 }
+
+/// Writes the native recorder makes itself at the seccomp stop (to a
+/// regular file it keeps bytes of) and the ones it leaves to the kernel
+/// (a file opened read-only, `O_DIRECT`, a buffer it cannot read, a
+/// write past the file-size limit once the workload has set one): each
+/// returns what it returns under strace, and the file gets the same
+/// bytes.
+const WRITES_C: &str = r#"
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static void said(const char *what, long r) {
+    printf("%s: %ld %s\n", what, r, r < 0 ? strerror(errno) : "");
+    fflush(stdout);
+}
+
+int main(void) {
+    int fd = open("f", O_RDWR | O_CREAT | O_TRUNC, 0644);
+    said("write", write(fd, "0123456789", 10));
+    said("pwrite", pwrite(fd, "abc", 3, 100));
+    said("write after pwrite", write(fd, "xyz", 3));
+    close(open("ro", O_WRONLY | O_CREAT, 0644));
+    int ro = open("ro", O_RDONLY);
+    said("read-only", write(ro, "no", 2));
+    said("bad buffer", write(fd, (const void *)8, 10));
+    int d = open("direct", O_WRONLY | O_CREAT | O_DIRECT, 0644);
+    void *block;
+    if (posix_memalign(&block, 4096, 4096) == 0) {
+        memset(block, 'd', 4096);
+        said("O_DIRECT", d < 0 ? -1 : write(d, block, 4096));
+    }
+    signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = {50, 50};
+    setrlimit(RLIMIT_FSIZE, &lim);
+    int big = open("big", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char buf[100];
+    memset(buf, 'b', sizeof buf);
+    said("past the limit", write(big, buf, sizeof buf));
+    said("at the limit", write(big, buf, sizeof buf));
+    fsync(fd);
+    fsync(big);
+    return 0;
+}
+"#;
+
+#[test]
+fn writes_the_tracer_makes_or_leaves_to_the_kernel_return_what_the_kernel_returns() {
+    let build = tempfile::tempdir().unwrap();
+    let Some(bin) = compiled(build.path(), "writes", WRITES_C) else {
+        return;
+    };
+    let cfg = RecordConfig::new(vec![bin.into_os_string()]);
+    let t = same("writes", &cfg);
+    let log = t.op_log_text();
+    // pwrite leaves the offset where it was; the file-size limit cuts the
+    // write at 50 bytes and refuses the next (EFBIG), and the writes to
+    // standard output (a file of 50 bytes and more by then) too.
+    for want in ["off=100 len=3", "off=10 len=3", "off=0 len=50"] {
+        assert!(log.contains(want), "{want}: {log}");
+    }
+    assert!(!log.contains("off=50"), "{log}");
+}
