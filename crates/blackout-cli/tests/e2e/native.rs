@@ -1,6 +1,7 @@
 //! `--recorder native`: the same op log as strace's from the command line,
-//! the flags only strace records refused on one line, and a recording
-//! stopped from outside (SIGKILL, SIGTERM) leaving no process behind.
+//! reports naming calls where strace's name log lines, the flags only
+//! strace records refused on one line, and a recording stopped from
+//! outside (SIGKILL, SIGTERM) leaving no process behind.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -267,5 +268,19 @@ fn a_run_recorded_natively_reports_what_a_run_under_strace_does() {
             "{native:?}"
         );
     }
+    s.assert_clean();
+}
+
+#[test]
+fn a_native_report_names_calls_where_a_strace_one_names_log_lines() {
+    let s = Scratch::new();
+    let (code, native) = report_of_save(&s, "native", "no-dir-fsync");
+    assert_eq!(code, Some(1), "{native}");
+    assert!(native.contains("(op 3, call "), "{native}");
+    assert!(native.contains("call "), "{native}");
+    assert!(!native.contains("log line"), "{native}");
+    let (code, strace) = report_of_save(&s, "strace", "no-dir-fsync");
+    assert_eq!(code, Some(1), "{strace}");
+    assert!(strace.contains("(op 3, log line "), "{strace}");
     s.assert_clean();
 }
