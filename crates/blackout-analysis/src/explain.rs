@@ -27,7 +27,7 @@
 use serde::Serialize;
 
 use blackout_explore::enumerate::{StateDesc, Tear};
-use blackout_oplog::naming::{describe_unit_numbered, rename_paths, DirPaths};
+use blackout_oplog::naming::{describe_unit_numbered, line_words, rename_paths, DirPaths};
 use blackout_oplog::ops::{escape_controls, synced_by, Ino, Op, OpKind, Part, SyncedBy, Unit};
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
@@ -106,18 +106,19 @@ pub struct SyncFix {
 }
 
 impl SyncFix {
-    /// `fsync(.) after op 3 (log line 224)`.
+    /// `fsync(.) after op 3 (log line 224)` (`call 224` in a native
+    /// recording).
     pub fn describe(&self, trace: &Trace) -> String {
-        match self.before {
-            Some(j) => format!(
-                "fsync({}) before op {} (log line {})",
-                self.path, j, trace.ops[j].line
-            ),
-            None => format!(
-                "fsync({}) after op {} (log line {})",
-                self.path, self.after, trace.ops[self.after].line
-            ),
-        }
+        let (place, i) = match self.before {
+            Some(j) => ("before", j),
+            None => ("after", self.after),
+        };
+        let line = trace.ops[i].line;
+        format!(
+            "fsync({}) {place} op {i} ({})",
+            self.path,
+            line_words(trace.numbering, line, line)
+        )
     }
 }
 
@@ -266,6 +267,13 @@ impl<'a> Context<'a> {
 
     fn ops(&self) -> &[Op] {
         &self.trace.ops
+    }
+
+    /// Where op `i`'s call was: `log line 224`, or `call 224` in a native
+    /// recording.
+    fn at(&self, i: usize) -> String {
+        let line = self.ops()[i].line;
+        line_words(self.trace.numbering, line, line)
     }
 
     /// `"saved" was printed` or `the crash`, for "before ...".
@@ -583,9 +591,9 @@ fn published_unsynced(cx: &Context<'_>, data: &str, j: usize, fix: SyncFix) -> (
     let (_, to) = rename_paths(cx.trace, j).unwrap_or_default();
     (
         format!(
-            "{data} is not fsynced before the rename that publishes it as {to} (op {}, log line {}): after a crash {to} can name a file without its data",
+            "{data} is not fsynced before the rename that publishes it as {to} (op {}, {}): after a crash {to} can name a file without its data",
             cx.n(j),
-            cx.ops()[j].line
+            cx.at(j)
         ),
         SyncFix {
             after: j - 1,
@@ -621,9 +629,9 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
     };
     let path = cx.trace.show_path(&cx.ops()[op].path);
     let write = format!(
-        "the write of {len} bytes to {path} (op {}, log line {})",
+        "the write of {len} bytes to {path} (op {}, {})",
         cx.n(op),
-        cx.ops()[op].line
+        cx.at(op)
     );
     let fix = SyncFix {
         after: op,
@@ -650,9 +658,9 @@ fn torn(cx: &Context<'_>, desc: &StateDesc, op: usize, tear: Tear) -> Cause {
         return mk(
             CauseKind::TornWriteUnordered,
             format!(
-                "{write} was torn ({how}) while the next write to {path} (op {}, log line {}) reached the disk, and the state is rejected: no sync between them orders them; fsync {path} before op {}",
+                "{write} was torn ({how}) while the next write to {path} (op {}, {}) reached the disk, and the state is rejected: no sync between them orders them; fsync {path} before op {}",
                 cx.n(j),
-                cx.ops()[j].line,
+                cx.at(j),
                 cx.n(j)
             ),
             Some(SyncFix {
@@ -867,9 +875,9 @@ impl Lost<'_, '_> {
                     return Some(self.mk(
                         CauseKind::SyncFileRangeOnly,
                         format!(
-                            "{data} is followed only by sync_file_range (op {}, log line {}), which is not a durability barrier, before {before}",
+                            "{data} is followed only by sync_file_range (op {}, {}), which is not a durability barrier, before {before}",
                             cx.n(j),
-                            ops[j].line
+                            cx.at(j)
                         ),
                         Some(fix.clone()),
                     ))
@@ -879,9 +887,9 @@ impl Lost<'_, '_> {
                     return Some(self.mk(
                         CauseKind::FailedSync,
                         format!(
-                            "the fsync of {path} after {data} failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}{advice}",
+                            "the fsync of {path} after {data} failed ({errno}, op {}, {}) and the program went on as if it had succeeded before {before}{advice}",
                             cx.n(j),
-                            ops[j].line
+                            cx.at(j)
                         ),
                         fix,
                     ))
@@ -900,7 +908,6 @@ impl Lost<'_, '_> {
         let i = self.u.op;
         let ni = cx.n(i);
         let op = &ops[i];
-        let line = op.line;
         let promise_op = self.promise_op;
         let mk = |kind, sentence, fix| self.mk(kind, sentence, fix);
         let after_promise = |s: usize| self.late_cover() == Some(s);
@@ -913,15 +920,15 @@ impl Lost<'_, '_> {
             path: path.clone(),
         };
         let label = op.kind.label(|x| cx.trace.kind(x));
-        let data = format!("the {label} to {path} (op {ni}, log line {line})");
+        let data = format!("the {label} to {path} (op {ni}, {})", cx.at(i));
         if let Some(s) = cover.filter(|&s| after_promise(s)) {
             return mk(
                 CauseKind::PromiseBeforeSync,
                 format!(
-                    "{before} (op {}) before the sync that covers {data} completed (op {}, log line {}): print the promise only after the sync returns",
+                    "{before} (op {}) before the sync that covers {data} completed (op {}, {}): print the promise only after the sync returns",
                     cx.n(promise_op.unwrap_or(0)),
                     cx.n(s),
-                    ops[s].line
+                    cx.at(s)
                 ),
                 Some(fix),
             );
@@ -940,9 +947,9 @@ impl Lost<'_, '_> {
             return mk(
                 CauseKind::UnorderedWrites,
                 format!(
-                    "{data} can be lost while the later write to {path} (op {}, log line {}) reaches the disk: no fsync between them orders them{}; fsync {path} before op {}",
+                    "{data} can be lost while the later write to {path} (op {}, {}) reaches the disk: no fsync between them orders them{}; fsync {path} before op {}",
                     cx.n(j),
-                    ops[j].line,
+                    cx.at(j),
                     match cover {
                         Some(s) => format!(" (the fsync that covers both, op {}, comes after)", cx.n(s)),
                         None => String::new(),
@@ -991,11 +998,11 @@ impl Lost<'_, '_> {
                 return self.mk(
                     CauseKind::CrossDirectoryRenameHalfSynced,
                     format!(
-                        "{} moved an entry between two directories: {} was fsynced (op {}, log line {}) but {d} is not before {}; both directories need an fsync",
+                        "{} moved an entry between two directories: {} was fsynced (op {}, {}) but {d} is not before {}; both directories need an fsync",
                         self.what,
                         cx.dir_path(other_dir, i),
                         cx.n(s),
-                        cx.ops()[s].line,
+                        cx.at(s),
                         self.before
                     ),
                     Some(SyncFix {
@@ -1046,9 +1053,9 @@ fn entry_cause(
         return mk(
             CauseKind::PromiseBeforeSync,
             format!(
-                "{before} before the fsync of directory {d} that covers the {name} (op {ni}) completed (op {}, log line {}): print the promise only after the sync returns",
+                "{before} before the fsync of directory {d} that covers the {name} (op {ni}) completed (op {}, {}): print the promise only after the sync returns",
                 cx.n(s),
-                ops[s].line
+                cx.at(s)
             ),
             Some(fix),
         );
@@ -1060,9 +1067,9 @@ fn entry_cause(
                 return mk(
                     CauseKind::FailedSync,
                     format!(
-                        "the fsync of directory {d} after the {name} (op {ni}) failed ({errno}, op {}, log line {}) and the program went on as if it had succeeded before {before}{advice}",
+                        "the fsync of directory {d} after the {name} (op {ni}) failed ({errno}, op {}, {}) and the program went on as if it had succeeded before {before}{advice}",
                         cx.n(j),
-                        ops[j].line
+                        cx.at(j)
                     ),
                     fix,
                 );
@@ -1072,8 +1079,8 @@ fn entry_cause(
     mk(
         CauseKind::EntryNotSynced,
         format!(
-            "{name} (op {ni}, log line {}) changed directory {d}, which is never fsynced before {before}",
-            op.line
+            "{name} (op {ni}, {}) changed directory {d}, which is never fsynced before {before}",
+            cx.at(i)
         ),
         Some(fix),
     )
@@ -1299,6 +1306,35 @@ mod tests {
         );
         let fix = c.fix.unwrap();
         assert_eq!((fix.after, fix.ino, fix.dir), (0, 0, true));
+    }
+
+    #[test]
+    fn a_native_trace_places_ops_by_call_where_strace_says_log_line() {
+        let mut t = trace(&format!(
+            "{NEW}1 rename(\"\\x6e\", \"\\x6d\") = 0\n1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n"
+        ));
+        let strace = cause(&t, "c4.lost1");
+        assert!(strace.op.contains("(write, log line 2)"), "{}", strace.op);
+        assert!(
+            strace.sentence.contains("(op 2, log line 3)"),
+            "{}",
+            strace.sentence
+        );
+        let fix = strace.fix.unwrap();
+        assert_eq!(fix.describe(&t), "fsync(n) before op 2 (log line 3)");
+        t.numbering = blackout_oplog::trace::Numbering::Call;
+        let native = cause(&t, "c4.lost1");
+        assert!(native.op.contains("(write, call 2)"), "{}", native.op);
+        assert!(
+            native.sentence.contains("(op 2, call 3)"),
+            "{}",
+            native.sentence
+        );
+        assert!(!native.sentence.contains("log line"), "{}", native.sentence);
+        assert_eq!(
+            native.fix.unwrap().describe(&t),
+            "fsync(n) before op 2 (call 3)"
+        );
     }
 
     #[test]

@@ -43,6 +43,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use blackout_oplog::naming::line_words;
 use blackout_oplog::ops::{Ino, InodeKind, Name, Op, OpKind, ROOT_INO};
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
@@ -81,7 +82,7 @@ impl Replace {
 
     /// `config.json written whole to a new file config.json.blackout-new,
     /// fsynced, renamed over it and . fsynced, instead of updated in place
-    /// (ops 0-1, log lines 7-8)`.
+    /// (ops 0-1, log lines 7-8)` (`calls 7-8` in a native recording).
     pub fn describe(&self, trace: &Trace) -> String {
         let ops = if self.first == self.last {
             format!("op {}", self.first)
@@ -89,11 +90,7 @@ impl Replace {
             format!("ops {}-{}", self.first, self.last)
         };
         let (a, b) = (trace.ops[self.first].line, trace.ops[self.last].line);
-        let lines = if a == b {
-            format!("log line {a}")
-        } else {
-            format!("log lines {a}-{b}")
-        };
+        let lines = line_words(trace.numbering, a, b);
         let dir = match self.path.rsplit_once('/') {
             Some((d, _)) if !d.is_empty() => d,
             _ => ".",

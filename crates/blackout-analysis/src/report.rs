@@ -193,7 +193,8 @@ pub struct FixCheck {
     /// Where they sit in the re-explored trace (state ids of
     /// `simplest_failing` count them).
     pub added_at: Vec<usize>,
-    /// `fsync(.) after op 3 (log line 224)`.
+    /// `fsync(.) after op 3 (log line 224)` (`call 224` in a native
+    /// recording).
     pub description: String,
     /// Whether the states it is judged on pass with it (never when
     /// `cut_short`): a cause's fix, the states of that cause ([`OwnCheck`]);

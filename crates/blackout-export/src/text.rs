@@ -1,5 +1,6 @@
 //! The text report: a run's result for people, in the user's terms (the
-//! syscall, the path as the program named it, the log line).
+//! syscall, the path as the program named it, the log line, or the call's
+//! number in a native recording).
 
 use std::fmt::Write as _;
 
@@ -855,9 +856,11 @@ pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
 }
 
 /// A report line without its log line numbers (`, log line 12`,
-/// ` (log line 12)`, ` (log lines 140-162)`), which depend on how the
-/// program was built and started rather than on what it does: for tables
-/// compared across machines.
+/// ` (log line 12)`, ` (log lines 140-162)`, `, log lines 7-8`) and call
+/// numbers (the same with `call`, `calls`: a native recording's), which
+/// depend on how the program was built and started rather than on what it
+/// does: for tables compared across machines, and recordings made either
+/// way.
 ///
 /// ```
 /// use blackout_export::text::without_log_lines;
@@ -873,6 +876,14 @@ pub fn reproduce_command(ctx: &ExportContext<'_>, id: &str) -> String {
 ///     without_log_lines("instead of updated in place (ops 32-33, log lines 130-131)"),
 ///     "instead of updated in place (ops 32-33)"
 /// );
+/// assert_eq!(
+///     without_log_lines("op 3: rename a -> b (rename, call 224) (calls 9-12)"),
+///     "op 3: rename a -> b (rename)"
+/// );
+/// assert_eq!(
+///     without_log_lines("fsync(.) before op 5 (calls 7-8), and call 3 (ops 2-3, calls 7-8)"),
+///     "fsync(.) before op 5, and call 3 (ops 2-3)"
+/// );
 /// ```
 pub fn without_log_lines(text: &str) -> String {
     let mut out = text.to_string();
@@ -882,6 +893,10 @@ pub fn without_log_lines(text: &str) -> String {
         (" (log line ", false, ")"),
         (" (log lines ", true, ")"),
         (", log lines ", true, ""),
+        (", call ", false, ""),
+        (" (call ", false, ")"),
+        (" (calls ", true, ")"),
+        (", calls ", true, ""),
     ];
     for (start, range, end) in forms {
         let mut from = 0;
@@ -896,7 +911,8 @@ pub fn without_log_lines(text: &str) -> String {
                     .count();
             }
             if len == 0 || !tail[len..].starts_with(end) {
-                // Not a log line number: leave it and look further on.
+                // Not a log line or call number: leave it and look
+                // further on.
                 from = i + start.len();
                 continue;
             }

@@ -1,11 +1,37 @@
 //! Naming ops in the user's terms: the path as the program named it, the
 //! directories as they were when an op ran, rename halves, the syscall and
-//! the log line.
+//! where the call was (its log line, or its call number in a native
+//! recording: [`line_words`]).
 
 use std::collections::HashMap;
 
 use crate::ops::{escape_controls, Ino, InodeKind, OpKind, Part, Unit, ROOT_INO};
-use crate::trace::Trace;
+use crate::trace::{Numbering, Trace};
+
+/// Where calls were, in words, from their numbers ([`crate::ops::Op::line`]:
+/// `first` to `last`, one call when they are equal) and what those count:
+/// `log line 25`, `log lines 7-8` in a recording made under strace,
+/// `call 25`, `calls 7-8` in a native one. Every report names an op's place
+/// through it.
+///
+/// ```
+/// use blackout_oplog::naming::line_words;
+/// use blackout_oplog::trace::Numbering;
+///
+/// assert_eq!(line_words(Numbering::LogLine, 224, 224), "log line 224");
+/// assert_eq!(line_words(Numbering::Call, 7, 8), "calls 7-8");
+/// ```
+pub fn line_words(numbering: Numbering, first: u32, last: u32) -> String {
+    let (one, many) = match numbering {
+        Numbering::LogLine => ("log line", "log lines"),
+        Numbering::Call => ("call", "calls"),
+    };
+    if first == last {
+        format!("{one} {first}")
+    } else {
+        format!("{many} {first}-{last}")
+    }
+}
 
 /// The paths of directories, as they were when each op ran.
 pub struct DirPaths {
@@ -88,7 +114,8 @@ pub fn rename_paths(trace: &Trace, i: usize) -> Option<(String, String)> {
 }
 
 /// An op (or one half of a rename) in the user's terms:
-/// `op 6: rename doc.txt.tmp -> doc.txt (rename, log line 25)`.
+/// `op 6: rename doc.txt.tmp -> doc.txt (rename, log line 25)` (`call 25`
+/// in a native recording).
 pub fn describe_unit(trace: &Trace, unit: Unit) -> String {
     describe_unit_numbered(trace, unit, unit.op)
 }
@@ -141,7 +168,64 @@ pub fn describe_unit_numbered(trace: &Trace, unit: Unit, shown: usize) -> String
         .map(|o| format!(", from {}", escape_controls(&o.describe())))
         .unwrap_or_default();
     format!(
-        "op {shown}: {what} ({}, log line {}{from})",
-        op.syscall, op.line
+        "op {shown}: {what} ({}, {}{from})",
+        op.syscall,
+        line_words(trace.numbering, op.line, op.line)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_place_is_named_by_what_the_trace_numbers() {
+        for (numbering, one, range) in [
+            (Numbering::LogLine, "log line 12", "log lines 140-162"),
+            (Numbering::Call, "call 12", "calls 140-162"),
+        ] {
+            assert_eq!(line_words(numbering, 12, 12), one);
+            assert_eq!(line_words(numbering, 140, 162), range);
+        }
+        // A trace that does not say is numbered by log line.
+        assert_eq!(line_words(Trace::default().numbering, 0, 0), "log line 0");
+    }
+
+    #[test]
+    fn an_op_is_described_with_its_place_as_the_trace_numbers_it() {
+        let mut trace = Trace {
+            dir: "/d".into(),
+            inodes: vec![InodeKind::Dir, InodeKind::File],
+            initial_inodes: 1,
+            ops: vec![crate::ops::Op {
+                kind: OpKind::Link {
+                    dir: ROOT_INO,
+                    name: "a".into(),
+                    ino: 1,
+                    new: true,
+                },
+                syscall: "openat".into(),
+                pid: 1,
+                line: 9,
+                path: "/d/a".into(),
+                stack: Vec::new(),
+                origin: None,
+                volatile: false,
+            }],
+            ..Trace::default()
+        };
+        let unit = Unit {
+            op: 0,
+            part: Part::Whole,
+        };
+        assert_eq!(
+            describe_unit(&trace, unit),
+            "op 0: create a (openat, log line 9)"
+        );
+        trace.numbering = Numbering::Call;
+        assert_eq!(
+            describe_unit(&trace, unit),
+            "op 0: create a (openat, call 9)"
+        );
+    }
 }

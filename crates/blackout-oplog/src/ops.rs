@@ -244,7 +244,9 @@ pub struct Op {
     pub syscall: String,
     /// The thread that made it.
     pub pid: u32,
-    /// The log line where the call started.
+    /// Where the call started: its line in strace's log, or in a native
+    /// recording its number among the calls traced (what the trace's
+    /// `numbering` says).
     pub line: u32,
     /// The path as the program named it (for ops through an fd, the path the
     /// fd was opened with).

@@ -32,9 +32,11 @@ pub const MODEL_FILE_BYTES_MAX: u64 = 1 << 32;
 /// What replay saw, besides ops.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReplayStats {
-    /// Lines in the log.
+    /// Lines in the log (in a native recording: calls traced, each
+    /// numbered as it started).
     pub lines: u64,
-    /// System calls in the log.
+    /// System calls in the log (in a native recording: calls that
+    /// completed).
     pub calls: u64,
     /// Calls replay never looks at (they cannot change the directory).
     pub skipped: u64,
@@ -69,6 +71,28 @@ pub const TRACE_MAGIC: &str = "blackout-trace";
 /// The trace format version this build writes and reads.
 pub const TRACE_VERSION: u32 = 1;
 
+/// What a trace's op numbers ([`Op::line`]) count, and so how reports name
+/// the place of a call: `log line 25` or `call 25`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Numbering {
+    /// Lines of strace's log: each op carries the line where its call
+    /// started. Traces that do not say are numbered so.
+    #[default]
+    LogLine,
+    /// Calls of the native recorder: each op carries the number its call
+    /// took when it started (the Nth traced call), as there is no log.
+    Call,
+}
+
+impl Numbering {
+    /// Whether the numbers are log lines (a trace file leaves the field
+    /// out then, as it did before the field existed).
+    pub fn is_log_line(&self) -> bool {
+        *self == Numbering::LogLine
+    }
+}
+
 /// How the workload ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct WorkloadExit {
@@ -94,6 +118,12 @@ pub struct Trace {
     pub tool_version: String,
     /// `strace -V`'s version, when recorded live.
     pub strace_version: Option<String>,
+    /// What the ops' numbers ([`Op::line`]) count: strace's log lines
+    /// unless the native recorder made the trace (absent from the file
+    /// then, so a trace saved before the field existed reads as log
+    /// lines).
+    #[serde(default, skip_serializing_if = "Numbering::is_log_line")]
+    pub numbering: Numbering,
     /// The workload command, as run (`{dir}` substituted).
     pub command: Vec<String>,
     /// The absolute path the directory under test had while recording.
@@ -153,6 +183,9 @@ fn invalid(msg: impl Into<String>) -> TraceError {
 pub struct TraceMeta {
     /// `strace -V`'s version.
     pub strace_version: Option<String>,
+    /// What the ops' numbers count: log lines unless the native recorder
+    /// made the recording.
+    pub numbering: Numbering,
     /// The command as run.
     pub command: Vec<String>,
     /// Absolute path of the directory under test while recording.
@@ -191,6 +224,7 @@ impl Trace {
         let mut trace = Trace {
             tool_version: env!("CARGO_PKG_VERSION").to_string(),
             strace_version: meta.strace_version,
+            numbering: meta.numbering,
             command: meta.command,
             dir: Name(meta.dir),
             exit: meta.exit,
@@ -590,12 +624,20 @@ impl Trace {
             .zip(&synced)
             .filter(|(o, s)| o.kind.is_durable_change() && !s.synced())
             .count();
+        let calls = match self.numbering {
+            Numbering::LogLine => format!(
+                "{} calls in {} log lines",
+                self.stats.calls, self.stats.lines
+            ),
+            Numbering::Call => format!(
+                "{} calls traced, {} completed",
+                self.stats.lines, self.stats.calls
+            ),
+        };
         let mut out = format!(
-            "# {} ops, {} never synced; {} calls in {} log lines, {} outside the directory (ignored), {} failed\n",
+            "# {} ops, {} never synced; {calls}, {} outside the directory (ignored), {} failed\n",
             self.ops.len(),
             never,
-            self.stats.calls,
-            self.stats.lines,
             self.stats.outside,
             self.stats.failed,
         );
@@ -627,7 +669,9 @@ impl Trace {
         out
     }
 
-    /// The op log for machines.
+    /// The op log for machines: each op's `line` is what
+    /// [`Trace::numbering`] says, and `numbering` is there when that is not
+    /// log lines.
     pub fn op_log_json(&self) -> serde_json::Value {
         let synced = synced_by(&self.ops);
         let ops: Vec<serde_json::Value> = self
@@ -656,12 +700,17 @@ impl Trace {
                 v
             })
             .collect();
-        serde_json::json!({
+        let mut log = serde_json::json!({
             "command": self.command,
             "dir": self.dir,
             "stats": self.stats,
             "ops": ops,
-        })
+        });
+        // As in the trace file: said only when the numbers are not log lines.
+        if let (false, Some(m)) = (self.numbering.is_log_line(), log.as_object_mut()) {
+            m.insert("numbering".into(), serde_json::json!(self.numbering));
+        }
+        log
     }
 
     fn detail(&self, kind: &OpKind) -> String {
@@ -962,6 +1011,36 @@ mod tests {
         assert_eq!(back, t);
         assert_eq!(back.initial_tree().nodes[1], Node::File(b"seed".to_vec()));
         assert!(t.op_log_text().contains("(never synced)"));
+    }
+
+    #[test]
+    fn the_numbering_is_written_only_for_a_native_trace_and_read_back() {
+        let header = |t: &Trace| {
+            let mut buf = Vec::new();
+            t.write_to(&mut buf).unwrap();
+            let back = Trace::read(&buf).unwrap();
+            (String::from_utf8_lossy(&buf).into_owned(), back)
+        };
+        // Log lines: the file is as before the field existed, and such a
+        // file reads as log lines.
+        let t = sample();
+        let (text, back) = header(&t);
+        assert!(!text.contains("numbering"), "{text}");
+        assert_eq!(back.numbering, Numbering::LogLine);
+        assert!(t.op_log_text().contains(" log lines, "));
+        assert!(t.op_log_json().get("numbering").is_none());
+        // Calls: said, and read back.
+        let mut native = sample();
+        native.numbering = Numbering::Call;
+        let (text, back) = header(&native);
+        assert!(text.contains(r#""numbering":"call""#), "{text}");
+        assert_eq!(back, native);
+        let log = native.op_log_text();
+        assert!(
+            log.contains(" calls traced, ") && !log.contains("log line"),
+            "{log}"
+        );
+        assert_eq!(native.op_log_json()["numbering"], "call");
     }
 
     #[test]

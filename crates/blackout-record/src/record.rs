@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use blackout_oplog::trace::{Trace, TraceMeta, WorkloadExit};
+use blackout_oplog::trace::{Numbering, Trace, TraceMeta, WorkloadExit};
 use blackout_sys::command::{signal_name, substitute};
 use blackout_sys::proc::{wait_group, Waited};
 
@@ -717,6 +717,7 @@ fn replay_log(
         replayed,
         TraceMeta {
             strace_version: Some(version),
+            numbering: Numbering::LogLine,
             command: command
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())

@@ -12,6 +12,7 @@ use blackout_analysis::report::{Checked, RunReport};
 use blackout_analysis::syncs::{sync_sites, SyncSite};
 use blackout_analysis::verdict::Verdict;
 use blackout_explore::model::Model;
+use blackout_oplog::naming::line_words;
 use blackout_oplog::ops::{synced_by, Op, OpKind, Part, SyncedBy};
 use blackout_oplog::store::changes;
 use blackout_oplog::trace::Trace;
@@ -119,8 +120,9 @@ fn judge_site(
     let report = check_trace(&rec.trace, cfg)?;
     let op = &rec.trace.ops[at];
     let failed = format!(
-        "{} of {path} (log line {}) failed with EIO",
-        op.syscall, op.line
+        "{} of {path} ({}) failed with EIO",
+        op.syscall,
+        line_words(rec.trace.numbering, op.line, op.line)
     );
     let outcome = outcome(&rec.trace, &report, at, number, &rec.stderr);
     Ok(FailSyncCheck {

@@ -15,6 +15,7 @@ use blackout_explore::dedup::{distinct_states_watched, Explored, ModelStates, St
 use blackout_explore::enumerate::{ExploreConfig, Representatives};
 use blackout_explore::model::Model;
 use blackout_explore::rest::check_order;
+use blackout_oplog::naming::line_words;
 use blackout_oplog::ops::{Ino, Op, OpKind};
 use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::Outputs;
@@ -349,7 +350,8 @@ fn union(units: &[Unit]) -> Unit {
 }
 
 /// Several syncs in few words, by file: `fsync(db) after ops 3, 7 and
-/// before op 12, and fsync(.) after op 5 (log lines 140-162)`.
+/// before op 12, and fsync(.) after op 5 (log lines 140-162)` (`calls
+/// 140-162` in a native recording).
 pub fn describe_syncs(trace: &blackout_oplog::trace::Trace, fixes: &[SyncFix]) -> String {
     let mut paths: Vec<&str> = Vec::new();
     for f in fixes {
@@ -386,11 +388,7 @@ pub fn describe_syncs(trace: &blackout_oplog::trace::Trace, fixes: &[SyncFix]) -
         .iter()
         .map(|f| trace.ops[f.before.unwrap_or(f.after)].line);
     let (lo, hi) = (lines.clone().min().unwrap_or(0), lines.max().unwrap_or(0));
-    let at = if lo == hi {
-        format!("log line {lo}")
-    } else {
-        format!("log lines {lo}-{hi}")
-    };
+    let at = line_words(trace.numbering, lo, hi);
     format!("{} fsyncs: {} ({at})", fixes.len(), parts.join(", and "))
 }
 
@@ -919,6 +917,28 @@ mod tests {
             dir: false,
             path: "a".into(),
         }]
+    }
+
+    #[test]
+    fn several_syncs_are_placed_by_log_lines_or_by_calls() {
+        let mut t = trace();
+        let mut fixes = fsync_a();
+        fixes.push(SyncFix {
+            after: 0,
+            before: None,
+            ino: 0,
+            dir: true,
+            path: ".".into(),
+        });
+        assert_eq!(
+            describe_syncs(&t, &fixes),
+            "2 fsyncs: fsync(a) after op 1, and fsync(.) after op 0 (log lines 1-2)"
+        );
+        t.numbering = blackout_oplog::trace::Numbering::Call;
+        assert_eq!(
+            describe_syncs(&t, &fixes),
+            "2 fsyncs: fsync(a) after op 1, and fsync(.) after op 0 (calls 1-2)"
+        );
     }
 
     /// What a checker that never answers by itself did: states it was

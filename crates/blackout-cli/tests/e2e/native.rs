@@ -1,6 +1,7 @@
 //! `--recorder native`: the same op log as strace's from the command line,
-//! the flags only strace records refused on one line, and a recording
-//! stopped from outside (SIGKILL, SIGTERM) leaving no process behind.
+//! reports naming calls where strace's name log lines, the flags only
+//! strace records refused on one line, and a recording stopped from
+//! outside (SIGKILL, SIGTERM) leaving no process behind.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -230,9 +231,9 @@ fn a_native_recording_waits_for_a_child_left_running_as_strace_does() {
     s.assert_clean();
 }
 
-/// `blackout run` of save.sh with `recorder`: its exit code and the lines
-/// of its report that name no call numbers.
-fn run_save(s: &Scratch, recorder: &str, mode: &str) -> (Option<i32>, Vec<String>) {
+/// `blackout run` of save.sh with `recorder`: its exit code and its text
+/// report.
+fn report_of_save(s: &Scratch, recorder: &str, mode: &str) -> (Option<i32>, String) {
     let save = repo().join("examples/save/save.sh");
     let check = repo().join("examples/save/check.sh");
     let out = s
@@ -244,13 +245,22 @@ fn run_save(s: &Scratch, recorder: &str, mode: &str) -> (Option<i32>, Vec<String
         .arg(mode)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    (out.status.code(), text)
+}
+
+/// `blackout run` of save.sh with `recorder`: its exit code and the lines
+/// of its report, log line and call numbers left out (the recorders number
+/// calls differently), the lines that still name a line or time a state
+/// left out.
+fn run_save(s: &Scratch, recorder: &str, mode: &str) -> (Option<i32>, Vec<String>) {
+    let (code, text) = report_of_save(s, recorder, mode);
     let lines = text
         .lines()
+        .map(blackout::export::text::without_log_lines)
         .filter(|l| !l.contains("line ") && !l.contains("per state"))
-        .map(str::to_string)
         .collect();
-    (out.status.code(), lines)
+    (code, lines)
 }
 
 #[test]
@@ -266,5 +276,19 @@ fn a_run_recorded_natively_reports_what_a_run_under_strace_does() {
             "{native:?}"
         );
     }
+    s.assert_clean();
+}
+
+#[test]
+fn a_native_report_names_calls_where_a_strace_one_names_log_lines() {
+    let s = Scratch::new();
+    let (code, native) = report_of_save(&s, "native", "no-dir-fsync");
+    assert_eq!(code, Some(1), "{native}");
+    assert!(native.contains("(op 3, call "), "{native}");
+    assert!(native.contains("call "), "{native}");
+    assert!(!native.contains("log line"), "{native}");
+    let (code, strace) = report_of_save(&s, "strace", "no-dir-fsync");
+    assert_eq!(code, Some(1), "{strace}");
+    assert!(strace.contains("(op 3, log line "), "{strace}");
     s.assert_clean();
 }

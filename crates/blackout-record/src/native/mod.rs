@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use blackout_oplog::trace::{Replayed, Trace, TraceMeta, WorkloadExit};
+use blackout_oplog::trace::{Numbering, Replayed, Trace, TraceMeta, WorkloadExit};
 use blackout_oplog::tree::Tree;
 
 use crate::error::ReplayError;
@@ -138,6 +138,8 @@ fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     })?;
     let meta = TraceMeta {
         strace_version: None,
+        // No log: an op carries the number of its call.
+        numbering: Numbering::Call,
         command: command
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
