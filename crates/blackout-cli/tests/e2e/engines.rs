@@ -522,10 +522,10 @@ fn one_skipped_sync_among_1500_is_fixed_by_that_sync_and_the_directory_s() {
         .as_u64()
         .unwrap();
     assert!(
-        want.0.starts_with("fsync(.) after op 0 (log line ")
+        want.0.starts_with("fsync(.) after op 0 (call ")
             && want
                 .0
-                .contains(&format!(" and fsync(log) after op {write} (log line ")),
+                .contains(&format!(" and fsync(log) after op {write} (call ")),
         "{want:?}"
     );
     // The default, and representatives alone (where the fix found at a

@@ -318,7 +318,7 @@ fn save_without_directory_fsync_names_the_rename_and_verifies_the_fix() {
     let report = save_report(&s, "no-dir-fsync");
     assert!(report.contains("cause 1 of 1:"), "{report}");
     assert!(
-        report.contains("rename of doc.txt.tmp -> doc.txt (op 3, log line "),
+        report.contains("rename of doc.txt.tmp -> doc.txt (op 3, call "),
         "{report}"
     );
     assert!(
@@ -330,10 +330,7 @@ fn save_without_directory_fsync_names_the_rename_and_verifies_the_fix() {
         .lines()
         .find(|l| l.trim_start().starts_with("fix:"))
         .unwrap();
-    assert!(
-        fix.contains("adding fsync(.) after op 3 (log line "),
-        "{fix}"
-    );
+    assert!(fix.contains("adding fsync(.) after op 3 (call "), "{fix}");
     assert!(
         fix.contains("makes all") && fix.contains("states pass under posix"),
         "{fix}"
@@ -354,13 +351,13 @@ fn save_without_any_fsync_verifies_the_file_fsync_before_the_rename() {
         .collect();
     assert_eq!(fixes.len(), 2, "{report}");
     assert!(
-        fixes[0].contains("adding fsync(.) after op 2 (log line "),
+        fixes[0].contains("adding fsync(.) after op 2 (call "),
         "{}",
         fixes[0]
     );
     let data_fix = fixes[1];
     assert!(
-        data_fix.contains("adding fsync(doc.txt.tmp) before op 2 (log line "),
+        data_fix.contains("adding fsync(doc.txt.tmp) before op 2 (call "),
         "{data_fix}"
     );
     // It fixes its own cause; the rename can still be lost after "saved",
@@ -377,7 +374,7 @@ fn save_without_any_fsync_verifies_the_file_fsync_before_the_rename() {
     assert!(report.contains("is not fsynced before the rename that publishes it as doc.txt"));
     // Together they are.
     assert!(
-        report.contains("fix for every cause: adding fsync(doc.txt.tmp) before op 2 (log line ")
+        report.contains("fix for every cause: adding fsync(doc.txt.tmp) before op 2 (call ")
             && report.contains("makes all 6 states pass under posix (each of them is needed)"),
         "{report}"
     );

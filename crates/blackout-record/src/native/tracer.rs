@@ -199,15 +199,19 @@ impl<'a> Tracer<'a> {
             Ret::Err(e) => -i64::from(e),
             Ret::Restart => -i64::from(libc::EINTR),
         };
-        match ptrace::skip_returning(pid, value) {
-            // Gone in the meantime: its exit is waited for next.
-            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(()),
-            r => r?,
-        }
+        // The write is made: it goes into the model even if the thread was
+        // killed in the meantime (`ESRCH`; its exit is waited for next).
+        let skipped = ptrace::skip_returning(pid, value);
         let feed = &*self.feed;
         let keeps = |fd: i64| feed.keeps(pid as u32, fd);
         let call = calls::written(pid, &entry, ret, bytes, &keeps);
-        ptrace::resume(pid, Resume::Cont, 0)?;
+        match skipped {
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+            r => {
+                r?;
+                ptrace::resume(pid, Resume::Cont, 0)?;
+            }
+        }
         let at = site(pid as u32, entry.line, entry.line, entry.name);
         self.feed.call(at, ret.outcome(), call);
         Ok(())
