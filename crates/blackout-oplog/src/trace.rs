@@ -615,6 +615,25 @@ impl Trace {
         escape_controls(&shown)
     }
 
+    /// The op log without its header line and without the call numbers
+    /// (`@N`): what two recordings of the same run share whichever
+    /// recorder made them (strace numbers log lines, the native recorder
+    /// calls, and the header counts both).
+    pub fn op_log_unnumbered(&self) -> String {
+        let text = self.op_log_text();
+        let mut out = String::new();
+        for line in text.lines().skip(1) {
+            let mut rest = line;
+            while let Some(at) = rest.find('@') {
+                out.push_str(&rest[..=at]);
+                rest = rest[at + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
+            }
+            out.push_str(rest);
+            out.push('\n');
+        }
+        out
+    }
+
     /// The op log as text: one line per op, with `(never synced)` marks.
     pub fn op_log_text(&self) -> String {
         let synced = synced_by(&self.ops);

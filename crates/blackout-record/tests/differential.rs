@@ -80,23 +80,6 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The op log without its header (which counts calls and log lines) and
-/// without the call numbers.
-fn comparable(t: &Trace) -> String {
-    let text = t.op_log_text();
-    let mut out = String::new();
-    for line in text.lines().skip(1) {
-        let mut rest = line;
-        while let Some(at) = rest.find('@') {
-            out.push_str(&rest[..=at]);
-            rest = rest[at + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
-        }
-        out.push_str(rest);
-        out.push('\n');
-    }
-    out
-}
-
 /// Both recorders' recordings of `cfg`, strace's first; each must leave
 /// its scratch directory empty.
 fn both(name: &str, cfg: &RecordConfig) -> (Recording, Recording) {
@@ -130,7 +113,10 @@ fn same_outcome(name: &str, strace: &Recording, native: &Recording) {
 /// Records `cfg` with both recorders and requires the same ops.
 fn same(name: &str, cfg: &RecordConfig) -> Trace {
     let (strace, native) = both(name, cfg);
-    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
+    let (s, n) = (
+        strace.trace.op_log_unnumbered(),
+        native.trace.op_log_unnumbered(),
+    );
     assert_eq!(
         s, n,
         "{name}: the op logs differ\n--- strace:\n{s}--- native:\n{n}"
@@ -250,27 +236,10 @@ int main(void) {
 
 #[test]
 fn a_c_program_that_forks_threads_execs_and_is_signalled() {
-    if !have("cc") {
-        eprintln!("skipped: no C compiler");
-        return;
-    }
     let build = tempfile::tempdir().unwrap();
-    let src = build.path().join("processes.c");
-    std::fs::write(&src, PROCESSES_C).unwrap();
-    let bin = build.path().join("processes");
-    let out = Command::new("cc")
-        .arg("-O1")
-        .arg("-pthread")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Some(bin) = compiled(build.path(), "processes", PROCESSES_C) else {
+        return;
+    };
     let cfg = RecordConfig::new(command(&[bin.to_str().unwrap()]));
     let t = same("processes", &cfg);
     let log = t.op_log_text();
@@ -393,10 +362,17 @@ fn compiled(dir: &Path, name: &str, src: &str) -> Option<PathBuf> {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let bin = dir.join(name);
+    cc(&c, &bin, &["-O1"]);
+    Some(bin)
+}
+
+/// Compiles the C file `c` into `bin` with `flags` (and threads).
+fn cc(c: &Path, bin: &Path, flags: &[&str]) {
     let out = Command::new("cc")
-        .args(["-O1", "-pthread", "-o"])
-        .arg(&bin)
-        .arg(&c)
+        .args(flags)
+        .args(["-pthread", "-o"])
+        .arg(bin)
+        .arg(c)
         .output()
         .unwrap();
     assert!(
@@ -404,7 +380,6 @@ fn compiled(dir: &Path, name: &str, src: &str) -> Option<PathBuf> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(bin)
 }
 
 #[test]

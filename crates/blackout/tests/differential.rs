@@ -491,28 +491,13 @@ fn record(prog: &Program, scratch: &Path) -> Result<Trace, String> {
     Ok(rec.trace)
 }
 
-/// The op log without its header (which counts calls and log lines) and
-/// without the call numbers (`@N`: strace numbers log lines, the native
-/// recorder calls).
-fn comparable(t: &Trace) -> String {
-    let text = t.op_log_text();
-    let mut out = String::new();
-    for line in text.lines().skip(1) {
-        let mut rest = line;
-        while let Some(at) = rest.find('@') {
-            out.push_str(&rest[..=at]);
-            rest = rest[at + 1..].trim_start_matches(|c: char| c.is_ascii_digit());
-        }
-        out.push_str(rest);
-        out.push('\n');
-    }
-    out
-}
-
 /// The same op log (call numbers aside), output and exit from strace's
 /// recording and the native recorder's.
 fn same_recordings(strace: &Recording, native: &Recording) -> Result<(), String> {
-    let (s, n) = (comparable(&strace.trace), comparable(&native.trace));
+    let (s, n) = (
+        strace.trace.op_log_unnumbered(),
+        native.trace.op_log_unnumbered(),
+    );
     if s != n {
         return Err(format!(
             "the native recorder's op log differs from strace's\n--- strace:\n{s}--- native:\n{n}"

@@ -110,10 +110,9 @@ pub(super) fn syscall_info(pid: i32) -> io::Result<libc::ptrace_syscall_info> {
     Ok(info)
 }
 
-/// The call `pid` is in at an event stop and its first argument:
-/// `(orig_rax, rdi)`.
+/// `pid`'s registers (it is stopped).
 #[cfg(target_arch = "x86_64")]
-pub(super) fn call_and_first_arg(pid: i32) -> io::Result<(u64, u64)> {
+fn regs(pid: i32) -> io::Result<libc::user_regs_struct> {
     // SAFETY: a plain C struct, all zeros is a valid value.
     let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
     request(
@@ -122,6 +121,14 @@ pub(super) fn call_and_first_arg(pid: i32) -> io::Result<(u64, u64)> {
         0,
         std::ptr::addr_of_mut!(regs) as usize,
     )?;
+    Ok(regs)
+}
+
+/// The call `pid` is in at an event stop and its first argument:
+/// `(orig_rax, rdi)`.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn call_and_first_arg(pid: i32) -> io::Result<(u64, u64)> {
+    let regs = regs(pid)?;
     Ok((regs.orig_rax, regs.rdi))
 }
 
@@ -129,14 +136,7 @@ pub(super) fn call_and_first_arg(pid: i32) -> io::Result<(u64, u64)> {
 /// returns `ret` (a value, or `-errno`) as if the kernel had made it.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn skip_returning(pid: i32, ret: i64) -> io::Result<()> {
-    // SAFETY: a plain C struct, all zeros is a valid value.
-    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
-    request(
-        PTRACE_GETREGS,
-        pid,
-        0,
-        std::ptr::addr_of_mut!(regs) as usize,
-    )?;
+    let mut regs = regs(pid)?;
     // A call number of -1 at a seccomp stop skips the call; the value in
     // rax is then what it returns (seccomp(2), SECCOMP_RET_TRACE).
     regs.orig_rax = u64::MAX;

@@ -6,12 +6,11 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use blackout_oplog::trace::Trace;
 use blackout_record::{NativeRecorder, RecordConfig, RecordError, Recorder, StraceRecorder};
 
-use super::{both, comparable, have, repo, same, same_outcome};
+use super::{both, cc, have, repo, same, same_outcome};
 
 /// How a case's two recordings are compared.
 #[derive(Debug, Clone, Copy)]
@@ -46,17 +45,7 @@ fn program(case: &Path, build: &Path) -> Option<Vec<OsString>> {
             return None;
         }
         let bin = build.join("prog");
-        let out = Command::new("cc")
-            .args(["-g", "-O0", "-pthread", "-o"])
-            .arg(&bin)
-            .arg(&c)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cc(&c, &bin, &["-g", "-O0"]);
         return Some(vec![bin.into_os_string()]);
     }
     let py = case.join("prog.py");
@@ -91,7 +80,7 @@ fn golden(name: &str, how: How) {
         }
         How::Mkstemp(prefix) => {
             let (strace, native) = both(name, &cfg);
-            let mask = |t: &Trace| masked(&comparable(t), prefix);
+            let mask = |t: &Trace| masked(&t.op_log_unnumbered(), prefix);
             let (s, n) = (mask(&strace.trace), mask(&native.trace));
             assert!(s.contains(prefix), "{name}: no {prefix} in\n{s}");
             assert_eq!(s, n, "{name}: the op logs differ");
@@ -105,8 +94,8 @@ fn golden(name: &str, how: How) {
                 by(&strace.trace),
                 by(&native.trace),
                 "{name}: the ops file by file differ\n--- strace:\n{}--- native:\n{}",
-                comparable(&strace.trace),
-                comparable(&native.trace)
+                strace.trace.op_log_unnumbered(),
+                native.trace.op_log_unnumbered()
             );
             same_outcome(name, &strace, &native);
         }
@@ -133,7 +122,7 @@ fn masked(text: &str, prefix: &str) -> String {
 /// and the sync notes are left out.
 fn by_file(t: &Trace, syncs_race: bool) -> BTreeMap<String, (Vec<String>, usize)> {
     let mut files: BTreeMap<String, (Vec<String>, usize)> = BTreeMap::new();
-    for line in comparable(t).lines() {
+    for line in t.op_log_unnumbered().lines() {
         let mut words: Vec<&str> = line
             .split_whitespace()
             .skip(1)
