@@ -522,3 +522,28 @@ fn writes_the_tracer_makes_or_leaves_to_the_kernel_return_what_the_kernel_return
     }
     assert!(!log.contains("off=50"), "{log}");
 }
+
+/// Native recordings made at once by several threads of one process: a
+/// workload's child forked while another thread was starting its own must
+/// not keep that one's go-ahead pipe open (each would wait for the other).
+#[test]
+fn native_recordings_made_at_once_in_one_process_do_not_hold_each_other_up() {
+    let (done, finished) = std::sync::mpsc::channel();
+    for t in 0..4 {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            for i in 0..8 {
+                let cfg = RecordConfig::new(command(&["sh", "-c", "echo hi > f"]));
+                let ok = NativeRecorder.record(&cfg).map(|r| r.trace.ops.len());
+                done.send((t, i, ok.map_err(|e| e.to_string()))).unwrap();
+            }
+        });
+    }
+    drop(done);
+    for _ in 0..32 {
+        let (t, i, ops) = finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("a recording never finished: the recordings hold each other up");
+        assert_eq!(ops, Ok(2), "thread {t}, recording {i}");
+    }
+}

@@ -156,7 +156,7 @@ pub(super) fn start(l: &Launch) -> io::Result<Started> {
         // returns.
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
-            0 => child(l, &report_w, &go_r, &go_w),
+            0 => child(l, &report_w, &go_r),
             pid => Ok((pid, pid as u32)),
         }
     })?;
@@ -195,7 +195,7 @@ fn fail(report: i32, step: u8) -> ! {
 }
 
 /// The child's side, between fork and exec.
-fn child(l: &Launch, report: &File, go_r: &File, go_w: &File) -> ! {
+fn child(l: &Launch, report: &File, go_r: &File) -> ! {
     let report = report.as_raw_fd();
     // SAFETY: async-signal-safe calls only, on fds and memory made before
     // the fork; every pointer passed lives in `l`.
@@ -220,6 +220,8 @@ fn child(l: &Launch, report: &File, go_r: &File, go_w: &File) -> ! {
                 fail(report, STEP_SETUP);
             }
         }
+        let output = l.output.as_ref().map_or(-1, |(_, fd)| *fd);
+        close_others([output, report, go_r.as_raw_fd()]);
         if libc::chdir(l.dir.as_ptr()) != 0 {
             fail(report, STEP_CHDIR);
         }
@@ -228,13 +230,37 @@ fn child(l: &Launch, report: &File, go_r: &File, go_w: &File) -> ! {
         libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         // Wait until the tracer has seized this process.
-        libc::close(go_w.as_raw_fd());
         let mut byte = 0u8;
         while libc::read(go_r.as_raw_fd(), std::ptr::addr_of_mut!(byte).cast(), 1) < 0 {}
         install_filter(&l.filter, report);
         libc::execve(l.program.as_ptr(), l.argv.as_ptr(), l.envp.as_ptr());
         fail(report, STEP_EXEC)
     }
+}
+
+/// Closes every fd of the calling (child) process above the standard
+/// three but `keep` (`-1` for none). Another thread of the recorder may
+/// have been starting a workload of its own when this child was forked:
+/// its copy of that workload's go-ahead pipe would hold it up, and that
+/// workload's child could hold up this one the same way.
+///
+/// # Safety
+///
+/// Between fork and exec only: async-signal-safe calls.
+unsafe fn close_others(mut keep: [i32; 3]) {
+    keep.sort_unstable();
+    let mut next: u32 = 3;
+    for fd in keep {
+        let Ok(fd) = u32::try_from(fd) else { continue };
+        if fd < next {
+            continue;
+        }
+        if fd > next {
+            libc::syscall(libc::SYS_close_range, next, fd - 1, 0);
+        }
+        next = fd + 1;
+    }
+    libc::syscall(libc::SYS_close_range, next, u32::MAX, 0);
 }
 
 /// Installs the seccomp filter on the calling (child) process.
@@ -271,7 +297,7 @@ pub(super) fn probe() -> Result<(), String> {
         match unsafe { libc::fork() } {
             -1 => Err(io::Error::last_os_error()),
             0 => unsafe {
-                libc::close(go_w.as_raw_fd());
+                close_others([-1, report_w.as_raw_fd(), go_r.as_raw_fd()]);
                 let mut byte = 0u8;
                 while libc::read(go_r.as_raw_fd(), std::ptr::addr_of_mut!(byte).cast(), 1) < 0 {}
                 install_filter(&filter, report_w.as_raw_fd());
