@@ -11,6 +11,7 @@
 mod args;
 mod block;
 mod clean;
+mod cluster;
 mod help;
 mod inspect;
 mod live;

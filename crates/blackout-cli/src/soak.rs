@@ -13,7 +13,8 @@ use crate::args::SoakArgs;
 use crate::report::print_out;
 use crate::{stopped_exit_code, INTERRUPTED};
 
-fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
+/// The refusals a soak of one service and of a cluster share.
+fn check_common(a: &SoakArgs) -> Result<()> {
     if a.run_max < a.run_min {
         bail!(
             "--run-max {:?} is shorter than --run-min {:?}",
@@ -26,6 +27,11 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
             bail!("--backing {}: not a directory", b.display());
         }
     }
+    Ok(())
+}
+
+fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
+    check_common(&a)?;
     if a.fail_syncs {
         // Refused here, in one line, before anything is mounted.
         blackout::live::faults::Trigger::parse_sync(&a.fail_at)
@@ -64,6 +70,13 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
 }
 
 pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {
+    if a.faults.is_some() && a.node.is_empty() {
+        bail!("--faults strikes the nodes of a cluster: give them with --node NAME=SERVICE");
+    }
+    if !a.node.is_empty() {
+        check_common(&a)?;
+        return crate::cluster::cmd_cluster(crate::cluster::cluster_config(a)?);
+    }
     let cfg = soak_config(a)?;
     let report = match soak(&cfg, &INTERRUPTED, &mut |line| eprintln!("{line}")) {
         Ok(r) => r,

@@ -290,6 +290,14 @@ impl LiveMount {
         lock(&self.live).disarm_sync_failure();
     }
 
+    /// The power fails now: every request fails with `EIO` until
+    /// [`LiveMount::crash`] brings the mount back. Several mounts powered
+    /// off one after another lose power together (a correlated crash),
+    /// each crashed after.
+    pub fn power_off(&self) {
+        lock(&self.live).freeze();
+    }
+
     /// The crash: the power goes off (every request fails with `EIO`), the
     /// victims are killed, what `spec` keeps of the pending ops reaches the
     /// backing directory, and the mount comes back showing it, as after a

@@ -95,6 +95,7 @@ pub use blackout_sys as sys;
 
 pub mod baseline;
 pub mod block;
+pub mod cluster;
 pub mod failsyncs;
 pub mod run;
 pub mod scenario;

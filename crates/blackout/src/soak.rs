@@ -172,7 +172,7 @@ fn log(dirs: &Dirs, name: &str) -> std::io::Result<std::fs::File> {
 }
 
 /// The last lines of a log, for a message.
-fn tail(path: &Path) -> String {
+pub(crate) fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(8)..].join("\n")
@@ -180,7 +180,7 @@ fn tail(path: &Path) -> String {
 
 /// Runs a command to its end (within `timeout`): `Ok(output)` when it
 /// exits 0, else `Err(output)`.
-fn run_to_end(
+pub(crate) fn run_to_end(
     mut cmd: Command,
     timeout: Duration,
     cancel: &AtomicBool,
@@ -206,7 +206,7 @@ fn run_to_end(
 }
 
 /// A running client: its process and the promise lines read so far.
-struct Client {
+pub(crate) struct Client {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
     /// Reads the client's output to its end; gives back what followed its
@@ -216,12 +216,23 @@ struct Client {
 }
 
 fn start_client(cfg: &SoakConfig, dirs: &Dirs, crash: u32) -> std::io::Result<Client> {
-    let mut cmd = shell(&cfg.client, dirs, crash);
-    cmd.stdout(Stdio::piped()).stderr(log(dirs, "client.log")?);
+    let cmd = shell(&cfg.client, dirs, crash);
+    spawn_client(cmd, cfg.ack_prefix.as_deref(), log(dirs, "client.log")?)
+}
+
+/// Starts a client (its standard error into `stderr`), reading its
+/// promises (the lines starting with `ack_prefix`, or every line) as it
+/// prints them.
+pub(crate) fn spawn_client(
+    mut cmd: Command,
+    ack_prefix: Option<&str>,
+    stderr: std::fs::File,
+) -> std::io::Result<Client> {
+    cmd.stdout(Stdio::piped()).stderr(stderr);
     let mut child = blackout_sys::proc::spawn(&mut cmd)?;
     let mut stdout = child.stdout.take().expect("piped");
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let rule = PromiseRule::new(cfg.ack_prefix.as_deref().map(str::as_bytes));
+    let rule = PromiseRule::new(ack_prefix.map(str::as_bytes));
     let (sink, reader_rule) = (lines.clone(), rule.clone());
     let reader = std::thread::spawn(move || {
         // Whole lines only: a line the client was killed in the middle of
@@ -252,7 +263,7 @@ fn start_client(cfg: &SoakConfig, dirs: &Dirs, crash: u32) -> std::io::Result<Cl
 
 /// Kills the client's group and returns every promise it printed (its last
 /// line without a newline only if it had exited normally before).
-fn stop_client(mut c: Client) -> Vec<String> {
+pub(crate) fn stop_client(mut c: Client) -> Vec<String> {
     let exited_normally = matches!(c.child.try_wait(), Ok(Some(s)) if s.code().is_some());
     blackout_sys::proc::kill_group(&c.child);
     let _ = c.child.wait();
@@ -265,6 +276,16 @@ fn stop_client(mut c: Client) -> Vec<String> {
     lines
 }
 
+/// Why a started service is not ready.
+pub(crate) enum NotReady {
+    /// It exited (with no readiness probe: within its second).
+    Exited(std::process::ExitStatus),
+    /// It exited before the probe passed.
+    ExitedBeforeReady(std::process::ExitStatus),
+    /// The probe did not pass within the timeout (the service is killed).
+    TimedOut,
+}
+
 /// Starts the service and waits until it is ready: `Err` with why not.
 fn start_service(
     cfg: &SoakConfig,
@@ -275,16 +296,38 @@ fn start_service(
     let mut cmd = shell(&cfg.service, dirs, crash);
     cmd.stdout(log(dirs, "service.log")?)
         .stderr(log(dirs, "service.log")?);
+    let ready = cfg.ready.as_ref().map(|r| move || shell(r, dirs, crash));
+    let ready = ready.as_ref().map(|r| r as &dyn Fn() -> Command);
+    let started = start_until_ready(cmd, ready, cfg.timeout, cancel)?;
+    Ok(started
+        .map_err(|why| (why, tail(&dirs.work.join("service.log"))))
+        .map_err(|(why, log)| match why {
+            NotReady::Exited(s) => format!("the service exited ({s}): {log}"),
+            NotReady::ExitedBeforeReady(s) => {
+                format!("the service exited ({s}) before it was ready: {log}")
+            }
+            NotReady::TimedOut => {
+                format!("the service was not ready within {:?}: {log}", cfg.timeout)
+            }
+        }))
+}
+
+/// Starts a service (its output already directed) and polls `ready` (a
+/// fresh probe command each time) until it exits 0, within `timeout`;
+/// with no probe, gives the service a second.
+pub(crate) fn start_until_ready(
+    mut cmd: Command,
+    ready: Option<&dyn Fn() -> Command>,
+    timeout: Duration,
+    cancel: &AtomicBool,
+) -> Result<Result<Child, NotReady>, SoakError> {
     let mut child = blackout_sys::proc::spawn(&mut cmd)?;
-    let deadline = Instant::now() + cfg.timeout;
-    let Some(ready) = &cfg.ready else {
+    let deadline = Instant::now() + timeout;
+    let Some(ready) = ready else {
         std::thread::sleep(Duration::from_secs(1));
         return Ok(match child.try_wait()? {
             None => Ok(child),
-            Some(s) => Err(format!(
-                "the service exited ({s}): {}",
-                tail(&dirs.work.join("service.log"))
-            )),
+            Some(s) => Err(NotReady::Exited(s)),
         });
     };
     loop {
@@ -294,27 +337,21 @@ fn start_service(
         }
         if let Some(s) = child.try_wait()? {
             blackout_sys::proc::forget(child.id());
-            return Ok(Err(format!(
-                "the service exited ({s}) before it was ready: {}",
-                tail(&dirs.work.join("service.log"))
-            )));
+            return Ok(Err(NotReady::ExitedBeforeReady(s)));
         }
-        if let Ok(Ok(_)) = run_to_end(shell(ready, dirs, crash), cfg.timeout, cancel) {
+        if let Ok(Ok(_)) = run_to_end(ready(), timeout, cancel) {
             return Ok(Ok(child));
         }
         if Instant::now() > deadline {
             kill_service(&mut child);
-            return Ok(Err(format!(
-                "the service was not ready within {:?}: {}",
-                cfg.timeout,
-                tail(&dirs.work.join("service.log"))
-            )));
+            return Ok(Err(NotReady::TimedOut));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
-fn kill_service(child: &mut Child) {
+/// Kills a service's process group, reaps it and the orphans it left.
+pub(crate) fn kill_service(child: &mut Child) {
     blackout_sys::proc::kill_group(child);
     let _ = child.wait();
     blackout_sys::proc::forget(child.id());
@@ -330,23 +367,33 @@ fn check(
     promises: &[String],
     cancel: &AtomicBool,
 ) -> Result<Result<(), String>, SoakError> {
+    let mut cmd = shell(&cfg.checker, dirs, crash);
+    with_promises(&mut cmd, &dirs.work.join("acks"), promises)?;
+    Ok(run_to_end(cmd, cfg.timeout, cancel)?.map(|_| ()))
+}
+
+/// Gives a checker the promises: written to `acks` (`BLACKOUT_ACKS_FILE`)
+/// and, when they fit, in `BLACKOUT_ACKED`.
+pub(crate) fn with_promises(
+    cmd: &mut Command,
+    acks: &Path,
+    promises: &[String],
+) -> std::io::Result<()> {
     let mut text = promises.join("\n");
     if !text.is_empty() {
         text.push('\n');
     }
-    let acks = dirs.work.join("acks");
-    std::fs::File::create(&acks)?.write_all(text.as_bytes())?;
-    let mut cmd = shell(&cfg.checker, dirs, crash);
+    std::fs::File::create(acks)?.write_all(text.as_bytes())?;
     // As the shell checker sets them: neither is inherited from blackout's
     // own environment.
-    cmd.env(protocol::ACKS_FILE, &acks)
+    cmd.env(protocol::ACKS_FILE, acks)
         .env_remove(protocol::ACKED)
         .env_remove(protocol::ACKED_IN_FILE);
     match protocol::acked_env_value(text.as_bytes()) {
         Some(v) => cmd.env(protocol::ACKED, std::ffi::OsStr::from_bytes(v)),
         None => cmd.env(protocol::ACKED_IN_FILE, "1"),
     };
-    Ok(run_to_end(cmd, cfg.timeout, cancel)?.map(|_| ()))
+    Ok(())
 }
 
 fn make_dirs(cfg: &SoakConfig) -> Result<Dirs, SoakError> {

@@ -169,13 +169,14 @@ const MODULES: &[(&str, &[&str])] = &[
             "baseline",
             "block",
             "soak",
+            "cluster",
         ],
     ),
     (
         "blackout-cli",
         &[
             "args", "report", "clean", "part", "record", "block", "run", "inspect", "merge",
-            "live", "soak", "help", "main",
+            "live", "cluster", "soak", "help", "main",
         ],
     ),
 ];

@@ -7,6 +7,7 @@ mod audit;
 mod baseline;
 mod block;
 mod cli;
+mod cluster;
 mod common;
 mod conformance;
 mod distributed;
