@@ -293,78 +293,19 @@ fn a_native_report_names_calls_where_a_strace_one_names_log_lines() {
     s.assert_clean();
 }
 
-/// A program that runs a thread, forks a child that writes its own file,
-/// blocks in a read a signal interrupts (restarted), leaves a child running
-/// when it is done, promises "saved" and execs a shell that writes once
-/// more.
-const PROCESSES_C: &str = r#"
-#define _GNU_SOURCE
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-static int logfd;
-static void say(const char *s) { write(logfd, s, strlen(s)); }
-static void on_usr1(int sig) { (void)sig; }
-static void *thread(void *arg) { (void)arg; say("thread\n"); fsync(logfd); return 0; }
-
-int main(void) {
-    logfd = open("log", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    say("start\n");
-    pthread_t t;
-    pthread_create(&t, 0, thread, 0);
-    pthread_join(t, 0);
-    pid_t c = fork();
-    if (c == 0) {
-        int fd = open("child.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        write(fd, "from the child\n", 15);
-        fdatasync(fd);
-        _exit(0);
-    }
-    waitpid(c, 0, 0);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1;
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGUSR1, &sa, 0);
-    int p[2];
-    pipe(p);
-    pid_t parent = getpid();
-    if (fork() == 0) {
-        usleep(50000);
-        kill(parent, SIGUSR1);
-        usleep(20000);
-        write(p[1], "x", 1);
-        _exit(0);
-    }
-    char byte;
-    read(p[0], &byte, 1);
-    if (fork() == 0) {
-        usleep(200000);
-        say("late\n");
-        _exit(0);
-    }
-    fsync(logfd);
-    printf("saved\n");
-    fflush(stdout);
-    execl("/bin/sh", "sh", "-c", "echo final > final.txt", (char *)0);
-    return 1;
-}
-"#;
-
 #[test]
 fn a_program_that_forks_threads_is_signalled_and_execs_gets_the_same_verdicts_natively() {
     let s = Scratch::new();
-    let bin = crate::common::compile(&s, "processes", PROCESSES_C);
+    // tests/programs/processes.c: a thread, a forked child writing its own
+    // file, a signal interrupting a restarted read, a group-stop, an exec, a
+    // rename, a child still running at the end; it promises "done".
+    let src = std::fs::read_to_string(repo().join("tests/programs/processes.c")).unwrap();
+    let bin = crate::common::compile(&s, "processes", &src);
     let report = |recorder: &str| {
         let out = s
             .blackout()
             .args(["run", "--recorder", recorder, "--checker"])
-            .arg("test -z \"$BLACKOUT_ACKED\" || { grep -q thread log && test -s child.txt; }")
+            .arg("test -z \"$BLACKOUT_ACKED\" || { grep -q thread log && test -s sub/child.txt; }")
             .arg("--")
             .arg(&bin)
             .output()
@@ -381,7 +322,7 @@ fn a_program_that_forks_threads_is_signalled_and_execs_gets_the_same_verdicts_na
     let (native_code, native) = report("native");
     assert_eq!(strace_code, native_code, "{native:#?}");
     assert_eq!(strace, native);
-    // child.txt's name is never made durable: a FAIL under posix only.
+    // sub/child.txt's name is never made durable: a FAIL under posix only.
     assert_eq!(native_code, Some(1), "{native:#?}");
     assert!(
         native.iter().any(|l| l.starts_with("posix    FAIL")),
