@@ -28,14 +28,10 @@ pub mod report;
 pub mod syncs;
 pub mod verdict;
 
-use std::collections::HashMap;
-
-use blackout_explore::dedup::StateKey;
 use blackout_explore::enumerate::StateDesc;
 use blackout_oplog::outcome::Outcome;
 
-/// What the checker said of each state checked so far, by content key.
-pub type Cache = HashMap<StateKey, Outcome>;
+pub use blackout_explore::dedup::Cache;
 
 /// Why analysis stopped before it finished.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,6 @@
 //! stops every worker at once; so does the cancel flag (running checkers
 //! are killed by the checker itself) and any I/O error.
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -27,8 +26,7 @@ pub use crate::workers::{CannotRun, Parallel, PoolError, Release, Scratch};
 use crate::workers::{Source, Step, Workers};
 use crate::Checker;
 
-/// Outcomes by content key, shared by a run and its fix verifications.
-pub type Cache = HashMap<StateKey, Outcome>;
+pub use blackout_explore::dedup::Cache;
 
 /// How the pool checks.
 #[derive(Clone, Copy)]

@@ -40,6 +40,10 @@ pub struct Distinct {
 /// tree and how many bytes were printed before the crash.
 pub type StateKey = ([u8; 32], usize);
 
+/// What the checker said of each state checked so far, by content key:
+/// shared by a run, its fix verifications and the pool that checks.
+pub type Cache = std::collections::HashMap<StateKey, blackout_oplog::outcome::Outcome>;
+
 /// The states of one model.
 #[derive(Debug, Clone)]
 pub struct ModelStates {
