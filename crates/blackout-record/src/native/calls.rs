@@ -129,7 +129,7 @@ impl Entry {
     }
 
     /// Argument `i` as the C `int` it is (an fd, a dirfd, a command).
-    fn int(&self, i: usize) -> i64 {
+    pub(super) fn int(&self, i: usize) -> i64 {
         i64::from(self.args[i] as u32 as i32)
     }
 

@@ -103,6 +103,12 @@ const CREDENTIALS: &[(i64, &str)] = &[
     (libc::SYS_capset, "capset"),
 ];
 
+/// The calls in [`SOMETIMES`] that set a resource limit.
+#[cfg(target_arch = "x86_64")]
+const LIMITS: [i64; 2] = [libc::SYS_setrlimit, libc::SYS_prlimit64];
+#[cfg(not(target_arch = "x86_64"))]
+const LIMITS: [i64; 0] = [];
+
 /// The calls stopped only for some arguments (the filter checks them):
 /// `setrlimit` and `prlimit64` only for the file-size limit.
 #[cfg(target_arch = "x86_64")]
@@ -136,6 +142,16 @@ const SPAWNS: &[(i64, &str)] = &[];
 
 /// Whether this build can record natively (the call table is x86_64's).
 pub(super) const SUPPORTED: bool = cfg!(target_arch = "x86_64");
+
+/// Whether call `nr` is stopped only so that the tracer knows the
+/// workload changed its credentials or its file-size limit
+/// ([`CREDENTIALS`], `setrlimit`, `prlimit64`).
+pub(super) fn changes_limits_or_credentials(nr: u64) -> bool {
+    let Ok(nr) = i64::try_from(nr) else {
+        return false;
+    };
+    CREDENTIALS.iter().any(|(n, _)| *n == nr) || LIMITS.contains(&nr)
+}
 
 /// The name of a traced call (or of a process-creating call), by number.
 pub(super) fn name_of(nr: u64) -> Option<&'static str> {

@@ -20,7 +20,7 @@
 //! It decodes x86_64 calls only, and records none of what only strace
 //! records (stacks, call times, syncs taken out or made to fail): a config
 //! that asks for one is refused ([`RecordError::Unsupported`]). Before
-//! anything of the workload's runs, `spawn::probe` forks a child, seizes
+//! anything of the workload's runs (once per process), `spawn::probe` forks a child, seizes
 //! it and has it install the filter: where ptrace or seccomp filters are
 //! refused (a container's profile, a security policy) the recording fails
 //! with [`RecordError::CannotTrace`], which a caller may take as its cue
@@ -113,7 +113,13 @@ fn record(cfg: &RecordConfig) -> Result<Recording, RecordError> {
     .validate()
     .map_err(RecordError::Prepare)?;
     refuse_unsupported(cfg)?;
-    spawn::probe().map_err(RecordError::CannotTrace)?;
+    // Whether this process may trace does not change while it runs: the
+    // probe forks and traces a child once, not once per recording.
+    static PROBED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    PROBED
+        .get_or_init(spawn::probe)
+        .clone()
+        .map_err(RecordError::CannotTrace)?;
     let Prepared {
         _scratch,
         base,

@@ -28,7 +28,7 @@ use super::calls::{self, Entry, Ret};
 use super::feed::{site, Feed};
 use super::filter;
 use super::ptrace::{self, event, Resume, Status};
-use super::writes::{Writer, CHANGE_LIMITS_OR_CREDENTIALS};
+use super::writes::Writer;
 
 /// What the tracer shares with the watchdog that stops a run.
 #[derive(Debug, Default)]
@@ -172,17 +172,13 @@ impl<'a> Tracer<'a> {
         let Some(name) = filter::name_of(seccomp.nr) else {
             return ptrace::resume(pid, Resume::Cont, 0);
         };
-        if CHANGE_LIMITS_OR_CREDENTIALS.contains(&name) {
+        if filter::changes_limits_or_credentials(seccomp.nr) {
             self.writer.changing(name, &seccomp.args);
             return ptrace::resume(pid, Resume::Cont, 0);
         }
         let line = self.feed.next_line();
         let entry = Entry::read(pid, name, seccomp.args, line);
-        if self
-            .feed
-            .keeps(pid as u32, entry.args[0] as u32 as i32 as i64)
-            == Some(true)
-        {
+        if self.feed.keeps(pid as u32, entry.int(0)) == Some(true) {
             if let Some((ret, bytes)) = self.writer.write(pid, &entry) {
                 return self.wrote(pid, entry, ret, bytes);
             }

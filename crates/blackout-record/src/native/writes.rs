@@ -39,22 +39,6 @@ pub(super) const WRITE_BYTES_MAX: u64 = 64 << 20;
 /// `PIDFD_THREAD`: a pidfd for a thread, not its thread group.
 const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
 
-/// The calls after which the tracer no longer writes for the workload.
-pub(super) const CHANGE_LIMITS_OR_CREDENTIALS: &[&str] = &[
-    "setrlimit",
-    "prlimit64",
-    "setuid",
-    "setgid",
-    "setreuid",
-    "setregid",
-    "setresuid",
-    "setresgid",
-    "setfsuid",
-    "setfsgid",
-    "setgroups",
-    "capset",
-];
-
 /// The tracer's side of the writes it makes: whether it may, and a pidfd
 /// per thread.
 #[derive(Debug)]
@@ -79,9 +63,10 @@ impl Writer {
         }
     }
 
-    /// A call in [`CHANGE_LIMITS_OR_CREDENTIALS`] with `args`: the tracer
-    /// stops writing for the workload if it changes the file-size limit
-    /// or the credentials.
+    /// A call that may change the credentials or a limit
+    /// ([`super::filter::changes_limits_or_credentials`]) with `args`: the
+    /// tracer stops writing for the workload if it changes the file-size
+    /// limit or the credentials.
     pub(super) fn changing(&mut self, name: &str, args: &[u64; 6]) {
         let fsize = libc::RLIMIT_FSIZE as u64;
         let changes = match name {
