@@ -12,6 +12,9 @@
 //! - `one`: the power fails on one node, picked by the seed;
 //! - `minority`: on fewer than half the nodes (at least one);
 //! - `majority`: on more than half;
+//! - `each`: the power fails on every node in turn, in start order: each
+//!   node starts again and is ready before the next loses power (a rolling
+//!   outage);
 //! - `kill`: one node's processes are killed, the power stays on (what
 //!   they wrote and never synced stays in the page cache, pending).
 //!
@@ -102,17 +105,20 @@ pub enum Fault {
     Minority,
     /// On more than half.
     Majority,
+    /// On every node in turn, each started again before the next.
+    Each,
     /// One node's processes are killed; the power stays on.
     Kill,
 }
 
 impl Fault {
     /// Every fault, in the order of `--faults`' help.
-    pub const ALL: [Fault; 5] = [
+    pub const ALL: [Fault; 6] = [
         Fault::All,
         Fault::One,
         Fault::Minority,
         Fault::Majority,
+        Fault::Each,
         Fault::Kill,
     ];
 
@@ -123,6 +129,7 @@ impl Fault {
             Fault::One => "one",
             Fault::Minority => "minority",
             Fault::Majority => "majority",
+            Fault::Each => "each",
             Fault::Kill => "kill",
         }
     }
@@ -165,7 +172,7 @@ impl Fault {
     /// The nodes it strikes out of `n`, in start order, picked by `rng`.
     fn pick(self, n: usize, rng: &mut Rng) -> Vec<usize> {
         let k = match self {
-            Fault::All => n,
+            Fault::All | Fault::Each => n,
             Fault::One | Fault::Kill => 1,
             Fault::Minority => ((n - 1) / 2).max(1),
             Fault::Majority => n / 2 + 1,
@@ -192,8 +199,9 @@ pub struct ClusterConfig {
     /// The checker (a shell command, once for the cluster, after every
     /// node is ready again).
     pub checker: String,
-    /// Run once per node on its mount before it first starts; what it
-    /// leaves is made durable.
+    /// Run once per node on its mount, in start order, before any node
+    /// starts (it may prepare the other nodes' mounts too); what they
+    /// leave is made durable on every node.
     pub setup: Option<String>,
     /// Polled per node until it exits 0 after the node's service starts
     /// (else the service is given a second).
@@ -247,7 +255,16 @@ impl Struck {
     pub fn words(&self) -> String {
         if self.fault.power() {
             let names: Vec<&str> = self.lost_power.iter().map(|c| c.node.as_str()).collect();
-            format!("{}: {} lost power", self.fault.name(), names.join(", "))
+            let turn = if self.fault == Fault::Each {
+                " in turn"
+            } else {
+                ""
+            };
+            format!(
+                "{}: {} lost power{turn}",
+                self.fault.name(),
+                names.join(", ")
+            )
         } else {
             format!(
                 "{}: {}'s processes killed",
@@ -292,7 +309,7 @@ pub struct ClusterReport {
     /// Ops the crashes dropped in all, on every node.
     pub dropped: usize,
     /// How many times each fault struck, in `Fault::ALL` order.
-    pub counts: [u32; 5],
+    pub counts: [u32; 6],
     /// The first broken promise, or the cluster not recovering.
     pub violation: Option<ClusterViolation>,
 }
@@ -340,9 +357,10 @@ impl Drop for Cluster<'_> {
 /// the moments'.
 const FAULT_SEED: u64 = 0xc105_7e25_eed0_0001;
 
-/// Runs the cluster soak: setup per node, every node started in order,
-/// then `crashes` times: the client run for a seeded time and killed, a
-/// seeded fault, the nodes it struck started again, the checker. Stops at
+/// Runs the cluster soak: setup per node (then every mount synced), every
+/// node started in order, then `crashes` times: the client run for a
+/// seeded time and killed, a seeded fault, the nodes it struck started
+/// again (for `each`, one at a time), the checker. Stops at
 /// the first broken promise or the first node not ready again. `progress`
 /// hears one line per fault.
 ///
@@ -488,8 +506,8 @@ impl<'a> Cluster<'a> {
 
     fn soak(&mut self, progress: &mut dyn FnMut(&str)) -> Result<ClusterReport, SoakError> {
         let cfg = self.cfg;
-        for i in 0..self.nodes.len() {
-            if let Some(setup) = &cfg.setup {
+        if let Some(setup) = &cfg.setup {
+            for i in 0..self.nodes.len() {
                 let cmd = self.shell(setup, Some(i), 0);
                 if let Err(why) = run_to_end(cmd, cfg.timeout, self.cancel)? {
                     let name = &self.nodes[i].node.name;
@@ -497,6 +515,10 @@ impl<'a> Cluster<'a> {
                         "--setup failed on node {name}: {why}"
                     )));
                 }
+            }
+            // A node's setup may prepare the others' mounts too (a cluster
+            // started once): every mount is synced after the last.
+            for i in 0..self.nodes.len() {
                 self.mount(i).sync()?;
             }
         }
@@ -515,14 +537,37 @@ impl<'a> Cluster<'a> {
             promises.extend(self.run_client(crash, wait)?);
             let fault = cfg.faults[fault_rng.below(cfg.faults.len() as u64) as usize];
             let picked = fault.pick(self.nodes.len(), &mut fault_rng);
-            let struck = self.strike(crash, fault, &picked, wait)?;
+            // `each` strikes one node at a time, the next once it is back.
+            let turns: Vec<Vec<usize>> = if fault == Fault::Each {
+                picked.iter().map(|&i| vec![i]).collect()
+            } else {
+                vec![picked]
+            };
+            let mut violation = None;
+            for turn in &turns {
+                let struck = self.strike(crash, fault, turn, wait)?;
+                self.last = Some(match self.last.take() {
+                    Some(mut s) if turn[0] != turns[0][0] => {
+                        s.lost_power.extend(struck.lost_power);
+                        s
+                    }
+                    _ => struck,
+                });
+                violation = self.restart(crash, turn)?;
+                if violation.is_some() {
+                    break;
+                }
+            }
+            let struck = self.last.clone().expect("struck");
             report.crashes = crash;
             report.promises = promises.len();
             report.dropped += struck.dropped();
             report.counts[Fault::ALL.iter().position(|f| *f == fault).unwrap_or(0)] += 1;
             progress(&progress_line(crash, cfg.crashes, promises.len(), &struck));
-            self.last = Some(struck);
-            if let Some(v) = self.recover(crash, &picked, &promises)? {
+            if violation.is_none() {
+                violation = self.judge(crash, &promises)?;
+            }
+            if let Some(v) = violation {
                 report.violation = Some(v);
                 return Ok(report);
             }
@@ -592,28 +637,46 @@ impl<'a> Cluster<'a> {
         Ok(struck)
     }
 
-    /// Starts the `picked` nodes again in order and, once every node is
-    /// ready, runs the checker: the violation, if any.
-    fn recover(
-        &mut self,
+    /// A violation after crash `crash`'s fault (the last struck).
+    fn violation(
+        &self,
         crash: u32,
-        picked: &[usize],
-        promises: &[String],
-    ) -> Result<Option<ClusterViolation>, SoakError> {
-        let struck = self.last.clone().expect("struck");
-        let violation = |reason: String, log_tail: String, came_back: bool| ClusterViolation {
+        reason: String,
+        log_tail: String,
+        came_back: bool,
+    ) -> ClusterViolation {
+        ClusterViolation {
             crash,
             reason,
             log_tail,
-            struck: struck.clone(),
+            struck: self.last.clone().expect("struck"),
             came_back,
-        };
+        }
+    }
+
+    /// Starts the `picked` nodes again in order: the cluster not
+    /// recovering, if a node is not ready again.
+    fn restart(
+        &mut self,
+        crash: u32,
+        picked: &[usize],
+    ) -> Result<Option<ClusterViolation>, SoakError> {
         for &i in picked {
             if let Err((why, log)) = self.start(i, crash)? {
                 let reason = format!("the cluster did not recover: {why}");
-                return Ok(Some(violation(reason, log, false)));
+                return Ok(Some(self.violation(crash, reason, log, false)));
             }
         }
+        Ok(None)
+    }
+
+    /// Once every node is ready again, runs the checker: the violation,
+    /// if any (a node that exited, or a broken promise).
+    fn judge(
+        &mut self,
+        crash: u32,
+        promises: &[String],
+    ) -> Result<Option<ClusterViolation>, SoakError> {
         for i in 0..self.nodes.len() {
             let exited = match self.nodes[i].service.as_mut() {
                 Some(s) => s.try_wait()?,
@@ -625,18 +688,15 @@ impl<'a> Cluster<'a> {
                     "the cluster did not recover: node {} exited ({s}) after the fault",
                     n.node.name
                 );
-                return Ok(Some(violation(
-                    reason,
-                    tail(&n.work.join("service.log")),
-                    false,
-                )));
+                let log = tail(&n.work.join("service.log"));
+                return Ok(Some(self.violation(crash, reason, log, false)));
             }
         }
         let mut cmd = self.shell(&self.cfg.checker, None, crash);
         with_promises(&mut cmd, &self.work.join("acks"), promises)?;
         match run_to_end(cmd, self.cfg.timeout, self.cancel)? {
             Ok(_) => Ok(None),
-            Err(why) => Ok(Some(violation(why, String::new(), true))),
+            Err(why) => Ok(Some(self.violation(crash, why, String::new(), true))),
         }
     }
 }

@@ -28,7 +28,8 @@ Examples:
   BLACKOUT_SOAK_DIR its own; every command also gets BLACKOUT_NODES (the
   names in start order), BLACKOUT_MOUNT_<NAME> and BLACKOUT_SOAK_DIR_<NAME>
   per node (NAME upper-cased), BLACKOUT_LOST_POWER and BLACKOUT_KILLED (the
-  nodes the last fault struck); --setup and --ready run once per node.
+  nodes the last fault struck); --setup runs once per node before any starts,
+  --ready once per node start.
 ";
 
 /// `blackout soak`.
@@ -93,7 +94,8 @@ pub(crate) struct SoakArgs {
     pub(crate) node: Vec<String>,
     /// With --node: the faults a seed picks from at each crash, comma-separated:
     /// all (the power fails on every node at once), one, minority, majority
-    /// (on that many nodes), kill (one node's processes killed, the power on)
+    /// (on that many nodes), each (on every node in turn, each back before
+    /// the next), kill (one node's processes killed, the power on)
     /// [default: all,one].
     #[arg(long, value_name = "LIST")]
     pub(crate) faults: Option<String>,
