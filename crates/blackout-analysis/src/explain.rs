@@ -292,7 +292,7 @@ impl<'a> Context<'a> {
         self.ops()[..at.min(self.ops().len())]
             .iter()
             .rev()
-            .find(|o| op_inode(&o.kind) == Some(ino))
+            .find(|o| o.kind.inode() == Some(ino))
             .map(|o| self.trace.show_path(&o.path))
             .unwrap_or_else(|| format!("(inode {ino})"))
     }
@@ -332,7 +332,7 @@ fn appended_files(trace: &Trace) -> std::collections::HashMap<Ino, usize> {
 /// file and renaming it over the old one.
 fn atomic_advice(cx: &Context<'_>, last: usize) -> String {
     let op = cx.ops().get(last);
-    match op.and_then(|o| op_inode(&o.kind)) {
+    match op.and_then(|o| o.kind.inode()) {
         Some(ino) if matches!(op.map(|o| &o.kind), Some(OpKind::Write { .. })) && cx.only_appended(ino) => {
             let path = cx.trace.show_path(&op.map(|o| o.path.clone()).unwrap_or_default());
             format!(
@@ -345,23 +345,6 @@ fn atomic_advice(cx: &Context<'_>, last: usize) -> String {
             "the change is spread over several steps, each atomic by itself, and recovery rejects what lies between them: recovery must accept every step, or the program must record what it is about to do first and finish or undo it on restart".into()
         }
         _ => "the update is not atomic; write a new file, fsync it and rename it over the old one instead".into(),
-    }
-}
-
-/// The inode an op acts on (a data op's file, an entry op's inode).
-pub fn op_inode(kind: &OpKind) -> Option<Ino> {
-    match kind {
-        OpKind::Write { ino, .. }
-        | OpKind::Truncate { ino, .. }
-        | OpKind::Fallocate { ino, .. }
-        | OpKind::Link { ino, .. }
-        | OpKind::Unlink { ino, .. }
-        | OpKind::Rename { ino, .. }
-        | OpKind::Fsync { ino, .. }
-        | OpKind::Fdatasync { ino, .. }
-        | OpKind::SyncFileRange { ino }
-        | OpKind::FailedSync { ino, .. } => Some(*ino),
-        _ => None,
     }
 }
 

@@ -230,7 +230,7 @@ fn place_of(
     let op = &trace.ops[cause.blamed.op];
     let (ino, path) = match &cause.fix {
         Some(f) => (Some(f.ino), f.path.clone()),
-        None => (explain::op_inode(&op.kind), trace.show_path(&op.path)),
+        None => (op.kind.inode(), trace.show_path(&op.path)),
     };
     let place = if let Some(src) = source {
         Place::Source(src.clone())
@@ -617,7 +617,7 @@ fn finish_groups(cx: &explain::Context<'_>, mut groups: Vec<Building>) -> Vec<Ca
         // atomic; never a log's (only ever appended to, record after
         // record), which its recovery fixes.
         let blamed = &cx.trace.ops[b.group.cause.blamed.op];
-        b.group.log = explain::op_inode(&blamed.kind).is_some_and(|i| cx.is_log(i));
+        b.group.log = blamed.kind.inode().is_some_and(|i| cx.is_log(i));
         if b.group.fixes.is_empty() && !b.group.log {
             b.group.replace = replace::propose(cx.trace, cx.outputs, b.group.cause.blamed.op);
         }

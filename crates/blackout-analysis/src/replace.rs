@@ -399,23 +399,14 @@ fn retarget(kind: &mut OpKind, f: Ino, new: Ino) {
             *i = new;
         }
     };
-    match kind {
-        OpKind::Write { ino, .. }
-        | OpKind::Truncate { ino, .. }
-        | OpKind::Fallocate { ino, .. }
-        | OpKind::Link { ino, .. }
-        | OpKind::Unlink { ino, .. }
-        | OpKind::Fsync { ino, .. }
-        | OpKind::Fdatasync { ino, .. }
-        | OpKind::SyncFileRange { ino }
-        | OpKind::FailedSync { ino, .. } => swap(ino),
-        OpKind::Rename { ino, replaced, .. } => {
-            swap(ino);
-            if let Some(r) = replaced {
-                swap(r);
-            }
-        }
-        OpKind::Sync { .. } | OpKind::Output { .. } => {}
+    if let Some(ino) = kind.inode_mut() {
+        swap(ino);
+    }
+    if let OpKind::Rename {
+        replaced: Some(r), ..
+    } = kind
+    {
+        swap(r);
     }
     // The directory under test is never a file updated in place.
     debug_assert!(f != ROOT_INO);

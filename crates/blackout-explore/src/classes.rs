@@ -25,7 +25,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use blackout_oplog::ops::{escape_controls, synced_by, Op, OpKind, Part, SyncedBy, Unit};
+use blackout_oplog::ops::{
+    escape_controls, synced_by, InodeKind, Op, OpKind, Part, SyncedBy, Unit,
+};
 
 use crate::enumerate::{pending_at, spread, unit_spans, ClassCount, Tearing};
 
@@ -116,24 +118,11 @@ fn place(off: u64, len: u64, size: u64) -> &'static str {
     }
 }
 
-/// What an op does, in one word the models tell apart by.
+/// What an op does, in one word the models tell apart by: the op log's
+/// label, files and directories alike (no model tells a mkdir from a
+/// create).
 fn kind_word(kind: &OpKind) -> &'static str {
-    match kind {
-        OpKind::Write { .. } => "write",
-        OpKind::Truncate { .. } => "truncate",
-        OpKind::Fallocate { .. } => "fallocate",
-        OpKind::Link { new: true, .. } => "create",
-        OpKind::Link { .. } => "link",
-        OpKind::Unlink { .. } => "unlink",
-        OpKind::Rename { exchange: true, .. } => "exchange",
-        OpKind::Rename { .. } => "rename",
-        OpKind::Fsync { .. } => "fsync",
-        OpKind::Fdatasync { .. } => "fdatasync",
-        OpKind::Sync { .. } => "sync",
-        OpKind::SyncFileRange { .. } => "sync_file_range",
-        OpKind::FailedSync { .. } => "failed sync",
-        OpKind::Output { .. } => "output",
-    }
+    kind.label(|_| InodeKind::File)
 }
 
 /// A count as classes hold it: 1, 2, 3 or many.

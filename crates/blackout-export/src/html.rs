@@ -47,6 +47,7 @@ use blackout_explore::model::{for_people, Model};
 use blackout_oplog::naming::{describe_unit, DirPaths};
 use blackout_oplog::ops::{escape_controls, synced_by, Ino, InodeKind, OpKind, Part, Unit};
 use blackout_oplog::promises::Outputs;
+use blackout_oplog::store::changes;
 use blackout_oplog::trace::Trace;
 
 use crate::block::{
@@ -270,22 +271,16 @@ const AXIS_H: usize = 22;
 const LANE_H: usize = 44;
 const ROW_H: usize = 24;
 
-/// The inodes an op is drawn on (none for `sync`, which spans them all).
+/// The inodes an op is drawn on: a sync's file, what any other op changes
+/// (a data op's file, an entry op's directories); none for `sync`, which
+/// spans them all.
 fn op_inodes(kind: &OpKind) -> Vec<Ino> {
     match kind {
-        OpKind::Write { ino, .. }
-        | OpKind::Truncate { ino, .. }
-        | OpKind::Fallocate { ino, .. }
-        | OpKind::Fsync { ino, .. }
-        | OpKind::Fdatasync { ino, .. }
-        | OpKind::SyncFileRange { ino }
-        | OpKind::FailedSync { ino, .. } => vec![*ino],
-        OpKind::Link { dir, .. } | OpKind::Unlink { dir, .. } => vec![*dir],
-        OpKind::Rename {
-            from_dir, to_dir, ..
-        } if from_dir != to_dir => vec![*from_dir, *to_dir],
-        OpKind::Rename { from_dir, .. } => vec![*from_dir],
-        OpKind::Sync { .. } | OpKind::Output { .. } => Vec::new(),
+        OpKind::Fsync { .. }
+        | OpKind::Fdatasync { .. }
+        | OpKind::SyncFileRange { .. }
+        | OpKind::FailedSync { .. } => kind.inode().into_iter().collect(),
+        _ => changes(kind).into_iter().flatten().collect(),
     }
 }
 

@@ -117,6 +117,27 @@ pub enum InodeKind {
     Symlink,
 }
 
+/// The inode field of the op `$kind` (a reference, or a mutable one, as
+/// `$kind` is), `None` for `sync` and output: one match for
+/// [`OpKind::inode`] and [`OpKind::inode_mut`].
+macro_rules! acted_on {
+    ($kind:expr) => {
+        match $kind {
+            OpKind::Write { ino, .. }
+            | OpKind::Truncate { ino, .. }
+            | OpKind::Fallocate { ino, .. }
+            | OpKind::Link { ino, .. }
+            | OpKind::Unlink { ino, .. }
+            | OpKind::Rename { ino, .. }
+            | OpKind::Fsync { ino, .. }
+            | OpKind::Fdatasync { ino, .. }
+            | OpKind::SyncFileRange { ino }
+            | OpKind::FailedSync { ino, .. } => Some(ino),
+            OpKind::Sync { .. } | OpKind::Output { .. } => None,
+        }
+    };
+}
+
 /// What an op does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -295,6 +316,24 @@ impl OpKind {
             OpKind::FailedSync { .. } => "failed_sync",
             OpKind::Output { .. } => "output",
         }
+    }
+
+    /// The inode an op acts on: a data op's or a sync's file, an entry
+    /// op's inode (what a link, unlink or rename names); `None` for `sync`
+    /// and output.
+    ///
+    /// ```
+    /// use blackout_oplog::ops::OpKind;
+    /// assert_eq!(OpKind::Truncate { ino: 4, size: 0 }.inode(), Some(4));
+    /// assert_eq!(OpKind::Sync { barrier: 0 }.inode(), None);
+    /// ```
+    pub fn inode(&self) -> Option<Ino> {
+        acted_on!(self).copied()
+    }
+
+    /// The inode an op acts on ([`OpKind::inode`]), to change it.
+    pub fn inode_mut(&mut self) -> Option<&mut Ino> {
+        acted_on!(self)
     }
 
     /// The file a data op (write, truncate, fallocate) changes; `None`

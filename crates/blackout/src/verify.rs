@@ -541,7 +541,7 @@ pub fn like_ops_fixes(
         }
         let blamed = &trace.ops[f.after];
         // The file's own fsync, or one of the directory it changed.
-        let own = explain::op_inode(&blamed.kind) == Some(f.ino);
+        let own = blamed.kind.inode() == Some(f.ino);
         let mut added = false;
         let mut paths: Vec<String> = Vec::new();
         for (j, op) in trace.ops.iter().enumerate() {
@@ -549,7 +549,7 @@ pub fn like_ops_fixes(
                 continue;
             }
             let (ino, path) = match own {
-                true => match explain::op_inode(&op.kind) {
+                true => match op.kind.inode() {
                     Some(ino) => (ino, trace.show_path(&op.path)),
                     None => continue,
                 },
