@@ -7,10 +7,7 @@ use anyhow::{bail, Result};
 use blackout::cluster::{
     node_dropped_lines, soak_cluster, ClusterConfig, ClusterReport, Fault, Node,
 };
-use blackout::live::faults::CrashSpec;
-use blackout::live::pending::Keep;
 use blackout::soak::SoakError;
-use blackout::sys::scratch::default_scratch_parent;
 
 use crate::args::SoakArgs;
 use crate::report::print_out;
@@ -36,24 +33,8 @@ pub(crate) fn cluster_config(a: SoakArgs) -> Result<ClusterConfig> {
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(ClusterConfig {
         nodes,
-        client: a.client,
-        checker: a.checker,
-        setup: a.setup,
-        ready: a.ready,
-        backing: a.backing,
-        crashes: a.crashes,
-        seed: a.seed,
-        spec: CrashSpec {
-            keep: Keep::from(a.keep),
-            seed: a.seed,
-            tear: a.tear,
-        },
         faults,
-        run_min: a.run_min,
-        run_max: a.run_max,
-        ack_prefix: a.ack_prefix,
-        timeout: a.timeout,
-        scratch_parent: default_scratch_parent(),
+        soaking: crate::soak::soaking(a),
     })
 }
 
@@ -71,9 +52,13 @@ pub(crate) fn cmd_cluster(cfg: ClusterConfig) -> Result<u8> {
     let how = format!(
         "{} nodes, seed {}, keep {}{}, faults {}",
         cfg.nodes.len(),
-        cfg.seed,
-        cfg.spec.keep.name(),
-        if cfg.spec.tear { ", torn writes" } else { "" },
+        cfg.soaking.seed,
+        cfg.soaking.spec.keep.name(),
+        if cfg.soaking.spec.tear {
+            ", torn writes"
+        } else {
+            ""
+        },
         faults.join(",")
     );
     let Some(v) = &report.violation else {
@@ -89,12 +74,12 @@ pub(crate) fn cmd_cluster(cfg: ClusterConfig) -> Result<u8> {
     let mut text = if v.came_back {
         format!(
             "FAIL: after crash {} of {} ({how}), a promise broke: {}\n",
-            v.crash, cfg.crashes, v.reason
+            v.crash, cfg.soaking.crashes, v.reason
         )
     } else {
         format!(
             "FAIL: after crash {} of {} ({how}): {}\n",
-            v.crash, cfg.crashes, v.reason
+            v.crash, cfg.soaking.crashes, v.reason
         )
     };
     text.push_str(&format!(

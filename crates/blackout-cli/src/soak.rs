@@ -6,7 +6,9 @@ use anyhow::{bail, Result};
 use blackout::export::text::shell_quote;
 use blackout::live::faults::CrashSpec;
 use blackout::live::pending::Keep;
-use blackout::soak::{dropped_lines, failure_lines, soak, SoakConfig, SoakError, SoakReport};
+use blackout::soak::{
+    dropped_lines, failure_lines, soak, SoakConfig, SoakError, SoakReport, Soaking,
+};
 use blackout::sys::scratch::default_scratch_parent;
 
 use crate::args::SoakArgs;
@@ -48,6 +50,14 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
     };
     Ok(SoakConfig {
         service,
+        fail_syncs: a.fail_syncs.then(|| a.fail_at.clone()),
+        soaking: soaking(a),
+    })
+}
+
+/// What a soak of one service and of a cluster take alike from the flags.
+pub(crate) fn soaking(a: SoakArgs) -> Soaking {
+    Soaking {
         client: a.client,
         checker: a.checker,
         setup: a.setup,
@@ -65,8 +75,7 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
         ack_prefix: a.ack_prefix,
         timeout: a.timeout,
         scratch_parent: default_scratch_parent(),
-        fail_syncs: a.fail_syncs.then_some(a.fail_at),
-    })
+    }
 }
 
 pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {
@@ -88,9 +97,13 @@ pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {
     };
     let mut how = format!(
         "seed {}, keep {}{}",
-        cfg.seed,
-        cfg.spec.keep.name(),
-        if cfg.spec.tear { ", torn writes" } else { "" }
+        cfg.soaking.seed,
+        cfg.soaking.spec.keep.name(),
+        if cfg.soaking.spec.tear {
+            ", torn writes"
+        } else {
+            ""
+        }
     );
     if let Some(at) = &cfg.fail_syncs {
         how.push_str(&format!(", syncs failing at `{at}`"));
@@ -106,7 +119,7 @@ pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {
     };
     let mut text = format!(
         "FAIL: after crash {} of {} ({how}), a promise broke: {}\n",
-        v.crash, cfg.crashes, v.reason
+        v.crash, cfg.soaking.crashes, v.reason
     );
     text.push_str(&format!(
         "the crash dropped {} ops ({} torn):\n",

@@ -37,7 +37,7 @@ use blackout_live::pending::Rng;
 
 use crate::soak::{
     kill_service, run_to_end, spawn_client, start_until_ready, stop_client, tail, with_promises,
-    NotReady, SoakError,
+    NotReady, SoakError, Soaking,
 };
 
 /// A node: its name (letters, digits and `_`; the environment names it
@@ -194,38 +194,11 @@ impl Fault {
 pub struct ClusterConfig {
     /// The nodes, in start order.
     pub nodes: Vec<Node>,
-    /// The client (a shell command, once for the cluster).
-    pub client: String,
-    /// The checker (a shell command, once for the cluster, after every
-    /// node is ready again).
-    pub checker: String,
-    /// Run once per node on its mount, in start order, before any node
-    /// starts (it may prepare the other nodes' mounts too); what they
-    /// leave is made durable on every node.
-    pub setup: Option<String>,
-    /// Polled per node until it exits 0 after the node's service starts
-    /// (else the service is given a second).
-    pub ready: Option<String>,
-    /// Every node's initial durable state (copied for each; never changed).
-    pub backing: Option<PathBuf>,
-    /// How many faults.
-    pub crashes: u32,
-    /// The seed of every random choice.
-    pub seed: u64,
-    /// What each crash keeps on each node that lost power.
-    pub spec: CrashSpec,
     /// The faults picked from, with the seed.
     pub faults: Vec<Fault>,
-    /// The client runs this long at least before a fault...
-    pub run_min: Duration,
-    /// ...and at most.
-    pub run_max: Duration,
-    /// Only the client's lines starting with this are promises.
-    pub ack_prefix: Option<String>,
-    /// How long setup, readiness (per node) and each checker run may take.
-    pub timeout: Duration,
-    /// Where the scratch directory is made.
-    pub scratch_parent: PathBuf,
+    /// The client and the checker (once for the cluster), setup and
+    /// readiness (per node), the crashes.
+    pub soaking: Soaking,
 }
 
 /// A node that lost power, and what its crash kept.
@@ -381,7 +354,7 @@ impl<'a> Cluster<'a> {
     fn make(cfg: &'a ClusterConfig, cancel: &'a AtomicBool) -> Result<Cluster<'a>, SoakError> {
         let root = tempfile::Builder::new()
             .prefix("blackout-soak-")
-            .tempdir_in(&cfg.scratch_parent)?
+            .tempdir_in(&cfg.soaking.scratch_parent)?
             .keep();
         let mut cluster = Cluster {
             cfg,
@@ -408,7 +381,7 @@ impl<'a> Cluster<'a> {
             };
             open_dir(&n.mount_dir, true)?;
             open_dir(&n.work, true)?;
-            match &cfg.backing {
+            match &cfg.soaking.backing {
                 Some(b) => blackout_live::tree::copy_tree(b, &n.backing)?,
                 None => std::fs::create_dir(&n.backing)?,
             }
@@ -481,11 +454,12 @@ impl<'a> Cluster<'a> {
         let started = {
             let this = &*self;
             let ready = cfg
+                .soaking
                 .ready
                 .as_ref()
                 .map(|r| move || this.shell(r, Some(i), crash));
             let ready = ready.as_ref().map(|r| r as &dyn Fn() -> Command);
-            start_until_ready(cmd, ready, cfg.timeout, self.cancel)?
+            start_until_ready(cmd, ready, cfg.soaking.timeout, self.cancel)?
         };
         let name = &self.nodes[i].node.name;
         let why = match started {
@@ -498,7 +472,7 @@ impl<'a> Cluster<'a> {
             }
             Err(NotReady::TimedOut) => format!(
                 "node {name} not ready after {} s",
-                cfg.timeout.as_secs_f64()
+                cfg.soaking.timeout.as_secs_f64()
             ),
         };
         Ok(Err((why, tail(&log_path))))
@@ -506,10 +480,10 @@ impl<'a> Cluster<'a> {
 
     fn soak(&mut self, progress: &mut dyn FnMut(&str)) -> Result<ClusterReport, SoakError> {
         let cfg = self.cfg;
-        if let Some(setup) = &cfg.setup {
+        if let Some(setup) = &cfg.soaking.setup {
             for i in 0..self.nodes.len() {
                 let cmd = self.shell(setup, Some(i), 0);
-                if let Err(why) = run_to_end(cmd, cfg.timeout, self.cancel)? {
+                if let Err(why) = run_to_end(cmd, cfg.soaking.timeout, self.cancel)? {
                     let name = &self.nodes[i].node.name;
                     return Err(SoakError::Setup(format!(
                         "--setup failed on node {name}: {why}"
@@ -527,13 +501,17 @@ impl<'a> Cluster<'a> {
                 return Err(SoakError::Setup(format!("{why}: {log}")));
             }
         }
-        let mut rng = Rng::new(cfg.seed);
-        let mut fault_rng = Rng::new(cfg.seed ^ FAULT_SEED);
+        let mut rng = Rng::new(cfg.soaking.seed);
+        let mut fault_rng = Rng::new(cfg.soaking.seed ^ FAULT_SEED);
         let mut report = ClusterReport::default();
         let mut promises: Vec<String> = Vec::new();
-        for crash in 1..=cfg.crashes {
-            let span = cfg.run_max.saturating_sub(cfg.run_min).as_millis() as u64;
-            let wait = cfg.run_min + Duration::from_millis(rng.below(span + 1));
+        for crash in 1..=cfg.soaking.crashes {
+            let span = cfg
+                .soaking
+                .run_max
+                .saturating_sub(cfg.soaking.run_min)
+                .as_millis() as u64;
+            let wait = cfg.soaking.run_min + Duration::from_millis(rng.below(span + 1));
             promises.extend(self.run_client(crash, wait)?);
             let fault = cfg.faults[fault_rng.below(cfg.faults.len() as u64) as usize];
             let picked = fault.pick(self.nodes.len(), &mut fault_rng);
@@ -563,7 +541,12 @@ impl<'a> Cluster<'a> {
             report.promises = promises.len();
             report.dropped += struck.dropped();
             report.counts[Fault::ALL.iter().position(|f| *f == fault).unwrap_or(0)] += 1;
-            progress(&progress_line(crash, cfg.crashes, promises.len(), &struck));
+            progress(&progress_line(
+                crash,
+                cfg.soaking.crashes,
+                promises.len(),
+                &struck,
+            ));
             if violation.is_none() {
                 violation = self.judge(crash, &promises)?;
             }
@@ -577,10 +560,10 @@ impl<'a> Cluster<'a> {
 
     /// Runs the client for `wait` and kills it: its promises.
     fn run_client(&mut self, crash: u32, wait: Duration) -> Result<Vec<String>, SoakError> {
-        let cmd = self.shell(&self.cfg.client, None, crash);
+        let cmd = self.shell(&self.cfg.soaking.client, None, crash);
         let client = spawn_client(
             cmd,
-            self.cfg.ack_prefix.as_deref(),
+            self.cfg.soaking.ack_prefix.as_deref(),
             append(&self.work.join("client.log"))?,
         )?;
         let started = Instant::now();
@@ -623,8 +606,8 @@ impl<'a> Cluster<'a> {
             let name = self.nodes[i].node.name.clone();
             if fault.power() {
                 let spec = CrashSpec {
-                    seed: node_seed(self.cfg.seed, crash, i),
-                    ..self.cfg.spec
+                    seed: node_seed(self.cfg.soaking.seed, crash, i),
+                    ..self.cfg.soaking.spec
                 };
                 let report = self.mount_mut(i).crash(&spec, &victims)?;
                 struck.lost_power.push(NodeCrash { node: name, report });
@@ -692,9 +675,9 @@ impl<'a> Cluster<'a> {
                 return Ok(Some(self.violation(crash, reason, log, false)));
             }
         }
-        let mut cmd = self.shell(&self.cfg.checker, None, crash);
+        let mut cmd = self.shell(&self.cfg.soaking.checker, None, crash);
         with_promises(&mut cmd, &self.work.join("acks"), promises)?;
-        match run_to_end(cmd, self.cfg.timeout, self.cancel)? {
+        match run_to_end(cmd, self.cfg.soaking.timeout, self.cancel)? {
             Ok(_) => Ok(None),
             Err(why) => Ok(Some(self.violation(crash, why, String::new(), true))),
         }

@@ -41,32 +41,32 @@ use blackout_oplog::promises::{LineBuffer, PromiseRule};
 use blackout_oplog::protocol;
 use blackout_sys::proc::{wait_group, Waited};
 
-/// What a soak runs, and how.
+/// How a soak drives and judges what it crashes: the same for one service
+/// and for a cluster's nodes.
 #[derive(Debug, Clone)]
-pub struct SoakConfig {
-    /// The service (a shell command, run on the mount; started again after
-    /// each crash, when it must recover).
-    pub service: String,
-    /// The client (a shell command): drives the service and prints a
-    /// promise per line.
+pub struct Soaking {
+    /// The client (a shell command, once, off every mount): drives the
+    /// service and prints a promise per line.
     pub client: String,
     /// The checker (a shell command): after each restart, exits 0 when
     /// every promise in `BLACKOUT_ACKED` (or `BLACKOUT_ACKS_FILE`) holds.
     pub checker: String,
-    /// Run once on the mount before the service first starts; what it
+    /// Run once on the mount before the service first starts (for a
+    /// cluster, once per node on its mount, in start order, before any
+    /// node starts: it may prepare the other nodes' mounts too); what it
     /// leaves is made durable.
     pub setup: Option<String>,
-    /// Polled until it exits 0 after the service starts (else the service
-    /// is given a second).
+    /// Polled (per node) until it exits 0 after the service starts (else
+    /// the service is given a second).
     pub ready: Option<String>,
-    /// The initial durable state (copied; never changed).
+    /// The initial durable state (copied, for each node; never changed).
     pub backing: Option<PathBuf>,
     /// How many crashes.
     pub crashes: u32,
-    /// The seed of every random choice (crash moments, what each crash
-    /// keeps).
+    /// The seed of every random choice (crash moments, faults, what each
+    /// crash keeps).
     pub seed: u64,
-    /// What each crash keeps.
+    /// What each crash keeps (on each node that lost power).
     pub spec: CrashSpec,
     /// The client runs this long at least before a crash...
     pub run_min: Duration,
@@ -78,6 +78,16 @@ pub struct SoakConfig {
     pub timeout: Duration,
     /// Where the scratch directory is made.
     pub scratch_parent: PathBuf,
+}
+
+/// What a soak of one service runs, and how.
+#[derive(Debug, Clone)]
+pub struct SoakConfig {
+    /// The service (a shell command, run on the mount; started again after
+    /// each crash, when it must recover).
+    pub service: String,
+    /// The client, the checker, the crashes.
+    pub soaking: Soaking,
     /// Sync failures mixed with the crashes: which syncs may fail, as
     /// `CALL:GLOB` ([`Trigger::parse_sync`]; `*` any); `None` fails none.
     pub fail_syncs: Option<String>,
@@ -216,8 +226,12 @@ pub(crate) struct Client {
 }
 
 fn start_client(cfg: &SoakConfig, dirs: &Dirs, crash: u32) -> std::io::Result<Client> {
-    let cmd = shell(&cfg.client, dirs, crash);
-    spawn_client(cmd, cfg.ack_prefix.as_deref(), log(dirs, "client.log")?)
+    let cmd = shell(&cfg.soaking.client, dirs, crash);
+    spawn_client(
+        cmd,
+        cfg.soaking.ack_prefix.as_deref(),
+        log(dirs, "client.log")?,
+    )
 }
 
 /// Starts a client (its standard error into `stderr`), reading its
@@ -296,9 +310,13 @@ fn start_service(
     let mut cmd = shell(&cfg.service, dirs, crash);
     cmd.stdout(log(dirs, "service.log")?)
         .stderr(log(dirs, "service.log")?);
-    let ready = cfg.ready.as_ref().map(|r| move || shell(r, dirs, crash));
+    let ready = cfg
+        .soaking
+        .ready
+        .as_ref()
+        .map(|r| move || shell(r, dirs, crash));
     let ready = ready.as_ref().map(|r| r as &dyn Fn() -> Command);
-    let started = start_until_ready(cmd, ready, cfg.timeout, cancel)?;
+    let started = start_until_ready(cmd, ready, cfg.soaking.timeout, cancel)?;
     Ok(started
         .map_err(|why| (why, tail(&dirs.work.join("service.log"))))
         .map_err(|(why, log)| match why {
@@ -307,7 +325,10 @@ fn start_service(
                 format!("the service exited ({s}) before it was ready: {log}")
             }
             NotReady::TimedOut => {
-                format!("the service was not ready within {:?}: {log}", cfg.timeout)
+                format!(
+                    "the service was not ready within {:?}: {log}",
+                    cfg.soaking.timeout
+                )
             }
         }))
 }
@@ -367,9 +388,9 @@ fn check(
     promises: &[String],
     cancel: &AtomicBool,
 ) -> Result<Result<(), String>, SoakError> {
-    let mut cmd = shell(&cfg.checker, dirs, crash);
+    let mut cmd = shell(&cfg.soaking.checker, dirs, crash);
     with_promises(&mut cmd, &dirs.work.join("acks"), promises)?;
-    Ok(run_to_end(cmd, cfg.timeout, cancel)?.map(|_| ()))
+    Ok(run_to_end(cmd, cfg.soaking.timeout, cancel)?.map(|_| ()))
 }
 
 /// Gives a checker the promises: written to `acks` (`BLACKOUT_ACKS_FILE`)
@@ -399,7 +420,7 @@ pub(crate) fn with_promises(
 fn make_dirs(cfg: &SoakConfig) -> Result<Dirs, SoakError> {
     let root = tempfile::Builder::new()
         .prefix("blackout-soak-")
-        .tempdir_in(&cfg.scratch_parent)?
+        .tempdir_in(&cfg.soaking.scratch_parent)?
         .keep();
     blackout_sys::scratch::mark_owned(&root)?;
     let dirs = Dirs {
@@ -410,7 +431,7 @@ fn make_dirs(cfg: &SoakConfig) -> Result<Dirs, SoakError> {
     };
     std::fs::create_dir(&dirs.mount)?;
     std::fs::create_dir(&dirs.work)?;
-    match &cfg.backing {
+    match &cfg.soaking.backing {
         Some(b) => {
             blackout_live::tree::copy_tree(b, &dirs.backing)?;
         }
@@ -478,18 +499,18 @@ const FAIL_SEED: u64 = 0x5eed_fa11_5eed_fa11;
 impl On<'_> {
     fn soak(&mut self, progress: &mut dyn FnMut(&str)) -> Result<SoakReport, SoakError> {
         let (cfg, dirs, cancel) = (self.cfg, self.dirs, self.cancel);
-        if let Some(setup) = &cfg.setup {
-            if let Err(why) = run_to_end(shell(setup, dirs, 0), cfg.timeout, cancel)? {
+        if let Some(setup) = &cfg.soaking.setup {
+            if let Err(why) = run_to_end(shell(setup, dirs, 0), cfg.soaking.timeout, cancel)? {
                 return Err(SoakError::Setup(format!("--setup failed: {why}")));
             }
             self.mount.sync()?;
         }
-        let mut rng = Rng::new(cfg.seed);
-        let mut fail_rng = Rng::new(cfg.seed ^ FAIL_SEED);
+        let mut rng = Rng::new(cfg.soaking.seed);
+        let mut fail_rng = Rng::new(cfg.soaking.seed ^ FAIL_SEED);
         let mut report = SoakReport::default();
         let mut promises: Vec<String> = Vec::new();
         let mut last = CrashReport::default();
-        for crash in 0..=cfg.crashes {
+        for crash in 0..=cfg.soaking.crashes {
             let mut service = match self.restart(crash, &promises, &mut last)? {
                 Ok(s) => s,
                 Err(v) => {
@@ -497,12 +518,16 @@ impl On<'_> {
                     return Ok(report);
                 }
             };
-            if crash == cfg.crashes {
+            if crash == cfg.soaking.crashes {
                 kill_service(&mut service);
                 break;
             }
-            let span = cfg.run_max.saturating_sub(cfg.run_min).as_millis() as u64;
-            let wait = cfg.run_min + Duration::from_millis(rng.below(span + 1));
+            let span = cfg
+                .soaking
+                .run_max
+                .saturating_sub(cfg.soaking.run_min)
+                .as_millis() as u64;
+            let wait = cfg.soaking.run_min + Duration::from_millis(rng.below(span + 1));
             let fail_at = self.failing.as_ref().and_then(|_| {
                 (fail_rng.below(2) == 0)
                     .then(|| Duration::from_millis(fail_rng.below(wait.as_millis() as u64)))
@@ -511,10 +536,11 @@ impl On<'_> {
             promises.extend(acked);
             let spec = CrashSpec {
                 seed: cfg
+                    .soaking
                     .seed
                     .wrapping_mul(1_000_003)
                     .wrapping_add(u64::from(crash)),
-                ..cfg.spec
+                ..cfg.soaking.spec
             };
             last = self
                 .mount
@@ -526,7 +552,7 @@ impl On<'_> {
             let mut line = format!(
                 "crash {}/{} after {} ms: {} promises so far, {} ops dropped, {} kept, {} torn",
                 crash + 1,
-                cfg.crashes,
+                cfg.soaking.crashes,
                 wait.as_millis(),
                 promises.len(),
                 last.dropped.len(),
