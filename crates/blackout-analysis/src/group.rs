@@ -1,6 +1,6 @@
 //! One model's result: its verdict, its failing states simplest first, and
 //! their causes grouped (by kind and blamed op, or by source line); each
-//! group's fix is verified next, by the fix module.
+//! group's fix is verified next (the `fix` module).
 
 use blackout_explore::dedup::{key_of, StateKey};
 use blackout_explore::dedup::{simplicity, ModelStates};
@@ -97,9 +97,9 @@ pub fn sorted_results(
 }
 
 /// One model's result: its verdict, failing states, and their causes
-/// grouped; their fixes are verified next (the fix module's `verify_fixes`). `in_full`:
-/// the exploration took every crash point in full (the verdict is exact
-/// when every distinct state was also checked).
+/// grouped; their fixes are verified next (`fix::verify_fixes`).
+/// `in_full`: the exploration took every crash point in full (the verdict
+/// is exact when every distinct state was also checked).
 pub fn model_report(
     s: &Analysis<'_>,
     m: &ModelStates,

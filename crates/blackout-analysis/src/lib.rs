@@ -3,13 +3,15 @@
 //! For each failing state, [`explain::explain`] blames one lost or torn op
 //! and names the cause in one sentence with the sync that should cure it;
 //! [`group::model_report`] groups failing states by cause (kind and blamed
-//! op, or the source line that issued it). The result is plain data
-//! ([`report::RunReport`]) that exporters render without asking anything
+//! op, or the source line that issued it); [`fix::verify_fixes`] verifies
+//! each cause's fix by exploring the trace with its syncs added
+//! ([`explain::with_syncs`]) and judging the states. The result is plain
+//! data ([`report::RunReport`], its verdict in words:
+//! [`report::verdict_of`]) that exporters render without asking anything
 //! but op names of the trace. Analysis never runs a checker itself: the
-//! few states an explanation needs that the run did not check are asked
-//! of whoever checked it ([`Ask`]), and fixes are verified by the driver
-//! that explores and checks (the `blackout` crate's `verify`, with
-//! [`explain::with_syncs`]).
+//! states it needs checked (a few an explanation needs that the run did
+//! not check, those of a trace with a fix) are asked of whoever checked
+//! the run ([`Ask`]).
 //!
 //! ```
 //! use blackout_analysis::report::Verdict;
@@ -22,14 +24,22 @@
 pub mod block;
 pub mod explain;
 pub mod failsyncs;
+pub mod fix;
 pub mod group;
+pub mod like;
 pub mod replace;
 pub mod report;
 pub mod syncs;
 pub mod verdict;
 
-use blackout_explore::enumerate::StateDesc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use blackout_explore::dedup::{ExploreError, Explored};
+use blackout_explore::enumerate::{ConfigError, StateDesc};
 use blackout_oplog::outcome::Outcome;
+use blackout_oplog::promises::Outputs;
+use blackout_oplog::trace::Trace;
 
 pub use blackout_explore::dedup::Cache;
 
@@ -42,15 +52,49 @@ pub enum Stopped {
     /// Asking the checker failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// A setting of an exploration (a fix's) is out of range.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+impl From<ExploreError> for Stopped {
+    fn from(e: ExploreError) -> Self {
+        match e {
+            ExploreError::Config(c) => Stopped::Config(c),
+            ExploreError::Interrupted => Stopped::Interrupted,
+        }
+    }
 }
 
 /// What analysis may ask of the checker that checked the run: the outcome
 /// of one more state (a crash point's own state that an explanation needs
-/// and a sampled run did not check).
+/// and a sampled run did not check), and the states of a trace with a fix
+/// checked ([`fix::verify_fix`]), until a deadline.
 pub trait Ask {
     /// What the checker says of `desc`; `None` when it cannot say.
     fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped>;
 
+    /// Checks the distinct states of `explored`, an exploration of `trace`
+    /// (`outputs` its promises), that `cache` does not know, in `order`,
+    /// starting none after `deadline` (checkers still running then are
+    /// stopped), and adds their outcomes to `cache`. Returns each distinct
+    /// state's outcome (`None` for one left unchecked), or `None` when the
+    /// checker could not be run.
+    fn check(
+        &mut self,
+        trace: &Trace,
+        outputs: &Outputs,
+        explored: &Explored,
+        cache: &mut Cache,
+        order: &[usize],
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<Option<Outcome>>>, Stopped>;
+
     /// Whether the run was interrupted.
     fn cancelled(&self) -> bool;
+
+    /// The run's cancel flag, for work analysis bounds in time to stop at
+    /// too (an exploration of a trace with a fix); `None` when the run
+    /// cannot be cancelled.
+    fn cancel_flag(&self) -> Option<&AtomicBool>;
 }

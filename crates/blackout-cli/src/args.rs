@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use blackout::analysis::fix::FIX_VERIFICATIONS_MAX;
 use blackout::block_device::session::FsKind;
 use blackout::check::server::ServerChecker;
 use blackout::check::shell::{ShellChecker, CHECKER_TIMEOUT_SECONDS_DEFAULT};
@@ -23,7 +24,6 @@ use blackout::record::omit::OmittedSync;
 use blackout::record::record::WORKLOAD_TIMEOUT_SECONDS_DEFAULT;
 use blackout::record::{RecordConfig, StraceRecorder};
 use blackout::run::RunConfig;
-use blackout::verify::FIX_VERIFICATIONS_MAX;
 
 use crate::INTERRUPTED;
 

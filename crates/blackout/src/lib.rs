@@ -25,12 +25,16 @@
 //! - [`check`]: a [`check::Checker`] judges each distinct state, in
 //!   parallel, in scratch directories that are always removed;
 //! - [`analysis`]: the cause of each failure, grouped, each fix verified by
-//!   re-exploring with the sync added, as plain data;
+//!   re-exploring with the sync added, and the verdict in words, as plain
+//!   data; the states it needs checked it asks of the pool through
+//!   [`analysis::Ask`] ([`sweep::PoolAsk`]), never running a checker itself;
 //! - [`export`]: that data as text or JSON ([`export::Exporter`]).
 //!
 //! [`run`] drives them in order: promises, the pre-check (the checker must
 //! reject the state before the workload), the nothing-lost check (it must
-//! accept the state with every op applied), exploration, checking, analysis.
+//! accept the state with every op applied), exploration, checking,
+//! analysis, then fix verification ([`analysis::fix::verify_fixes`], the
+//! run's pool checking for it).
 //! [`shard`] splits a run across machines: each shard explores everything
 //! and checks the distinct states whose content key falls in its share
 //! ([`sharded::check_shard`]), and [`sharded::merge_parts`] turns every shard's
@@ -104,8 +108,6 @@ pub mod sharded;
 pub mod soak;
 pub mod sweep;
 pub mod syncs;
-pub mod verdict;
-pub mod verify;
 
 pub use baseline::assert_no_worse_than;
 pub use scenario::{Promises, Report, Scenario};

@@ -26,10 +26,9 @@ use std::time::{Duration, Instant};
 pub use crate::sweep::RunError;
 use crate::sweep::{add_rest, check_all, check_rest, PoolAsk, Session};
 use crate::syncs::judge_syncs;
-use crate::verdict::{verdict_of, Covered};
-use crate::verify::{verify_fixes, Owners, FIX_VERIFICATIONS_MAX};
+use blackout_analysis::fix::{verify_fixes, Owners, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
-use blackout_analysis::report::fix_time_bound;
+use blackout_analysis::report::{fix_time_bound, verdict_of, Covered};
 use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
 use blackout_check::materialize::{choose, Cost, MaterializerKind};
 use blackout_check::outcome::Outcome;
@@ -596,9 +595,11 @@ pub(crate) fn finish(
         },
         ..*s
     };
+    let mut ask = PoolAsk::new(&s.pool);
     for (m, owners) in models.iter_mut().zip(&owners) {
-        verify_fixes(s, m, &mut start.cache, owners)?;
+        verify_fixes(s, &mut ask, m, &mut start.cache, owners)?;
     }
+    drop(ask);
     let fix_seconds = t0.elapsed().as_secs_f64();
     let syncs = match (cfg.syncs, models.iter().any(|m| m.model == Model::Posix)) {
         (true, true) => {

@@ -5,11 +5,13 @@
 //! ([`blackout_explore::rest`]). A verdict speaks for what was checked:
 //! exact when every distinct state of every crash point was. A
 //! [`Session`] is what a run's stages share: the pool that checks and the
-//! analysis's plain data; [`PoolAsk`] lets analysis ask the pool about a
-//! state the run did not check.
+//! analysis's plain data; [`PoolAsk`] is analysis's seam to the pool: a
+//! state the run did not check, and the states of a trace with a fix
+//! (analysis verifies fixes, [`blackout_analysis::fix`]).
 
 use std::io;
 use std::ops::Deref;
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use blackout_analysis::group::Analysis;
@@ -62,6 +64,7 @@ impl From<Stopped> for RunError {
         match e {
             Stopped::Interrupted => RunError::Interrupted,
             Stopped::Io(e) => RunError::Io(e),
+            Stopped::Config(c) => RunError::Config(c),
         }
     }
 }
@@ -104,8 +107,9 @@ impl<'a> Deref for Session<'a> {
     }
 }
 
-/// Analysis asking a pool about states the run did not check, in a slot
-/// of its own (made at the first question, released when done).
+/// Analysis asking a pool about states the run did not check: one at a
+/// time in a slot of its own (made at the first question, released when
+/// done), or those of another trace (a fix's) on the pool's workers.
 pub struct PoolAsk<'p> {
     pool: &'p Pool<'p>,
     slot: Option<Slot>,
@@ -133,8 +137,32 @@ impl Ask for PoolAsk<'_> {
             .flatten())
     }
 
+    fn check(
+        &mut self,
+        trace: &Trace,
+        outputs: &Outputs,
+        explored: &Explored,
+        cache: &mut Cache,
+        order: &[usize],
+        deadline: Option<Instant>,
+    ) -> Result<Option<Vec<Option<Outcome>>>, Stopped> {
+        let pool: Pool<'_> = *self.pool;
+        let checked = pool
+            .for_trace(trace, outputs)
+            .check_distinct(explored, cache, Some(order), deadline)
+            .map_err(|e| match e {
+                PoolError::Interrupted => Stopped::Interrupted,
+                PoolError::Io(e) => Stopped::Io(e),
+            })?;
+        Ok(checked.ok())
+    }
+
     fn cancelled(&self) -> bool {
         self.pool.cancelled()
+    }
+
+    fn cancel_flag(&self) -> Option<&AtomicBool> {
+        self.pool.cfg.cancel
     }
 }
 
@@ -193,4 +221,190 @@ pub fn check_rest(
     Ok(pool
         .check_distinct(explored, cache, Some(&order), deadline)?
         .err())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use blackout_analysis::explain::SyncFix;
+    use blackout_analysis::fix::{verify_fix, Owners, FIX_VERIFICATIONS_MAX};
+    use blackout_analysis::like::Said;
+    use blackout_analysis::report::FixCheck;
+    use blackout_check::closure::ClosureChecker;
+    use blackout_check::materialize::DirMaterializer;
+    use blackout_check::pool::{PoolConfig, Scratch};
+    use blackout_check::Checker;
+    use blackout_explore::model::Model;
+
+    use super::*;
+
+    /// A file created and written, never fsynced, then "saved" printed.
+    fn trace() -> Trace {
+        blackout_record::replay::trace_of_log(
+            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+              1 write(3, \"\\x68\\x69\", 2) = 2\n\
+              1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
+            b"/d",
+        )
+        .unwrap()
+    }
+
+    /// The fix for the lost write: fsync(a) after it.
+    fn fsync_a() -> Vec<SyncFix> {
+        vec![SyncFix {
+            after: 1,
+            before: None,
+            ino: 1,
+            dir: false,
+            path: "a".into(),
+        }]
+    }
+
+    /// What a checker that never answers by itself did: states it was
+    /// called on, and the flag that lets it return.
+    #[derive(Clone, Default)]
+    struct Stuck {
+        calls: Arc<AtomicUsize>,
+        release: Arc<AtomicBool>,
+    }
+
+    impl Stuck {
+        /// A checker that waits until released (at most a minute).
+        fn checker(&self) -> ClosureChecker {
+            let me = self.clone();
+            ClosureChecker::new("stuck", move |_, _| {
+                me.calls.fetch_add(1, Ordering::SeqCst);
+                let t0 = Instant::now();
+                while !me.release.load(Ordering::SeqCst) && t0.elapsed() < Duration::from_secs(60) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Ok(())
+            })
+        }
+    }
+
+    /// Verifies `fsync_a` with `checker`, an empty cache (every state of
+    /// the re-exploration is checked) and `deadline`.
+    fn verify(
+        checker: &dyn Checker,
+        deadline: Option<Instant>,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Option<FixCheck>, Stopped> {
+        let trace = trace();
+        let outputs = Outputs::new(&trace, None);
+        let scratch = Scratch::new(&std::env::temp_dir()).unwrap();
+        let explore = ExploreConfig::default();
+        let s = Session {
+            pool: Pool {
+                trace: &trace,
+                outputs: &outputs,
+                cfg: PoolConfig {
+                    checker,
+                    materializer: &DirMaterializer::default(),
+                    jobs: 2,
+                    sector: 512,
+                    cancel,
+                    progress: None,
+                },
+                scratch: &scratch,
+            },
+            analysis: Analysis {
+                trace: &trace,
+                outputs: &outputs,
+                sector: 512,
+                explore: &explore,
+                ack_prefix: None,
+                fix_verifications: FIX_VERIFICATIONS_MAX,
+                fix_deadline: deadline,
+                check_rest: true,
+                promised: &Arc::from(Vec::new()),
+                verify_deadline: None,
+            },
+        };
+        let mut cache = Cache::new();
+        let check = verify_fix(
+            &s,
+            &mut PoolAsk::new(&s.pool),
+            Model::Posix,
+            (&fsync_a(), &[]),
+            Said::default(),
+            &mut cache,
+            (&Owners::default(), &[]),
+        );
+        scratch.remove().unwrap();
+        check.map(|mut c| c.remove(0))
+    }
+
+    #[test]
+    fn a_verification_still_checking_at_its_deadline_is_cut_short() {
+        let stuck = Stuck::default();
+        let checker = stuck.checker();
+        let deadline = Instant::now() + Duration::from_millis(200);
+        let t0 = Instant::now();
+        let check = verify(&checker, Some(deadline), None).unwrap().unwrap();
+        stuck.release.store(true, Ordering::SeqCst);
+        // The checker never answers, so the bound ends the verification
+        // (its checkers stopped) before any state is checked: the fix is
+        // neither verified nor refuted.
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the stuck checkers were not stopped"
+        );
+        assert!(check.cut_short, "{check:?}");
+        assert!(!check.passes && !check.exact);
+        assert_eq!((check.states, check.still_failing), (0, 0));
+        assert!(check.simplest_failing.is_none());
+        assert_eq!(check.description, "fsync(a) after op 1 (log line 2)");
+    }
+
+    #[test]
+    fn no_verification_starts_after_the_deadline() {
+        let stuck = Stuck::default();
+        stuck.release.store(true, Ordering::SeqCst);
+        let checker = stuck.checker();
+        let check = verify(&checker, Some(Instant::now()), None)
+            .unwrap()
+            .unwrap();
+        assert!(check.cut_short && !check.passes, "{check:?}");
+        assert_eq!(stuck.calls.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn a_verification_within_its_bound_is_verified() {
+        let checker = ClosureChecker::new("a whole", |dir, promised| {
+            if promised.is_empty() || std::fs::read(dir.join("a")).is_ok_and(|b| b == b"hi") {
+                Ok(())
+            } else {
+                Err("a lost".into())
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let check = verify(&checker, Some(deadline), None).unwrap().unwrap();
+        assert!(!check.cut_short, "{check:?}");
+        // fsync(a) alone does not make the create durable: the directory
+        // entry can still be lost.
+        assert!(!check.passes && check.states > 0 && check.still_failing > 0);
+    }
+
+    #[test]
+    fn a_cancelled_run_is_interrupted_not_cut_short() {
+        let stuck = Stuck::default();
+        let checker = stuck.checker();
+        let cancel = AtomicBool::new(false);
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let check = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while stuck.calls.load(Ordering::SeqCst) == 0 {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                cancel.store(true, Ordering::SeqCst);
+            });
+            verify(&checker, Some(deadline), Some(&cancel))
+        });
+        stuck.release.store(true, Ordering::SeqCst);
+        assert!(matches!(check, Err(Stopped::Interrupted)), "{check:?}");
+    }
 }

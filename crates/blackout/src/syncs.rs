@@ -1,18 +1,21 @@
 //! Which syncs matter, a driver: each call site's syncs taken out of the
 //! trace ([`blackout_analysis::explain::without_syncs`]), the trace
 //! re-explored as the run explored its own and its states checked (those
-//! only the removal allows first), as fix verification does with syncs
-//! added; [`blackout_analysis::syncs`] says what the states mean. Sites
+//! only the removal allows first), as fix verification
+//! ([`blackout_analysis::fix`]) does with syncs added;
+//! [`blackout_analysis::syncs`] says what the states mean. Sites
 //! share the bound evenly; the checker's verdicts are reused by content.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use blackout_analysis::explain::{self, without_syncs};
+use blackout_analysis::fix::{explore_as_the_run, explore_with_syncs, share_of};
 use blackout_analysis::group::{fail_reason, Analysis};
 use blackout_analysis::syncs::{
     sync_sites, Removal, SyncCheck, SyncSite, SyncVerdict, SyncsReport,
 };
+use blackout_analysis::Stopped;
 use blackout_check::pool::Cache;
 use blackout_explore::dedup::{simplicity, Explored, StateKey};
 use blackout_explore::model::Model;
@@ -21,7 +24,6 @@ use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::Outputs;
 
 use crate::sweep::{RunError, Session};
-use crate::verify::{explore_as_the_run, explore_with_syncs, share_of};
 
 /// Judges every sync site of the session's trace under `model`, each in
 /// an even share of the time left before `deadline`. `cache` holds what
@@ -96,10 +98,11 @@ fn judge_site(
         ..*s
     };
     let s2 = bounded.for_trace(&trace, &outputs);
-    let explored = match explore_with_syncs(&bounded, &s2, model, &explore) {
+    let cancel = s.pool.cfg.cancel;
+    let explored = match explore_with_syncs(&bounded, &s2, cancel, model, &explore) {
         Ok(e) => e,
-        Err(RunError::Interrupted) if !s.pool.cancelled() => return Ok(unknown(site)),
-        Err(e) => return Err(e),
+        Err(Stopped::Interrupted) if !s.pool.cancelled() => return Ok(unknown(site)),
+        Err(e) => return Err(e.into()),
     };
     // The states only the removal allows first: at crash points after the
     // first sync's place.

@@ -146,6 +146,8 @@ const MODULES: &[(&str, &[&str])] = &[
             "failsyncs",
             "report",
             "group",
+            "like",
+            "fix",
         ],
     ),
     (
@@ -159,9 +161,7 @@ const MODULES: &[(&str, &[&str])] = &[
         &[
             "shard",
             "sweep",
-            "verify",
             "syncs",
-            "verdict",
             "run",
             "failsyncs",
             "sharded",
