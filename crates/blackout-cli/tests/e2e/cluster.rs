@@ -43,7 +43,7 @@ fn bad_cluster_flags_are_one_line_and_exit_2() {
         ),
         (
             &["--node", "a=sleep 1", "--faults", "all,al"][..],
-            "error: --faults `all,al`: unknown fault `al` (one of all, one, minority, majority, kill)\n",
+            "error: --faults `all,al`: unknown fault `al` (one of all, one, minority, majority, each, kill)\n",
         ),
         (
             &["--faults", "all", "--", "sleep", "1"][..],
@@ -114,7 +114,7 @@ fn seeded_run(s: &Scratch, seed: &str) -> (String, String) {
         &marker,
         &[
             "--crashes", "6", "--seed", seed, "--run-min", "100ms", "--run-max", "300ms",
-            "--faults", "all,one,minority,majority,kill", "--keep", "random",
+            "--faults", "all,one,minority,majority,each,kill", "--keep", "random",
             "--ready", "test -d \"$BLACKOUT_MOUNT\" && test \"$BLACKOUT_MOUNT\" = \"$(eval echo \\$BLACKOUT_MOUNT_$(echo $BLACKOUT_NODE | tr a-z A-Z))\"",
             "--client", "echo \"$BLACKOUT_NODES\"; sleep 100",
             "--checker",
@@ -161,6 +161,61 @@ fn a_seed_repeats_the_moments_faults_and_nodes_of_a_cluster_soak() {
 }
 
 #[test]
+fn each_fails_the_power_on_every_node_in_turn_each_back_before_the_next() {
+    let s = Scratch::new();
+    let marker = unique_sleep();
+    let starts = s.path("starts");
+    let out = soak_sleepers(
+        &s,
+        &["a", "b", "c"],
+        &marker,
+        &[
+            "--crashes",
+            "2",
+            "--faults",
+            "each",
+            "--run-min",
+            "50ms",
+            "--run-max",
+            "100ms",
+            "--ready",
+            &format!(
+                "echo \"$BLACKOUT_CRASH $BLACKOUT_NODE [$BLACKOUT_LOST_POWER]\" >> {}",
+                starts.display()
+            ),
+            "--client",
+            "true",
+            "--checker",
+            "true",
+        ],
+    );
+    let progress = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{progress}");
+    for crash in 1..=2 {
+        assert!(
+            progress.contains(&format!("crash {crash}/2 after ")),
+            "{progress}"
+        );
+    }
+    assert_eq!(
+        progress
+            .matches("(each: a, b, c lost power in turn)")
+            .count(),
+        2,
+        "{progress}"
+    );
+    // Each node started again (and was ready) before the next lost power.
+    assert_eq!(
+        fs::read_to_string(&starts).unwrap(),
+        "0 a []\n0 b []\n0 c []\n\
+         1 a [a]\n1 b [a b]\n1 c [a b c]\n\
+         2 a [a]\n2 b [a b]\n2 c [a b c]\n"
+    );
+    assert_eq!(processes_with(&marker), Vec::<String>::new());
+    s.assert_clean();
+}
+
+#[test]
 fn a_cluster_soak_stopped_by_sigterm_leaves_no_mount_process_or_scratch() {
     let s = Scratch::new();
     let marker = unique_sleep();
@@ -183,38 +238,53 @@ fn a_cluster_soak_stopped_by_sigterm_leaves_no_mount_process_or_scratch() {
     assert_eq!(processes_with(&marker), Vec::<String>::new());
 }
 
-/// The example's Redis primary and replica under `blackout soak --node`,
-/// `appendfsync` as `fsync` says, struck by `faults`.
-fn soak_redis(s: &Scratch, fsync: &str, faults: &str, crashes: &str) -> Output {
+/// A cluster example of examples/live/cluster/ (`script`, run with
+/// python3) under `blackout soak --node` with `nodes`, the environment
+/// `env`, struck by `faults`; it needs `program` installed.
+fn soak_example(
+    s: &Scratch,
+    (script, program, package): (&str, &str, &str),
+    nodes: &[&str],
+    env: &[(&str, &str)],
+    faults: &str,
+    crashes: &str,
+) -> Output {
     assert!(
-        Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_ok(),
-        "the Redis soak needs the server: apt-get install -y redis-server"
+        Command::new(program).arg("--version").output().is_ok(),
+        "this soak needs {program}: apt-get install -y {package}"
     );
-    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/live/cluster/redis.py");
+    let r = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/live/cluster")
+        .join(script);
     let r = r.to_str().unwrap();
-    s.blackout()
-        .env("APPENDFSYNC", fsync)
-        .args([
-            "soak",
-            "--seed",
-            "1",
-            "--ack-prefix",
-            "ok",
-            "--crashes",
-            crashes,
-        ])
-        .args(["--faults", faults, "--run-min", "300ms", "--run-max", "1s"])
-        .args(["--node", &format!("a=python3 {r} serve")])
-        .args(["--node", &format!("b=python3 {r} serve")])
-        .args(["--setup", &format!("python3 {r} setup")])
+    let mut cmd = s.blackout();
+    cmd.envs(env.iter().copied())
+        .args(["soak", "--seed", "1", "--ack-prefix", "ok"])
+        .args(["--crashes", crashes, "--faults", faults])
+        .args(["--run-min", "300ms", "--run-max", "1s"]);
+    for n in nodes {
+        cmd.args(["--node", &format!("{n}=python3 {r} serve")]);
+    }
+    cmd.args(["--setup", &format!("python3 {r} setup")])
         .args(["--ready", &format!("python3 {r} ready")])
         .args(["--client", &format!("python3 {r} load")])
         .args(["--checker", &format!("python3 {r} check")])
         .output()
         .unwrap()
+}
+
+const REDIS: (&str, &str, &str) = ("redis.py", "redis-server", "redis-server");
+const POSTGRES: (&str, &str, &str) = (
+    "postgres.py",
+    "/usr/lib/postgresql/15/bin/postgres",
+    "postgresql",
+);
+const ETCD: (&str, &str, &str) = ("etcd.py", "etcd", "etcd-server");
+
+/// The example's Redis primary and replica, `appendfsync` as `fsync` says.
+fn soak_redis(s: &Scratch, fsync: &str, faults: &str, crashes: &str) -> Output {
+    let env = [("APPENDFSYNC", fsync)];
+    soak_example(s, REDIS, &["a", "b"], &env, faults, crashes)
 }
 
 /// The standard output of a soak that must have exited with `code`, with
@@ -267,6 +337,70 @@ fn slower_redis_with_appendfsync_always_keeps_every_acknowledged_write_under_one
     let stdout = verdict(&s, &out, 0);
     assert!(
         stdout.starts_with("PASS: 10 crashes (2 nodes, seed 1, keep none, faults all,one): all "),
+        "{stdout}"
+    );
+}
+
+/// The example's PostgreSQL primary and two synchronous standbys,
+/// `synchronous_commit` and `fsync` as given.
+fn soak_postgres(s: &Scratch, sync: &str, fsync: &str, faults: &str, crashes: &str) -> Output {
+    let env = [("SYNC", sync), ("FSYNC", fsync)];
+    soak_example(s, POSTGRES, &["a", "b", "c"], &env, faults, crashes)
+}
+
+#[test]
+#[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (PostgreSQL with two synchronous standbys, 50 correlated crashes; about 8 minutes)"]
+fn slower_postgres_with_synchronous_standbys_keeps_every_commit_through_50_correlated_crashes() {
+    let s = Scratch::new();
+    let out = soak_postgres(&s, "on", "on", "all", "50");
+    let stdout = verdict(&s, &out, 0);
+    assert!(
+        stdout.starts_with("PASS: 50 crashes (3 nodes, seed 1, keep none, faults all): all "),
+        "{stdout}"
+    );
+}
+
+#[test]
+#[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (PostgreSQL with two synchronous standbys crashed; minutes)"]
+fn slower_postgres_acknowledging_on_receipt_survives_one_node_crashes_and_loses_commits_under_all()
+{
+    let s = Scratch::new();
+    let out = soak_postgres(&s, "remote_write", "off", "one", "6");
+    let stdout = verdict(&s, &out, 0);
+    assert!(
+        stdout.starts_with("PASS: 6 crashes (3 nodes, seed 1, keep none, faults one): all "),
+        "{stdout}"
+    );
+    let out = soak_postgres(&s, "remote_write", "off", "all", "6");
+    let stdout = verdict(&s, &out, 1);
+    assert!(
+        stdout.starts_with(
+            "FAIL: after crash 1 of 6 (3 nodes, seed 1, keep none, faults all), a promise broke: "
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(" acknowledged commits are gone from the primary a "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\ncrash 1 after 847 ms: all: a, b, c lost power\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("    dropped write pg/pg_wal/0000000"),
+        "{stdout}"
+    );
+}
+
+#[test]
+#[ignore = "slower suite: cargo test -p blackout-cli --test e2e -- --ignored (an etcd cluster of three members, 50 correlated crashes; about 6 minutes)"]
+fn slower_etcd_keeps_every_acknowledged_put_through_50_correlated_crashes() {
+    let s = Scratch::new();
+    let out = soak_example(&s, ETCD, &["a", "b", "c"], &[], "all", "50");
+    let stdout = verdict(&s, &out, 0);
+    assert!(
+        stdout.starts_with("PASS: 50 crashes (3 nodes, seed 1, keep none, faults all): all "),
         "{stdout}"
     );
 }
