@@ -85,6 +85,17 @@ impl CheckerKind {
             CheckerKind::Closure => None,
         }
     }
+
+    /// The checker of this kind that runs `command`, each state's check
+    /// (or each answer) given `timeout`; `None` for a closure, which no
+    /// command makes.
+    pub fn checker(self, command: String, timeout: Duration) -> Option<Box<dyn Checker>> {
+        match self {
+            CheckerKind::Shell => Some(Box::new(shell::ShellChecker { command, timeout })),
+            CheckerKind::Server => Some(Box::new(server::ServerChecker::new(command, timeout))),
+            CheckerKind::Closure => None,
+        }
+    }
 }
 
 /// What a checker gets for one state.

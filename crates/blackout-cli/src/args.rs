@@ -11,9 +11,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use blackout::analysis::fix::FIX_VERIFICATIONS_MAX;
 use blackout::block_device::session::FsKind;
-use blackout::check::server::ServerChecker;
-use blackout::check::shell::{ShellChecker, CHECKER_TIMEOUT_SECONDS_DEFAULT};
-use blackout::check::Checker;
+use blackout::check::shell::CHECKER_TIMEOUT_SECONDS_DEFAULT;
+use blackout::check::CheckerKind;
 use blackout::explore::enumerate::{
     ExploreConfig, Representatives, BUDGET_DEFAULT, EXHAUSTIVE_LIMIT_DEFAULT, EXHAUSTIVE_LIMIT_MAX,
 };
@@ -890,20 +889,15 @@ pub(crate) fn state_flags_of(ack_prefix: Option<&str>, sector: u64) -> String {
 /// The run's settings from its flags, and the flag that named the checker.
 pub(crate) fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
     let timeout = std::time::Duration::from_secs_f64(a.timeout);
-    let (checker, checker_flag): (Box<dyn Checker>, _) = match (&a.checker, &a.checker_server) {
-        (_, Some(server)) => (
-            Box::new(ServerChecker::new(server.clone(), timeout)),
-            "--checker-server",
-        ),
-        (Some(command), None) => (
-            Box::new(ShellChecker {
-                command: command.clone(),
-                timeout,
-            }),
-            "--checker",
-        ),
+    let (kind, command) = match (&a.checker, &a.checker_server) {
+        (_, Some(server)) => (CheckerKind::Server, server),
+        (Some(command), None) => (CheckerKind::Shell, command),
         (None, None) => return Err(anyhow!("give --checker CMD or --checker-server CMD")),
     };
+    let checker = kind
+        .checker(command.clone(), timeout)
+        .expect("a command's checker");
+    let checker_flag = kind.flag().expect("a command's flag");
     let mut cfg = RunConfig::with_checker(checker);
     cfg.models = a.explore.models();
     if let Some(j) = a.jobs {

@@ -34,7 +34,7 @@ pub(crate) fn cluster_config(a: SoakArgs) -> Result<ClusterConfig> {
     Ok(ClusterConfig {
         nodes,
         faults,
-        soaking: crate::soak::soaking(a),
+        soaking: a.soaking(),
     })
 }
 

@@ -4,12 +4,7 @@
 use anyhow::{bail, Result};
 
 use blackout::export::text::shell_quote;
-use blackout::live::faults::CrashSpec;
-use blackout::live::pending::Keep;
-use blackout::soak::{
-    dropped_lines, failure_lines, soak, SoakConfig, SoakError, SoakReport, Soaking,
-};
-use blackout::sys::scratch::default_scratch_parent;
+use blackout::soak::{dropped_lines, failure_lines, soak, SoakConfig, SoakError, SoakReport};
 
 use crate::args::SoakArgs;
 use crate::report::print_out;
@@ -51,31 +46,8 @@ fn soak_config(a: SoakArgs) -> Result<SoakConfig> {
     Ok(SoakConfig {
         service,
         fail_syncs: a.fail_syncs.then(|| a.fail_at.clone()),
-        soaking: soaking(a),
+        soaking: a.soaking(),
     })
-}
-
-/// What a soak of one service and of a cluster take alike from the flags.
-pub(crate) fn soaking(a: SoakArgs) -> Soaking {
-    Soaking {
-        client: a.client,
-        checker: a.checker,
-        setup: a.setup,
-        ready: a.ready,
-        backing: a.backing,
-        crashes: a.crashes,
-        seed: a.seed,
-        spec: CrashSpec {
-            keep: Keep::from(a.keep),
-            seed: a.seed,
-            tear: a.tear,
-        },
-        run_min: a.run_min,
-        run_max: a.run_max,
-        ack_prefix: a.ack_prefix,
-        timeout: a.timeout,
-        scratch_parent: default_scratch_parent(),
-    }
 }
 
 pub(crate) fn cmd_soak(a: SoakArgs) -> Result<u8> {

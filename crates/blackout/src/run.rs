@@ -33,10 +33,9 @@ use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdi
 use blackout_check::materialize::{choose, Cost, MaterializerKind};
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{outcomes, Cache, CannotRun, Pool, PoolConfig, Release, Scratch};
-use blackout_check::server::ServerChecker;
 use blackout_check::shell::ShellChecker;
 use blackout_check::slot::Slot;
-use blackout_check::{Checker, CheckerKind};
+use blackout_check::Checker;
 use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
@@ -184,14 +183,10 @@ impl RunConfig {
     pub fn from_settings(settings: &Settings) -> Result<RunConfig, ConfigError> {
         let timeout = std::time::Duration::try_from_secs_f64(settings.timeout_seconds)
             .map_err(|_| ConfigError::Timeout)?;
-        let checker: Box<dyn Checker> = match settings.checker_kind {
-            CheckerKind::Server => Box::new(ServerChecker::new(settings.checker.clone(), timeout)),
-            CheckerKind::Shell => Box::new(ShellChecker {
-                command: settings.checker.clone(),
-                timeout,
-            }),
-            CheckerKind::Closure => return Err(ConfigError::CheckerKind),
-        };
+        let checker = settings
+            .checker_kind
+            .checker(settings.checker.clone(), timeout)
+            .ok_or(ConfigError::CheckerKind)?;
         let mut cfg = RunConfig::with_checker(checker);
         cfg.models = settings.models.clone();
         cfg.explore = ExploreConfig {

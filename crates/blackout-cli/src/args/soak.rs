@@ -5,6 +5,11 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use blackout::live::faults::CrashSpec;
+use blackout::live::pending::Keep;
+use blackout::soak::Soaking;
+use blackout::sys::scratch::default_scratch_parent;
+
 use super::{parse_budget, KeepArg};
 
 pub(crate) const SOAK_EXAMPLES: &str = "\
@@ -102,4 +107,29 @@ pub(crate) struct SoakArgs {
     /// The service, started on the mount (its working directory), again after each crash.
     #[arg(last = true, required_unless_present = "node", value_name = "SERVICE")]
     pub(crate) service: Vec<String>,
+}
+
+impl SoakArgs {
+    /// What a soak of one service and of a cluster take alike from the flags.
+    pub(crate) fn soaking(self) -> Soaking {
+        Soaking {
+            client: self.client,
+            checker: self.checker,
+            setup: self.setup,
+            ready: self.ready,
+            backing: self.backing,
+            crashes: self.crashes,
+            seed: self.seed,
+            spec: CrashSpec {
+                keep: Keep::from(self.keep),
+                seed: self.seed,
+                tear: self.tear,
+            },
+            run_min: self.run_min,
+            run_max: self.run_max,
+            ack_prefix: self.ack_prefix,
+            timeout: self.timeout,
+            scratch_parent: default_scratch_parent(),
+        }
+    }
 }
