@@ -73,8 +73,8 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-oplog",
         &[
-            "origin", "ops", "blob", "contents", "tree", "store", "trace", "promises", "naming",
-            "outcome", "protocol",
+            "origin", "ops", "tear", "blob", "contents", "tree", "store", "trace", "promises",
+            "naming", "outcome", "protocol",
         ],
     ),
     (
