@@ -27,10 +27,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use blackout_block::daemon::Served;
 use blackout_explore::state::{FsState, InodeState};
 use blackout_oplog::contents::{Contents, Data};
 use blackout_oplog::ops::{Ino, InodeKind, ROOT_INO};
+use blackout_sys::fuse::Served;
 use fuser::{
     FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,

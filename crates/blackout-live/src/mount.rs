@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blackout_block::daemon::Served;
+use blackout_sys::fuse::Served;
 use fuser::MountOption;
 
 use crate::faults::{CrashReport, CrashSpec, PendingReport, SyncFailure, Trigger};

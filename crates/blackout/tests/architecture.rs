@@ -28,15 +28,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "blackout-explore",
         ],
     ),
-    (
-        "blackout-live",
-        &[
-            "blackout-oplog",
-            "blackout-sys",
-            "blackout-block",
-            "blackout-explore",
-        ],
-    ),
+    ("blackout-live", &["blackout-oplog", "blackout-sys"]),
     ("blackout-analysis", &["blackout-oplog", "blackout-explore"]),
     (
         "blackout-export",
@@ -79,7 +71,9 @@ const MODULES: &[(&str, &[&str])] = &[
     ),
     (
         "blackout-sys",
-        &["command", "durable", "proc", "isolate", "memory", "scratch"],
+        &[
+            "command", "durable", "proc", "isolate", "memory", "scratch", "fuse",
+        ],
     ),
     (
         "blackout-block",
