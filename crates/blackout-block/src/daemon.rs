@@ -36,7 +36,8 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use blackout_sys::fuse::Served;
+pub use blackout_sys::fuse::MAX_WRITE_BYTES;
+use blackout_sys::fuse::{list, Served};
 use fuser::{
     FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request,
@@ -53,16 +54,6 @@ use crate::log::LiveLog;
 /// assert_eq!(blackout_block::daemon::IMAGE_NAME, "disk.img");
 /// ```
 pub const IMAGE_NAME: &str = "disk.img";
-
-/// The largest write FUSE is asked to send in one request (the kernel
-/// may send less).
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(blackout_block::daemon::MAX_WRITE_BYTES, 1 << 20);
-/// ```
-pub const MAX_WRITE_BYTES: u32 = 1 << 20;
 
 /// The file a workload's standard output is written to.
 ///
@@ -354,7 +345,7 @@ impl Filesystem for ImageFs {
         ino: u64,
         _fh: u64,
         offset: i64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
         if ino != ROOT_INO {
             return reply.error(libc::ENOTDIR);
@@ -365,12 +356,7 @@ impl Filesystem for ImageFs {
             (FILE_INO, FileType::RegularFile, IMAGE_NAME),
             (OUTPUT_INO, FileType::RegularFile, OUTPUT_NAME),
         ];
-        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset.max(0) as usize) {
-            if reply.add(*ino, (i + 1) as i64, *kind, name) {
-                break;
-            }
-        }
-        reply.ok();
+        list(reply, offset, entries);
     }
 }
 

@@ -1,20 +1,91 @@
 //! FUSE file systems served by a thread of this process: [`Served`]
 //! mounts one and stops it on every path, so its thread always ends (the
 //! block recorder's daemon, the checking stage's view of crash states and
-//! the live file system all run this way).
+//! the live file system all run this way), and what their adapters share:
+//! the largest write asked for, the options a tree of files is mounted
+//! with, the lock on what the thread shares, a request's offset, a
+//! directory listing answered from an offset.
 
+use std::ffi::OsStr;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use fuser::{Filesystem, MountOption, Session};
+use fuser::{FileType, Filesystem, MountOption, ReplyDirectory, Session};
 
 /// How long a busy mount is retried before it is given up on (a FUSE mount
 /// is then detached lazily and its connection aborted).
 const UNMOUNT_PATIENCE: Duration = Duration::from_secs(30);
+
+/// The largest write the kernel is asked to send in one request (it may
+/// send less): every file system served here asks for it in `init`.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(blackout_sys::fuse::MAX_WRITE_BYTES, 1 << 20);
+/// ```
+pub const MAX_WRITE_BYTES: u32 = 1 << 20;
+
+/// An errno a request is answered with.
+pub type Errno = i32;
+
+/// The options a tree of files is mounted with (the checking stage's view
+/// of crash states, the live file system): named `fs_name`, read-write,
+/// permissions checked by the kernel, no device files, set-ID bits not
+/// honoured.
+pub fn tree_options(fs_name: &str) -> Vec<MountOption> {
+    vec![
+        MountOption::FSName(fs_name.into()),
+        MountOption::RW,
+        MountOption::DefaultPermissions,
+        MountOption::NoDev,
+        MountOption::NoSuid,
+    ]
+}
+
+/// Locks what a file system's thread shares with its owner, even after a
+/// holder panicked (a panicked holder leaves it as it was), so the mount
+/// goes on being answered instead of failing every later request.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A request's file offset or length, `EINVAL` when negative.
+///
+/// # Examples
+///
+/// ```
+/// use blackout_sys::fuse::offset;
+///
+/// assert_eq!(offset(4096), Ok(4096));
+/// assert_eq!(offset(-1), Err(libc::EINVAL));
+/// ```
+pub fn offset(off: i64) -> Result<u64, Errno> {
+    u64::try_from(off).map_err(|_| libc::EINVAL)
+}
+
+/// Answers a READDIR with `entries` (node id, type, name; `.` and `..`
+/// included) from the one at `offset` on, as many as fit; each entry's
+/// offset is the place of the next one, so the kernel's next request goes
+/// on where this one stopped.
+pub fn list<N: AsRef<OsStr>>(
+    mut reply: ReplyDirectory,
+    offset: i64,
+    entries: impl IntoIterator<Item = (u64, FileType, N)>,
+) {
+    let start = usize::try_from(offset).unwrap_or(0);
+    for (i, (node, kind, name)) in entries.into_iter().enumerate().skip(start) {
+        if reply.add(node, i as i64 + 1, kind, name) {
+            break;
+        }
+    }
+    reply.ok();
+}
 
 /// A FUSE file system mounted at a directory and answered by a thread of
 /// this process (named `bofuse-N`), stopped on every path: unmounted when
