@@ -31,16 +31,16 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
+pub use blackout_sys::fuse::MAX_WRITE_BYTES;
+use blackout_sys::fuse::{list, Served};
 use fuser::{
     FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, Session,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request,
 };
 
 use crate::image::zero_range;
@@ -54,16 +54,6 @@ use crate::log::LiveLog;
 /// assert_eq!(blackout_block::daemon::IMAGE_NAME, "disk.img");
 /// ```
 pub const IMAGE_NAME: &str = "disk.img";
-
-/// The largest write FUSE is asked to send in one request (the kernel
-/// may send less).
-///
-/// # Examples
-///
-/// ```
-/// assert_eq!(blackout_block::daemon::MAX_WRITE_BYTES, 1 << 20);
-/// ```
-pub const MAX_WRITE_BYTES: u32 = 1 << 20;
 
 /// The file a workload's standard output is written to.
 ///
@@ -87,10 +77,6 @@ const ROOT_INO: u64 = 1;
 const FILE_INO: u64 = 2;
 const OUTPUT_INO: u64 = 3;
 const TTL: Duration = Duration::from_secs(1);
-
-/// How long a busy FUSE mount is retried before it is detached lazily and
-/// its connection aborted.
-const UNMOUNT_PATIENCE: Duration = Duration::from_secs(30);
 
 /// The first error the daemon met serving a request (the image or the
 /// data file could not be written): after one, the log no longer
@@ -359,7 +345,7 @@ impl Filesystem for ImageFs {
         ino: u64,
         _fh: u64,
         offset: i64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
         if ino != ROOT_INO {
             return reply.error(libc::ENOTDIR);
@@ -370,12 +356,7 @@ impl Filesystem for ImageFs {
             (FILE_INO, FileType::RegularFile, IMAGE_NAME),
             (OUTPUT_INO, FileType::RegularFile, OUTPUT_NAME),
         ];
-        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset.max(0) as usize) {
-            if reply.add(*ino, (i + 1) as i64, *kind, name) {
-                break;
-            }
-        }
-        reply.ok();
+        list(reply, offset, entries);
     }
 }
 
@@ -398,120 +379,6 @@ pub struct Daemon {
     served: Served,
     failure: Failure,
     output: Output,
-}
-
-/// A FUSE file system mounted at a directory and answered by a thread of
-/// this process (named `bofuse-N`), stopped on every path: unmounted when
-/// it can be, else detached and its connection aborted, so the thread
-/// always ends. The block recorder's [`Daemon`] is one; the checking
-/// stage's view of crash states is another.
-#[derive(Debug)]
-pub struct Served {
-    mountpoint: PathBuf,
-    connection: u32,
-    thread_name: String,
-    thread: Option<JoinHandle<io::Result<()>>>,
-    patience: Duration,
-}
-
-static DAEMONS: AtomicUsize = AtomicUsize::new(0);
-
-impl Served {
-    /// Mounts `fs` at `mountpoint` (an existing directory) with `options`
-    /// (in the calling thread's mount namespace) and starts the thread that
-    /// answers it; `io_flusher` asks the kernel to let that thread allocate
-    /// while writeback waits on it (best effort).
-    ///
-    /// # Errors
-    ///
-    /// The mount (no `/dev/fuse`, no right to mount) or the thread.
-    pub fn start<F: Filesystem + Send + 'static>(
-        fs: F,
-        mountpoint: &Path,
-        options: &[MountOption],
-        io_flusher: bool,
-    ) -> io::Result<Served> {
-        let mut session = Session::new(fs, mountpoint, options)?;
-        let thread_name = format!("bofuse-{}", DAEMONS.fetch_add(1, Ordering::Relaxed));
-        let spawned = std::thread::Builder::new()
-            .name(thread_name.clone())
-            .spawn(move || {
-                if io_flusher {
-                    let _ = rustix::process::configure_io_flusher_behavior(true);
-                }
-                session.run()
-            });
-        let thread = match spawned {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = rustix::mount::unmount(mountpoint, rustix::mount::UnmountFlags::DETACH);
-                return Err(e);
-            }
-        };
-        let mut served = Served {
-            mountpoint: mountpoint.to_path_buf(),
-            connection: 0,
-            thread_name,
-            thread: Some(thread),
-            patience: UNMOUNT_PATIENCE,
-        };
-        // Only now: a stat of the mount waits for the thread to answer it.
-        served.connection = rustix::fs::minor(std::fs::metadata(mountpoint)?.dev());
-        Ok(served)
-    }
-
-    /// The name of the thread answering requests (unique in the process).
-    pub fn thread_name(&self) -> &str {
-        &self.thread_name
-    }
-
-    /// How long [`Served::stop`] retries a busy unmount before it detaches
-    /// the mount (30 s unless set).
-    pub fn set_patience(&mut self, patience: Duration) {
-        self.patience = patience;
-    }
-
-    /// Unmounts the file system (from the mount namespace it was mounted
-    /// in) and waits for the thread to end. A mount still busy after the
-    /// patience is detached lazily and its connection aborted; where the
-    /// connection cannot be aborted (no `fusectl` mounted), the connection
-    /// ends when the last process holding the mount lets go (a checker's
-    /// leftover process, which the run kills), and the thread is left to
-    /// end then if it has not within a second.
-    ///
-    /// # Errors
-    ///
-    /// The unmount failed (the mount was detached all the same), or the
-    /// thread failed.
-    pub fn stop(&mut self) -> io::Result<()> {
-        let Some(thread) = self.thread.take() else {
-            return Ok(());
-        };
-        let unmounted = unmount_within(&self.mountpoint, self.patience);
-        if unmounted.is_err() {
-            let _ = rustix::mount::unmount(&self.mountpoint, rustix::mount::UnmountFlags::DETACH);
-            let abort = format!("/sys/fs/fuse/connections/{}/abort", self.connection);
-            if std::fs::write(abort, "1").is_err() {
-                let deadline = Instant::now() + Duration::from_secs(1);
-                while !thread.is_finished() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                if !thread.is_finished() {
-                    return unmounted;
-                }
-            }
-        }
-        let ran = thread
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the FUSE daemon panicked")));
-        unmounted.and(ran)
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.stop();
-    }
 }
 
 impl Daemon {
@@ -622,25 +489,5 @@ impl Daemon {
     /// ```
     pub fn stop(&mut self) -> io::Result<()> {
         self.served.stop()
-    }
-}
-
-/// Unmounts `path`, retrying while it is busy (a loop device lets go of its
-/// backing file a moment after it is detached).
-pub(crate) fn unmount_patiently(path: &Path) -> io::Result<()> {
-    unmount_within(path, UNMOUNT_PATIENCE)
-}
-
-/// Unmounts `path`, retrying while it is busy for at most `patience`.
-fn unmount_within(path: &Path, patience: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + patience;
-    loop {
-        match rustix::mount::unmount(path, rustix::mount::UnmountFlags::empty()) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::BUSY) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => return Err(io::Error::from(e)),
-        }
     }
 }

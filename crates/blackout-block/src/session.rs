@@ -15,8 +15,10 @@ use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use blackout_sys::fuse::unmount_patiently;
+
 use crate::crash::{crash_points, LogPoint};
-use crate::daemon::{unmount_patiently, Daemon, IMAGE_NAME, OUTPUT_NAME};
+use crate::daemon::{Daemon, IMAGE_NAME, OUTPUT_NAME};
 use crate::image::{create_sparse, Replay};
 use crate::log::{BlockLog, LiveLog};
 use crate::recording::{DeviceRecording, BASE_FILE, DATA_FILE};

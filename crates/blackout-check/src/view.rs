@@ -24,15 +24,15 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use blackout_block::daemon::Served;
 use blackout_explore::state::{FsState, InodeState};
 use blackout_oplog::contents::{Contents, Data};
 use blackout_oplog::ops::{Ino, InodeKind, ROOT_INO};
+use blackout_sys::fuse::{list, lock, offset, tree_options, Errno, Served, MAX_WRITE_BYTES};
 use fuser::{
-    FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyCreate, ReplyData,
+    FileAttr, FileType, Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
 };
 
@@ -114,13 +114,7 @@ impl FuseView {
             uid: rustix::process::geteuid().as_raw(),
             gid: rustix::process::getegid().as_raw(),
         };
-        let options = [
-            MountOption::FSName("blackout-state".into()),
-            MountOption::RW,
-            MountOption::DefaultPermissions,
-            MountOption::NoDev,
-            MountOption::NoSuid,
-        ];
+        let options = tree_options("blackout-state");
         let mut served = Served::start(fs, dir, &options, false)?;
         // Only a checker's leftover process can hold the view (its group
         // was killed): detached at once, it goes with that process.
@@ -180,12 +174,6 @@ impl Drop for FuseView {
         let _ = self.unmount();
     }
 }
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-type Errno = i32;
 
 impl Shown {
     fn node_id(&self, ino: Ino) -> u64 {
@@ -408,13 +396,9 @@ fn empty_root(uid: u32, gid: u32) -> FileAttr {
     }
 }
 
-fn offset(off: i64) -> Result<u64, Errno> {
-    u64::try_from(off).map_err(|_| libc::EINVAL)
-}
-
 impl Filesystem for ViewFs {
     fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), i32> {
-        let _ = config.set_max_write(1 << 20);
+        let _ = config.set_max_write(MAX_WRITE_BYTES);
         Ok(())
     }
 
@@ -708,7 +692,7 @@ impl Filesystem for ViewFs {
         ino: u64,
         _fh: u64,
         offset_: i64,
-        mut reply: ReplyDirectory,
+        reply: ReplyDirectory,
     ) {
         let listed = self.with(|s| {
             let dir = s.dir(ino)?;
@@ -731,13 +715,10 @@ impl Filesystem for ViewFs {
             Err(_) if ino == ROOT_NODE => Vec::new(),
             Err(e) => return reply.error(e),
         };
-        let start = usize::try_from(offset_).unwrap_or(0);
-        for (i, (node, kind, name)) in all.into_iter().enumerate().skip(start) {
-            if reply.add(node, i as i64 + 1, kind, OsStr::from_bytes(&name)) {
-                break;
-            }
-        }
-        reply.ok();
+        let named = all
+            .iter()
+            .map(|(node, kind, name)| (*node, *kind, OsStr::from_bytes(name)));
+        list(reply, offset_, named);
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {

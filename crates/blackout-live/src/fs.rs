@@ -12,10 +12,11 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use blackout_oplog::ops::{Ino, InodeKind};
+use blackout_sys::fuse::{list, lock, offset, MAX_WRITE_BYTES};
 use fuser::{
     FileAttr, FileType, Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData,
     ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
@@ -35,19 +36,11 @@ const FUSE_HANDLE_KILLPRIV_V2: u32 = 1 << 28;
 /// A write's flag: the caller may not keep the file's set-ID bits.
 const FUSE_WRITE_KILL_SUIDGID: u32 = 1 << 2;
 
-/// The largest write the kernel sends at once.
-const MAX_WRITE_BYTES: u32 = 1 << 20;
-
 /// The FUSE file system over a shared [`Live`].
 #[derive(Debug)]
 pub struct LiveFs {
     live: Arc<Mutex<Live>>,
     root: bool,
-}
-
-/// Locks the state (a panicked holder leaves it as it was).
-pub fn lock(m: &Mutex<Live>) -> MutexGuard<'_, Live> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn ino_of(node: u64) -> Ino {
@@ -147,10 +140,6 @@ impl LiveFs {
             Err(e) => reply.error(e),
         }
     }
-}
-
-fn offset(off: i64) -> Result<u64, Errno> {
-    u64::try_from(off).map_err(|_| libc::EINVAL)
 }
 
 fn set_time(t: TimeOrNow) -> SetTime {
@@ -431,14 +420,7 @@ impl Filesystem for LiveFs {
         }
     }
 
-    fn readdir(
-        &mut self,
-        _req: &Request<'_>,
-        ino: u64,
-        _fh: u64,
-        off: i64,
-        mut reply: ReplyDirectory,
-    ) {
+    fn readdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, off: i64, reply: ReplyDirectory) {
         let live = lock(&self.live);
         let dir = ino_of(ino);
         let entries = match live.entries(dir) {
@@ -461,13 +443,7 @@ impl Filesystem for LiveFs {
                 .iter()
                 .map(|(n, i, t)| (node_of(*i), file_type(*t), OsStr::from_bytes(&n.0))),
         );
-        let skip = usize::try_from(off).unwrap_or(0);
-        for (i, (node, kind, name)) in all.enumerate().skip(skip) {
-            if reply.add(node, (i + 1) as i64, kind, name) {
-                break;
-            }
-        }
-        reply.ok();
+        list(reply, off, all);
     }
 
     fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _d: bool, reply: ReplyEmpty) {

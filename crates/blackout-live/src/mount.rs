@@ -10,11 +10,11 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blackout_block::daemon::Served;
+use blackout_sys::fuse::{lock, tree_options, Served};
 use fuser::MountOption;
 
 use crate::faults::{CrashReport, CrashSpec, PendingReport, SyncFailure, Trigger};
-use crate::fs::{lock, LiveFs};
+use crate::fs::LiveFs;
 use crate::state::Live;
 
 /// Who runs on the mount and is killed before a crash, so nothing it does
@@ -199,13 +199,7 @@ impl LiveMount {
     }
 
     fn serve(&mut self) -> io::Result<()> {
-        let mut options = vec![
-            MountOption::FSName("blackout-live".into()),
-            MountOption::RW,
-            MountOption::DefaultPermissions,
-            MountOption::NoDev,
-            MountOption::NoSuid,
-        ];
+        let mut options = tree_options("blackout-live");
         if rustix::process::geteuid().is_root() {
             // A server under test may run as its own user.
             options.push(MountOption::AllowOther);

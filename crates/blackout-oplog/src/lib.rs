@@ -6,8 +6,9 @@
 //! after recording works from a trace alone: [`ops::synced_by`] (the forcing
 //! rules: which later sync covers each op), [`promises::Outputs`] (which
 //! lines of output were promised before each crash point), [`store`] (the
-//! inode store and the one `apply` that changes it by an op) and [`naming`]
-//! (ops in the user's terms).
+//! inode store and the one `apply` that changes it by an op), [`naming`]
+//! (ops in the user's terms) and [`tear`] (what storage may leave of a
+//! write a crash lets reach the disk).
 //!
 //! This crate knows nothing of strace, processes, checkers or persistence
 //! models: it is data and the rules that hold for all of them.
@@ -45,5 +46,6 @@ pub mod outcome;
 pub mod promises;
 pub mod protocol;
 pub mod store;
+pub mod tear;
 pub mod trace;
 pub mod tree;

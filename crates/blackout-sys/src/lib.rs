@@ -2,7 +2,8 @@
 //! process group and are waited on without polling latency, scratch
 //! directories that are always removed (whatever a checker left in them),
 //! files of its own written durably (whole or not at all, and kept once
-//! written), signal names, and the `{dir}` placeholder in commands.
+//! written), FUSE file systems served by a thread and stopped on every
+//! path, signal names, and the `{dir}` placeholder in commands.
 //!
 //! Recording and checking both start programs they do not trust; both use
 //! [`proc::wait_group`], so a workload's or checker's descendants never
@@ -20,6 +21,7 @@
 
 pub mod command;
 pub mod durable;
+pub mod fuse;
 pub mod isolate;
 pub mod memory;
 pub mod proc;

@@ -28,15 +28,7 @@ const CRATES: &[(&str, &[&str])] = &[
             "blackout-explore",
         ],
     ),
-    (
-        "blackout-live",
-        &[
-            "blackout-oplog",
-            "blackout-sys",
-            "blackout-block",
-            "blackout-explore",
-        ],
-    ),
+    ("blackout-live", &["blackout-oplog", "blackout-sys"]),
     ("blackout-analysis", &["blackout-oplog", "blackout-explore"]),
     (
         "blackout-export",
@@ -73,13 +65,15 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-oplog",
         &[
-            "origin", "ops", "blob", "contents", "tree", "store", "trace", "promises", "naming",
-            "outcome", "protocol",
+            "origin", "ops", "tear", "blob", "contents", "tree", "store", "trace", "promises",
+            "naming", "outcome", "protocol",
         ],
     ),
     (
         "blackout-sys",
-        &["command", "durable", "proc", "isolate", "memory", "scratch"],
+        &[
+            "command", "durable", "proc", "isolate", "memory", "scratch", "fuse",
+        ],
     ),
     (
         "blackout-block",

@@ -7,8 +7,8 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
 
-use blackout_explore::enumerate::{Cut, Tear};
 use blackout_oplog::ops::{Ino, InodeKind, OpKind, Part, ROOT_INO};
+use blackout_oplog::tear::{Cut, Tear};
 
 use super::{sync_errno, Errno, Live, SECTOR};
 use crate::faults::{

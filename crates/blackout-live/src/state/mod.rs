@@ -31,8 +31,7 @@ use crate::limits::Limits;
 use crate::pending::Pending;
 use crate::tree::{self, Meta, Reach};
 
-/// An errno for a request.
-pub type Errno = i32;
+pub use blackout_sys::fuse::Errno;
 
 /// The largest extended attribute value (or list of names) Linux has.
 const XATTR_BYTES_MAX: usize = 64 * 1024;
