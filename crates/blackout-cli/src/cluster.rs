@@ -1,13 +1,13 @@
-//! `blackout soak --node`: flags → `blackout::cluster::soak_cluster` →
+//! `blackout soak --node`: flags → `blackout::live::cluster::soak_cluster` →
 //! the verdict (exit 0 every promise held, 1 one broke or the cluster did
 //! not recover).
 
 use anyhow::{bail, Result};
 
-use blackout::cluster::{
+use blackout::live::cluster::{
     node_dropped_lines, soak_cluster, ClusterConfig, ClusterReport, Fault, Node,
 };
-use blackout::soak::SoakError;
+use blackout::live::soak::SoakError;
 
 use crate::args::SoakArgs;
 use crate::report::print_out;

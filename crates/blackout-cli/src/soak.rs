@@ -1,10 +1,10 @@
-//! `blackout soak`: flags → `blackout::soak::soak` → the verdict (exit 0
+//! `blackout soak`: flags → `blackout::live::soak::soak` → the verdict (exit 0
 //! every promise held, 1 one broke).
 
 use anyhow::{bail, Result};
 
 use blackout::export::text::shell_quote;
-use blackout::soak::{dropped_lines, failure_lines, soak, SoakConfig, SoakError, SoakReport};
+use blackout::live::soak::{dropped_lines, failure_lines, soak, SoakConfig, SoakError, SoakReport};
 
 use crate::args::SoakArgs;
 use crate::report::print_out;

@@ -15,6 +15,7 @@
 //! remount, unmount, the victims killed first), [`control`] (the control
 //! socket and its client).
 
+pub mod cluster;
 pub mod control;
 pub mod durable;
 pub mod faults;
@@ -22,5 +23,6 @@ pub mod fs;
 pub mod limits;
 pub mod mount;
 pub mod pending;
+pub mod soak;
 pub mod state;
 pub mod tree;

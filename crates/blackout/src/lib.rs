@@ -99,13 +99,11 @@ pub use blackout_sys as sys;
 
 pub mod baseline;
 pub mod block;
-pub mod cluster;
 pub mod failsyncs;
 pub mod run;
 pub mod scenario;
 pub mod shard;
 pub mod sharded;
-pub mod soak;
 pub mod sweep;
 pub mod syncs;
 

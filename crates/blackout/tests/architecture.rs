@@ -127,6 +127,7 @@ const MODULES: &[(&str, &[&str])] = &[
         "blackout-live",
         &[
             "pending", "faults", "limits", "tree", "durable", "state", "fs", "mount", "control",
+            "soak", "cluster",
         ],
     ),
     (
@@ -162,8 +163,6 @@ const MODULES: &[(&str, &[&str])] = &[
             "scenario",
             "baseline",
             "block",
-            "soak",
-            "cluster",
         ],
     ),
     (

@@ -7,7 +7,7 @@ use clap::Args;
 
 use blackout::live::faults::CrashSpec;
 use blackout::live::pending::Keep;
-use blackout::soak::Soaking;
+use blackout::live::soak::Soaking;
 use blackout::sys::scratch::default_scratch_parent;
 
 use super::{parse_budget, KeepArg};

@@ -31,9 +31,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use blackout_live::faults::{CrashReport, CrashSpec};
-use blackout_live::mount::{LiveMount, Victims};
-use blackout_live::pending::Rng;
+use crate::faults::{CrashReport, CrashSpec};
+use crate::mount::{LiveMount, Victims};
+use crate::pending::Rng;
 
 use crate::soak::{
     kill_service, run_to_end, spawn_client, start_until_ready, stop_client, tail, with_promises,
@@ -60,7 +60,7 @@ impl Node {
     /// `_` starting with a letter.
     ///
     /// ```
-    /// use blackout::cluster::Node;
+    /// use blackout_live::cluster::Node;
     /// let n = Node::parse("primary=redis-server redis.conf").unwrap();
     /// assert_eq!((n.name.as_str(), n.service.as_str()), ("primary", "redis-server redis.conf"));
     /// assert!(Node::parse("redis-server").is_err());
@@ -141,7 +141,7 @@ impl Fault {
     /// An unknown name, or an empty list.
     ///
     /// ```
-    /// use blackout::cluster::Fault;
+    /// use blackout_live::cluster::Fault;
     /// assert_eq!(Fault::parse_list("all,one").unwrap(), [Fault::All, Fault::One]);
     /// assert!(Fault::parse_list("al").is_err());
     /// ```
@@ -382,7 +382,7 @@ impl<'a> Cluster<'a> {
             open_dir(&n.mount_dir, true)?;
             open_dir(&n.work, true)?;
             match &cfg.soaking.backing {
-                Some(b) => blackout_live::tree::copy_tree(b, &n.backing)?,
+                Some(b) => crate::tree::copy_tree(b, &n.backing)?,
                 None => std::fs::create_dir(&n.backing)?,
             }
             open_dir(&n.backing, false)?;
@@ -731,7 +731,7 @@ fn progress_line(crash: u32, crashes: u32, promises: usize, struck: &Struck) -> 
 /// The ops one node's crash dropped or tore, one line each (runs of one
 /// call on one file folded), for people.
 pub fn node_dropped_lines(c: &NodeCrash) -> Vec<String> {
-    let mut out: Vec<String> = blackout_live::pending::summarize(&c.report.dropped)
+    let mut out: Vec<String> = crate::pending::summarize(&c.report.dropped)
         .into_iter()
         .map(|l| format!("dropped {l}"))
         .collect();

@@ -1,6 +1,6 @@
 //! `blackout soak`: a service on a live mount, crashed again and again.
 //!
-//! The service runs on a live file system ([`crate::live`]) over a scratch
+//! The service runs on a live file system ([`crate::mount`]) over a scratch
 //! backing directory; a client drives it and prints promises (its lines
 //! that start with the ack prefix, or every line); at a seeded random
 //! moment the client is killed, the power fails (every request on the
@@ -34,9 +34,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use blackout_live::faults::{CrashReport, CrashSpec, SyncFailure, Trigger};
-use blackout_live::mount::{LiveMount, Victims};
-use blackout_live::pending::{summarize, Rng};
+use crate::faults::{CrashReport, CrashSpec, SyncFailure, Trigger};
+use crate::mount::{LiveMount, Victims};
+use crate::pending::{summarize, Rng};
 use blackout_oplog::promises::{LineBuffer, PromiseRule};
 use blackout_oplog::protocol;
 use blackout_sys::proc::{wait_group, Waited};
@@ -433,7 +433,7 @@ fn make_dirs(cfg: &SoakConfig) -> Result<Dirs, SoakError> {
     std::fs::create_dir(&dirs.work)?;
     match &cfg.soaking.backing {
         Some(b) => {
-            blackout_live::tree::copy_tree(b, &dirs.backing)?;
+            crate::tree::copy_tree(b, &dirs.backing)?;
         }
         None => std::fs::create_dir(&dirs.backing)?,
     }
