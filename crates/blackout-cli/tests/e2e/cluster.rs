@@ -216,26 +216,29 @@ fn each_fails_the_power_on_every_node_in_turn_each_back_before_the_next() {
 }
 
 #[test]
-fn a_cluster_soak_stopped_by_sigterm_leaves_no_mount_process_or_scratch() {
-    let s = Scratch::new();
-    let marker = unique_sleep();
-    let log = s.path("soak.err");
-    let mut soak = s
-        .blackout()
-        .args(["soak", "--crashes", "1000", "--faults", "all,one,kill"])
-        .args(["--run-min", "10ms", "--run-max", "100ms"])
-        .args(["--node", &format!("a=sleep {marker}")])
-        .args(["--node", &format!("b=sleep {marker}")])
-        .args(["--ready", "true", "--checker", "true"])
-        .args(["--client", &format!("sleep {marker}")])
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    crate::common::signal_when(&s, &mut soak, nix::sys::signal::Signal::SIGTERM, || {
-        fs::read_to_string(&log).is_ok_and(|t| t.contains("crash 2/1000"))
-    });
-    assert_eq!(processes_with(&marker), Vec::<String>::new());
+fn a_cluster_soak_stopped_by_ctrl_c_or_sigterm_leaves_no_mount_process_or_scratch() {
+    use nix::sys::signal::Signal;
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        let s = Scratch::new();
+        let marker = unique_sleep();
+        let log = s.path("soak.err");
+        let mut soak = s
+            .blackout()
+            .args(["soak", "--crashes", "1000", "--faults", "all,one,each,kill"])
+            .args(["--run-min", "10ms", "--run-max", "100ms"])
+            .args(["--node", &format!("a=sleep {marker}")])
+            .args(["--node", &format!("b=sleep {marker}")])
+            .args(["--ready", "true", "--checker", "true"])
+            .args(["--client", &format!("sleep {marker}")])
+            .stdout(Stdio::null())
+            .stderr(fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        crate::common::signal_when(&s, &mut soak, sig, || {
+            fs::read_to_string(&log).is_ok_and(|t| t.contains("crash 2/1000"))
+        });
+        assert_eq!(processes_with(&marker), Vec::<String>::new(), "{sig}");
+    }
 }
 
 /// A cluster example of examples/live/cluster/ (`script`, run with
