@@ -11,7 +11,9 @@
 //! but op names of the trace. Analysis never runs a checker itself: the
 //! states it needs checked (a few an explanation needs that the run did
 //! not check, those of a trace with a fix) are asked of whoever checked
-//! the run ([`Ask`]).
+//! the run ([`Ask`]). [`baseline`] is the ratchet for CI: a run's verdicts
+//! and cause kinds as rows of a baseline file, and the rules that say
+//! which results are worse than recorded.
 //!
 //! ```
 //! use blackout_analysis::report::Verdict;
@@ -21,6 +23,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod baseline;
 pub mod block;
 pub mod explain;
 pub mod failsyncs;

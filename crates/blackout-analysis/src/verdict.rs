@@ -29,6 +29,25 @@ impl Verdict {
         }
     }
 
+    /// The verdict a printed name names ([`Verdict::name`]'s inverse).
+    ///
+    /// ```
+    /// use blackout_analysis::verdict::Verdict;
+    /// assert_eq!(Verdict::named("HARNESS BROKEN"), Some(Verdict::HarnessBroken));
+    /// assert_eq!(Verdict::named("MAYBE"), None);
+    /// ```
+    pub fn named(name: &str) -> Option<Verdict> {
+        [
+            Verdict::Pass,
+            Verdict::Fail,
+            Verdict::Inconclusive,
+            Verdict::HarnessBroken,
+            Verdict::Error,
+        ]
+        .into_iter()
+        .find(|v| v.name() == name)
+    }
+
     /// The exit code: 0 pass, 1 fail, 2 otherwise.
     pub fn exit_code(self) -> u8 {
         match self {
@@ -48,15 +67,7 @@ impl Serialize for Verdict {
 impl<'de> serde::Deserialize<'de> for Verdict {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Verdict, D::Error> {
         let name = String::deserialize(d)?;
-        [
-            Verdict::Pass,
-            Verdict::Fail,
-            Verdict::Inconclusive,
-            Verdict::HarnessBroken,
-            Verdict::Error,
-        ]
-        .into_iter()
-        .find(|v| v.name() == name)
-        .ok_or_else(|| serde::de::Error::custom(format!("no verdict is called {name:?}")))
+        Verdict::named(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no verdict is called {name:?}")))
     }
 }

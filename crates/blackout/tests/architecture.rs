@@ -29,7 +29,10 @@ const CRATES: &[(&str, &[&str])] = &[
         ],
     ),
     ("blackout-live", &["blackout-oplog", "blackout-sys"]),
-    ("blackout-analysis", &["blackout-oplog", "blackout-explore"]),
+    (
+        "blackout-analysis",
+        &["blackout-sys", "blackout-oplog", "blackout-explore"],
+    ),
     (
         "blackout-export",
         &["blackout-oplog", "blackout-explore", "blackout-analysis"],
@@ -143,6 +146,7 @@ const MODULES: &[(&str, &[&str])] = &[
             "group",
             "like",
             "fix",
+            "baseline",
         ],
     ),
     (

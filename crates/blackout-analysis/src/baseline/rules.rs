@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
-use blackout_analysis::report::Verdict;
+use crate::report::Verdict;
 
 use super::{Baseline, Row, NO_MODEL, UPDATE_ENV};
 
@@ -54,8 +54,8 @@ impl Rule {
 /// the new one.
 ///
 /// ```
-/// use blackout::analysis::report::Verdict;
-/// use blackout::baseline::{compare, Baseline, Row, Rule, Scope};
+/// use blackout_analysis::report::Verdict;
+/// use blackout_analysis::baseline::{compare, Baseline, Row, Rule, Scope};
 /// let none = Vec::<String>::new();
 /// let old = Baseline::of_rows(vec![Row::new("save", "posix", Verdict::Pass, none)]).unwrap();
 /// let now = [Row::new("save", "posix", Verdict::Fail, ["entry_not_synced"])];
@@ -106,7 +106,7 @@ impl fmt::Display for Violation {
 /// recorded (the baseline can be tightened).
 ///
 /// ```
-/// let c = blackout::baseline::Comparison::default();
+/// let c = blackout_analysis::baseline::Comparison::default();
 /// assert!(c.passed());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -121,7 +121,7 @@ impl Comparison {
     /// Whether no rule is broken.
     ///
     /// ```
-    /// assert!(blackout::baseline::Comparison::default().passed());
+    /// assert!(blackout_analysis::baseline::Comparison::default().passed());
     /// ```
     pub fn passed(&self) -> bool {
         self.violations.is_empty()
@@ -131,7 +131,7 @@ impl Comparison {
     /// how to accept the change.
     ///
     /// ```
-    /// let c = blackout::baseline::Comparison::default();
+    /// let c = blackout_analysis::baseline::Comparison::default();
     /// assert_eq!(c.violations_text("b.tsv".as_ref(), "cargo test"), "");
     /// ```
     pub fn violations_text(&self, path: &Path, rerun: &str) -> String {
@@ -155,7 +155,7 @@ impl Comparison {
     /// The notes that the baseline can be tightened, one per line.
     ///
     /// ```
-    /// let c = blackout::baseline::Comparison::default();
+    /// let c = blackout_analysis::baseline::Comparison::default();
     /// assert_eq!(c.better_text("b.tsv".as_ref()), "");
     /// ```
     pub fn better_text(&self, path: &Path) -> String {
@@ -175,8 +175,8 @@ impl Comparison {
 /// every result better than recorded.
 ///
 /// ```
-/// use blackout::analysis::report::Verdict;
-/// use blackout::baseline::{compare, Baseline, Row, Scope};
+/// use blackout_analysis::report::Verdict;
+/// use blackout_analysis::baseline::{compare, Baseline, Row, Scope};
 /// // A recorded FAIL with the same kinds is accepted.
 /// let fail = Row::new("create", "posix", Verdict::Fail, ["entry_not_synced"]);
 /// let old = Baseline::of_rows(vec![fail.clone()]).unwrap();

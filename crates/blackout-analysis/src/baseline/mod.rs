@@ -8,14 +8,14 @@
 //! the cause kinds (comma-separated, or `-`):
 //!
 //! ```
-//! # use blackout::analysis::report::Verdict;
-//! # use blackout::baseline::Row;
+//! # use blackout_analysis::report::Verdict;
+//! # use blackout_analysis::baseline::Row;
 //! let row = Row::new("create", "posix", Verdict::Fail, ["entry_not_synced"]);
 //! assert_eq!(row.to_string(), "create\tposix\tFAIL\tentry_not_synced");
 //! ```
 //!
-//! A *case* is a scenario's label ([`Report::label`]) or, on the command
-//! line, the name `--case` gives. A run that stopped before exploring any
+//! A *case* is a scenario's label or, on the command line, the name
+//! `--case` gives ([`case_of_run`] when it gives none). A run that stopped before exploring any
 //! model (INCONCLUSIVE, HARNESS BROKEN) has one row whose model is `-`. A
 //! block run (`--backend block`) adds a row for its file system, model
 //! `block:ext4` ([`BLOCK_MODEL`]): the file system's verdict, and the
@@ -37,10 +37,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use blackout_analysis::report::{RunReport, Verdict};
 use blackout_explore::model::Model;
 
-use crate::scenario::{Report, SCENARIO_ENV};
+use crate::report::{RunReport, Verdict};
 
 mod rules;
 
@@ -50,21 +49,21 @@ pub use rules::{compare, Comparison, Rule, Scope, Violation};
 /// instead of comparing with it (any non-empty value).
 ///
 /// ```
-/// assert_eq!(blackout::baseline::UPDATE_ENV, "BLACKOUT_UPDATE_BASELINE");
+/// assert_eq!(blackout_analysis::baseline::UPDATE_ENV, "BLACKOUT_UPDATE_BASELINE");
 /// ```
 pub const UPDATE_ENV: &str = "BLACKOUT_UPDATE_BASELINE";
 
 /// The model column of a run that stopped before exploring any model.
 ///
 /// ```
-/// assert_eq!(blackout::baseline::NO_MODEL, "-");
+/// assert_eq!(blackout_analysis::baseline::NO_MODEL, "-");
 /// ```
 pub const NO_MODEL: &str = "-";
 
 /// How the model column of a block run's file system starts: `block:ext4`.
 ///
 /// ```
-/// assert_eq!(blackout::baseline::BLOCK_MODEL, "block:");
+/// assert_eq!(blackout_analysis::baseline::BLOCK_MODEL, "block:");
 /// ```
 pub const BLOCK_MODEL: &str = "block:";
 
@@ -84,15 +83,15 @@ const HEADER: &str = "\
 /// The last line of every baseline file: a file without it was cut short.
 ///
 /// ```
-/// assert_eq!(blackout::baseline::END_LINE, "# end of baseline");
+/// assert_eq!(blackout_analysis::baseline::END_LINE, "# end of baseline");
 /// ```
 pub const END_LINE: &str = "# end of baseline";
 
 /// One row: what a case got under one model.
 ///
 /// ```
-/// use blackout::analysis::report::Verdict;
-/// use blackout::baseline::Row;
+/// use blackout_analysis::report::Verdict;
+/// use blackout_analysis::baseline::Row;
 /// let row = Row::new("save", "posix", Verdict::Fail, ["entry_not_synced"]);
 /// assert_eq!(row.to_string(), "save\tposix\tFAIL\tentry_not_synced");
 /// ```
@@ -112,8 +111,8 @@ impl Row {
     /// A row; the kinds are sorted and deduplicated.
     ///
     /// ```
-    /// use blackout::analysis::report::Verdict;
-    /// let row = blackout::baseline::Row::new("c", "posix", Verdict::Fail, ["b", "a", "b"]);
+    /// use blackout_analysis::report::Verdict;
+    /// let row = blackout_analysis::baseline::Row::new("c", "posix", Verdict::Fail, ["b", "a", "b"]);
     /// assert_eq!(row.kinds, ["a", "b"]);
     /// ```
     pub fn new<K: Into<String>>(
@@ -137,9 +136,9 @@ impl Row {
     /// exploring (standing for every model, the file system's too).
     ///
     /// ```
-    /// use blackout::analysis::report::{RunReport, Verdict};
+    /// use blackout_analysis::report::{RunReport, Verdict};
     /// let early = RunReport::early((Verdict::Inconclusive, "nothing promised".into()), vec![], None, None);
-    /// let rows = blackout::baseline::Row::of_run("save", &early);
+    /// let rows = blackout_analysis::baseline::Row::of_run("save", &early);
     /// assert_eq!(rows[0].to_string(), "save\t-\tINCONCLUSIVE\t-");
     /// ```
     pub fn of_run(case: &str, report: &RunReport) -> Vec<Row> {
@@ -249,19 +248,6 @@ fn unescape(cell: &str) -> Option<String> {
     Some(out)
 }
 
-/// The verdict a printed name names.
-fn verdict_named(name: &str) -> Option<Verdict> {
-    [
-        Verdict::Pass,
-        Verdict::Fail,
-        Verdict::Inconclusive,
-        Verdict::HarnessBroken,
-        Verdict::Error,
-    ]
-    .into_iter()
-    .find(|v| v.name() == name)
-}
-
 /// Why a baseline could not be read, written or used.
 #[derive(Debug, thiserror::Error)]
 pub enum BaselineError {
@@ -302,7 +288,7 @@ pub enum BaselineError {
 /// A baseline: rows keyed by case and model.
 ///
 /// ```
-/// use blackout::baseline::Baseline;
+/// use blackout_analysis::baseline::Baseline;
 /// let text = "save\tposix\tFAIL\tentry_not_synced\n# end of baseline\n";
 /// let b = Baseline::parse(text, "b.tsv".as_ref()).unwrap();
 /// assert_eq!(b.rows().len(), 1);
@@ -318,8 +304,8 @@ impl Baseline {
     /// first); a case and model twice, or an empty case, is refused.
     ///
     /// ```
-    /// use blackout::analysis::report::Verdict;
-    /// use blackout::baseline::{Baseline, Row};
+    /// use blackout_analysis::report::Verdict;
+    /// use blackout_analysis::baseline::{Baseline, Row};
     /// let b = Baseline::of_rows(vec![Row::new("a", "posix", Verdict::Pass, Vec::<String>::new())]).unwrap();
     /// ```
     pub fn of_rows(rows: Vec<Row>) -> Result<Baseline, BaselineError> {
@@ -349,7 +335,7 @@ impl Baseline {
     /// none, [`BaselineError::Malformed`] naming the first bad line.
     ///
     /// ```no_run
-    /// let b = blackout::baseline::Baseline::load("durability.tsv".as_ref()).unwrap();
+    /// let b = blackout_analysis::baseline::Baseline::load("durability.tsv".as_ref()).unwrap();
     /// ```
     pub fn load(path: &Path) -> Result<Baseline, BaselineError> {
         match std::fs::read_to_string(path) {
@@ -370,7 +356,7 @@ impl Baseline {
     /// are skipped.
     ///
     /// ```
-    /// use blackout::baseline::Baseline;
+    /// use blackout_analysis::baseline::Baseline;
     /// let err = Baseline::parse("# head\nsave\tposix\tMAYBE\t-\n# end of baseline\n", "b.tsv".as_ref())
     ///     .unwrap_err();
     /// assert_eq!(err.to_string(), "b.tsv:2: `MAYBE` is not a verdict (PASS, FAIL, INCONCLUSIVE, HARNESS BROKEN, ERROR)");
@@ -405,7 +391,7 @@ impl Baseline {
     /// The rows, sorted.
     ///
     /// ```
-    /// let b = blackout::baseline::Baseline::default();
+    /// let b = blackout_analysis::baseline::Baseline::default();
     /// assert!(b.rows().is_empty());
     /// ```
     pub fn rows(&self) -> &[Row] {
@@ -415,7 +401,7 @@ impl Baseline {
     /// The file's text: the header, then one line per row.
     ///
     /// ```
-    /// assert!(blackout::baseline::Baseline::default().render().starts_with("# blackout baseline"));
+    /// assert!(blackout_analysis::baseline::Baseline::default().render().starts_with("# blackout baseline"));
     /// ```
     pub fn render(&self) -> String {
         let mut out = HEADER.to_string();
@@ -433,7 +419,7 @@ impl Baseline {
     /// returns, the new one.
     ///
     /// ```no_run
-    /// blackout::baseline::Baseline::default().save("durability.tsv".as_ref()).unwrap();
+    /// blackout_analysis::baseline::Baseline::default().save("durability.tsv".as_ref()).unwrap();
     /// ```
     pub fn save(&self, path: &Path) -> Result<(), BaselineError> {
         blackout_sys::durable::write_durably(path, 0o644, |w| {
@@ -449,8 +435,8 @@ impl Baseline {
     /// other cases' rows.
     ///
     /// ```
-    /// use blackout::analysis::report::Verdict;
-    /// use blackout::baseline::{Baseline, Row};
+    /// use blackout_analysis::report::Verdict;
+    /// use blackout_analysis::baseline::{Baseline, Row};
     /// let none = Vec::<String>::new();
     /// let mut b = Baseline::of_rows(vec![
     ///     Row::new("a", "posix", Verdict::Fail, ["entry_not_synced"]),
@@ -525,7 +511,7 @@ fn parse_row(line: &str) -> Result<Row, String> {
             names.join(", ")
         ));
     }
-    let verdict = verdict_named(verdict).ok_or_else(|| {
+    let verdict = Verdict::named(verdict).ok_or_else(|| {
         format!("`{verdict}` is not a verdict (PASS, FAIL, INCONCLUSIVE, HARNESS BROKEN, ERROR)")
     })?;
     let kinds: Vec<&str> = if kinds == NO_KINDS {
@@ -547,7 +533,7 @@ fn parse_row(line: &str) -> Result<Row, String> {
 /// Whether a ratchet compares or rewrites its baseline.
 ///
 /// ```
-/// use blackout::baseline::Mode;
+/// use blackout_analysis::baseline::Mode;
 /// // CI never rewrites.
 /// assert!(!Mode { update: true, ci: true }.rewrites());
 /// assert!(Mode { update: true, ci: false }.rewrites());
@@ -566,7 +552,7 @@ impl Mode {
     /// update.
     ///
     /// ```
-    /// let mode = blackout::baseline::Mode::from_env();
+    /// let mode = blackout_analysis::baseline::Mode::from_env();
     /// ```
     pub fn from_env() -> Mode {
         let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
@@ -583,7 +569,7 @@ impl Mode {
     /// Whether the baseline is rewritten rather than compared with.
     ///
     /// ```
-    /// assert!(!blackout::baseline::Mode::default().rewrites());
+    /// assert!(!blackout_analysis::baseline::Mode::default().rewrites());
     /// ```
     pub fn rewrites(self) -> bool {
         self.update && !self.ci
@@ -592,7 +578,7 @@ impl Mode {
     /// The warning when `CI` overrides an update.
     ///
     /// ```
-    /// use blackout::baseline::Mode;
+    /// use blackout_analysis::baseline::Mode;
     /// assert!(Mode { update: true, ci: true }.warning().unwrap().starts_with("warning: BLACKOUT_UPDATE_BASELINE is ignored when CI is set"));
     /// ```
     pub fn warning(self) -> Option<String> {
@@ -607,7 +593,7 @@ impl Mode {
 /// What a ratchet did.
 ///
 /// ```
-/// let done = blackout::baseline::Ratchet::Updated { rows: 3 };
+/// let done = blackout_analysis::baseline::Ratchet::Updated { rows: 3 };
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ratchet {
@@ -626,7 +612,7 @@ pub enum Ratchet {
 /// else compares them with it.
 ///
 /// ```no_run
-/// use blackout::baseline::{ratchet, Mode, Ratchet, Scope};
+/// use blackout_analysis::baseline::{ratchet, Mode, Ratchet, Scope};
 /// match ratchet("durability.tsv".as_ref(), &[], Scope::Given, Mode::from_env()).unwrap() {
 ///     Ratchet::Updated { rows } => println!("{rows} rows recorded"),
 ///     Ratchet::Compared(c) => assert!(c.passed()),
@@ -669,7 +655,7 @@ pub fn ratchet(
 /// command line, its words joined by spaces.
 ///
 /// ```
-/// use blackout::baseline::case_of_run;
+/// use blackout_analysis::baseline::case_of_run;
 /// assert_eq!(case_of_run(Some("traces/save.trace".as_ref()), &[]), "save.trace");
 /// assert_eq!(case_of_run(None, &["sh".into(), "save.sh".into(), "full".into()]), "sh save.sh full");
 /// ```
@@ -679,106 +665,6 @@ pub fn case_of_run(trace: Option<&Path>, command: &[std::ffi::OsString]) -> Stri
     }
     let words: Vec<_> = command.iter().map(|w| w.to_string_lossy()).collect();
     words.join(" ")
-}
-
-/// The ratchet on one run of the command line: its rows under `case`
-/// compared with the baseline at `path` ([`Scope::Given`]: only that
-/// case's rows), or written into it, replacing only that case's rows.
-///
-/// ```no_run
-/// use blackout::analysis::report::RunReport;
-/// use blackout::baseline::{check_run, Mode};
-/// # let report: RunReport = unimplemented!();
-/// let done = check_run("durability.tsv".as_ref(), "save", &report, Mode::from_env()).unwrap();
-/// ```
-pub fn check_run(
-    path: &Path,
-    case: &str,
-    report: &RunReport,
-    mode: Mode,
-) -> Result<Ratchet, BaselineError> {
-    ratchet(path, &Row::of_run(case, report), Scope::Given, mode)
-}
-
-/// The rows of scenario reports, each under its label.
-fn rows_of_reports<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Vec<Row> {
-    reports
-        .into_iter()
-        .filter_map(|r| Some(Row::of_run(r.label(), r.run_report()?)))
-        .flatten()
-        .collect()
-}
-
-/// The ratchet on scenario reports, without panicking: every report's
-/// rows under its label ([`Scope::All`]: a recorded label missing from
-/// `reports` has vanished), compared with the baseline at `path` or
-/// written to it as `mode` says. A report of a scenario not run (inside
-/// another's recording) has no rows.
-///
-/// ```no_run
-/// use blackout::baseline::{check_reports, Mode, Ratchet};
-/// # let (a, b): (blackout::Report, blackout::Report) = unimplemented!();
-/// let done = check_reports([&a, &b], "tests/durability.tsv", Mode::default()).unwrap();
-/// if let Ratchet::Compared(c) = done {
-///     for v in &c.violations {
-///         println!("{v}");
-///     }
-/// }
-/// ```
-pub fn check_reports<'a>(
-    reports: impl IntoIterator<Item = &'a Report>,
-    path: impl AsRef<Path>,
-    mode: Mode,
-) -> Result<Ratchet, BaselineError> {
-    ratchet(path.as_ref(), &rows_of_reports(reports), Scope::All, mode)
-}
-
-/// Asserts that scenario reports are no worse than the baseline at `path`
-/// (relative to the package's directory under `cargo test`): panics with
-/// every violation, one per line. Give every scenario the baseline
-/// covers: a recorded label not among `reports` has vanished.
-///
-/// With `BLACKOUT_UPDATE_BASELINE=1` (and `CI` unset) it writes the file
-/// from the reports instead. Better results pass with a note on stderr
-/// that the baseline can be tightened. A missing file panics saying how to
-/// record it; a malformed one naming the line. In the recorded copy of a
-/// test it does nothing.
-///
-/// ```no_run
-/// let save = blackout::Scenario::new("save")
-///     .workload(|dir, p| { std::fs::write(dir.join("doc"), "v2")?; p.promise("saved"); Ok(()) })
-///     .check(|state, promised| {
-///         if promised.is_empty() || state.join("doc").exists() { Ok(()) } else { Err("doc lost") }
-///     })
-///     .run();
-/// blackout::assert_no_worse_than([&save], "tests/durability.tsv");
-/// ```
-pub fn assert_no_worse_than<'a>(
-    reports: impl IntoIterator<Item = &'a Report>,
-    path: impl AsRef<Path>,
-) {
-    if std::env::var_os(SCENARIO_ENV).is_some() {
-        return;
-    }
-    let path = path.as_ref();
-    match check_reports(reports, path, Mode::from_env()) {
-        Err(BaselineError::Missing(_)) => panic!(
-            "blackout: no baseline at {}: record it with `{UPDATE_ENV}=1 cargo test`, review it and commit it",
-            path.display()
-        ),
-        Err(e) => panic!("blackout: {e}"),
-        Ok(Ratchet::Updated { rows }) => {
-            eprintln!("blackout: baseline {} written ({rows} rows)", path.display());
-        }
-        Ok(Ratchet::Compared(c)) => {
-            eprint!("{}", c.better_text(path));
-            assert!(
-                c.passed(),
-                "blackout: {}",
-                c.violations_text(path, "cargo test")
-            );
-        }
-    }
 }
 
 #[cfg(test)]
@@ -969,83 +855,6 @@ mod tests {
             ]
         );
         assert_eq!(Baseline::parse(&text, "b".as_ref()).unwrap(), b);
-    }
-
-    #[test]
-    fn a_block_runs_file_system_has_a_row_with_the_posix_cause_kinds_it_was_blamed_on() {
-        use blackout_analysis::block::{Blame, BlockChecked, BlockReport, BlockSide};
-        use blackout_oplog::outcome::Outcome;
-        // A new file written and "saved" without any fsync: posix fails.
-        let t = blackout_record::replay::trace_of_log(
-            b"1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
-              1 write(3, \"\\x68\\x69\", 2) = 2\n\
-              1 write(1, \"\\x73\\x61\\x76\\x65\\x64\\x0a\", 6) = 6\n",
-            b"/d",
-        )
-        .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let mut cfg = crate::run::RunConfig::new(
-            r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a 2>/dev/null)" = hi ]"#,
-        );
-        cfg.models = vec![Model::Posix];
-        cfg.fix_verifications = 0;
-        cfg.scratch_parent = Some(dir.path().to_path_buf());
-        let mut report = crate::run::check_trace(&t, &cfg).unwrap();
-        let causes = &report.models[0].causes;
-        assert!(!causes.is_empty(), "{report:#?}");
-        let blamed = causes.last().unwrap().cause.kind.name();
-        let failing = |cause: Option<usize>| BlockChecked {
-            id: "b1".into(),
-            point: 0,
-            lost: Vec::new(),
-            promises: Vec::new(),
-            states: 1,
-            outcome: Outcome::Fail {
-                status: "exit code 1".into(),
-                reason: "lost".into(),
-            },
-            blame: Some(Blame {
-                posix_cause: cause.map(|n| (n, String::new())),
-                ..Blame::default()
-            }),
-        };
-        // One state blamed on the last posix cause, one on none (a cause
-        // number past the report's counts as none).
-        let block = BlockReport {
-            fs: "ext4".into(),
-            verdict: Verdict::Fail,
-            reason: String::new(),
-            points: Vec::new(),
-            states: 2,
-            states_checked: 2,
-            exact: true,
-            distinct: 2,
-            failing: vec![failing(Some(causes.len())), failing(Some(causes.len() + 1))],
-            errors: Vec::new(),
-            subsets_left_out: "0".into(),
-            deepest_window: 1,
-            posix_misses: Vec::new(),
-            seconds: 0.0,
-            states_per_second: 0.0,
-            time: Default::default(),
-            fsck: None,
-        };
-        report.block = Some(BlockSide {
-            fs: "ext4".into(),
-            report: Some(block),
-            repeat: Vec::new(),
-        });
-        let rows = Row::of_run("save", &report);
-        assert_eq!(rows.len(), 2);
-        assert_eq!(rows[1], row("save", "block:ext4", Verdict::Fail, &[blamed]));
-        // Not checked: the posix run's verdict stands for the file system.
-        report.block.as_mut().unwrap().report = None;
-        let rows = Row::of_run("save", &report);
-        assert_eq!(rows[1], row("save", "block:ext4", report.verdict, &NONE));
-        // Stopped before exploring: one `-` row stands for every model.
-        report.models.clear();
-        assert_eq!(Row::of_run("save", &report)[0].model, NO_MODEL);
-        assert_eq!(Row::of_run("save", &report).len(), 1);
     }
 
     #[test]
