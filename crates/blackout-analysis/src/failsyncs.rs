@@ -2,7 +2,9 @@
 //! sync call site the workload is recorded again with the site's first
 //! call failing with EIO, and the crash states of that run are checked
 //! with what the failed sync covered never durable (docs/MODELS.md, "When
-//! a sync fails"). This module holds the verdicts and their words.
+//! a sync fails"). This module holds the verdicts and their words, and
+//! which call a site's failure is aimed at ([`aim`], [`landed`]); what a
+//! failure run says of the program is `failrun`'s.
 //!
 //! ```
 //! use blackout_analysis::failsyncs::{FailSyncOutcome, Trust};
@@ -17,6 +19,9 @@
 //! ```
 
 use serde::Serialize;
+
+use blackout_oplog::ops::OpKind;
+use blackout_oplog::trace::Trace;
 
 use crate::syncs::SyncSite;
 
@@ -153,5 +158,80 @@ impl FailSyncsReport {
     /// Whether some site's failure loses promised data.
     pub fn fails(&self) -> bool {
         self.sites.iter().any(|c| c.outcome.fails())
+    }
+}
+
+/// The call a site's failure is aimed at: its first sync, as strace counts
+/// it ([`aim`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aim {
+    /// The system call (`fsync`).
+    pub call: String,
+    /// Which of its thread's calls of that name, from 1.
+    pub nth: u32,
+}
+
+/// The call to fail for `site` of `trace`: its first sync, counted among
+/// its thread's calls of the same name as strace counts them (syncs of
+/// files outside the directory under test are not in the trace: a failure
+/// landing elsewhere is caught by [`landed`]). Why not, when only an
+/// fsync or fdatasync the program made itself can be made to fail.
+pub fn aim(trace: &Trace, site: &SyncSite) -> Result<Aim, String> {
+    let first = &trace.ops[site.ops[0]];
+    if !matches!(
+        first.kind,
+        OpKind::Fsync { implied: false, .. } | OpKind::Fdatasync { implied: false, .. }
+    ) {
+        return Err(format!(
+            "only an fsync or fdatasync is made to fail, not {}",
+            first.syscall
+        ));
+    }
+    let nth = trace.ops[..site.ops[0]]
+        .iter()
+        .filter(|o| o.pid == first.pid && o.syscall == first.syscall)
+        .count()
+        + 1;
+    let nth = u32::try_from(nth).map_err(|_| "the call is too far into the run".to_string())?;
+    Ok(Aim {
+        call: first.syscall.clone(),
+        nth,
+    })
+}
+
+/// Where the failure aimed at `site`'s first sync (`aim`) landed in the
+/// failure run (`run`, in which strace injected `injected` failures): the
+/// failed sync of the same file, the one failure. Why not, in words.
+pub fn landed(
+    trace: &Trace,
+    site: &SyncSite,
+    aim: &Aim,
+    run: &Trace,
+    injected: usize,
+) -> Result<usize, String> {
+    let path = trace.show_path(&trace.ops[site.ops[0]].path);
+    let failed = run.ops.iter().position(|o| {
+        matches!(o.kind, OpKind::FailedSync { .. }) && run.show_path(&o.path) == path
+    });
+    match (failed, injected) {
+        (Some(at), 1) => Ok(at),
+        _ => Err(format!(
+            "the failure meant for call {} of its thread's {} calls landed on {injected} call{} (strace counts each thread's calls)",
+            aim.nth,
+            aim.call,
+            if injected == 1 { " of another file" } else { "s" }
+        )),
+    }
+}
+
+impl FailSyncCheck {
+    /// A site not measured, and why.
+    pub fn not_measured(site: SyncSite, why: String) -> FailSyncCheck {
+        FailSyncCheck {
+            site,
+            failed: None,
+            outcome: FailSyncOutcome::NotMeasured { why },
+            exact: false,
+        }
     }
 }

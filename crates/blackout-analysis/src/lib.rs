@@ -10,8 +10,9 @@
 //! [`report::verdict_of`]) that exporters render without asking anything
 //! but op names of the trace. Analysis never runs a checker itself: the
 //! states it needs checked (a few an explanation needs that the run did
-//! not check, those of a trace with a fix) are asked of whoever checked
-//! the run ([`Ask`]). [`baseline`] is the ratchet for CI: a run's verdicts
+//! not check, those of a trace with a fix or with a sync call site taken
+//! out, [`needed::judge_syncs`]) are asked of whoever checked the run
+//! ([`Ask`]). [`baseline`] is the ratchet for CI: a run's verdicts
 //! and cause kinds as rows of a baseline file, and the rules that say
 //! which results are worse than recorded.
 //!
@@ -26,10 +27,12 @@
 pub mod baseline;
 pub mod block;
 pub mod explain;
+pub mod failrun;
 pub mod failsyncs;
 pub mod fix;
 pub mod group;
 pub mod like;
+pub mod needed;
 pub mod replace;
 pub mod report;
 pub mod syncs;
@@ -72,7 +75,8 @@ impl From<ExploreError> for Stopped {
 /// What analysis may ask of the checker that checked the run: the outcome
 /// of one more state (a crash point's own state that an explanation needs
 /// and a sampled run did not check), and the states of a trace with a fix
-/// checked ([`fix::verify_fix`]), until a deadline.
+/// ([`fix::verify_fix`]) or without a sync call site's syncs
+/// ([`needed::judge_syncs`]) checked, until a deadline.
 pub trait Ask {
     /// What the checker says of `desc`; `None` when it cannot say.
     fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped>;

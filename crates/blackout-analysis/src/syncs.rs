@@ -1,7 +1,7 @@
 //! Which syncs matter. A trace's syncs are grouped by call site
 //! ([`sync_sites`]: the source line with `--stacks`, else the call and the
-//! path, or the path's role when a site syncs several files); the driver
-//! re-explores the trace without each site's syncs
+//! path, or the path's role when a site syncs several files); `--syncs`'
+//! judge (the `needed` module) re-explores the trace without each site's syncs
 //! ([`crate::explain::without_syncs`]) and checks its states, and
 //! [`Removal`] says what each state means for the trace as recorded: a
 //! state the recorded trace cannot make (it loses an op one of the removed

@@ -105,7 +105,6 @@ pub mod scenario;
 pub mod shard;
 pub mod sharded;
 pub mod sweep;
-pub mod syncs;
 
 pub use baseline::assert_no_worse_than;
 pub use scenario::{Promises, Report, Scenario};

@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 
 pub use crate::sweep::RunError;
 use crate::sweep::{add_rest, check_all, check_rest, PoolAsk, Session};
-use crate::syncs::judge_syncs;
 use blackout_analysis::fix::{verify_fixes, Owners, FIX_VERIFICATIONS_MAX};
 use blackout_analysis::group::{model_report, Analysis};
+use blackout_analysis::needed::judge_syncs;
 use blackout_analysis::report::{fix_time_bound, verdict_of, Covered};
 use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
 use blackout_check::materialize::{choose, Cost, MaterializerKind};
@@ -97,7 +97,7 @@ pub struct RunConfig {
     /// directories).
     pub materializer: Option<MaterializerKind>,
     /// Judge every sync call site of the trace under posix
-    /// ([`crate::syncs::judge_syncs`]): needed, not needed, or not known,
+    /// ([`blackout_analysis::needed::judge_syncs`]): needed, not needed, or not known,
     /// within the fix bound's time again.
     pub syncs: bool,
 }
@@ -598,13 +598,10 @@ pub(crate) fn finish(
     let fix_seconds = t0.elapsed().as_secs_f64();
     let syncs = match (cfg.syncs, models.iter().any(|m| m.model == Model::Posix)) {
         (true, true) => {
-            let deadline = Instant::now() + bound;
-            Some(judge_syncs(
-                s,
-                Model::Posix,
-                &mut start.cache,
-                Some(deadline),
-            )?)
+            let deadline = Some(Instant::now() + bound);
+            let mut ask = PoolAsk::new(&s.pool);
+            let cache = &mut start.cache;
+            Some(judge_syncs(s, &mut ask, Model::Posix, cache, deadline)?)
         }
         _ => None,
     };

@@ -6,8 +6,9 @@
 //! exact when every distinct state of every crash point was. A
 //! [`Session`] is what a run's stages share: the pool that checks and the
 //! analysis's plain data; [`PoolAsk`] is analysis's seam to the pool: a
-//! state the run did not check, and the states of a trace with a fix
-//! (analysis verifies fixes, [`blackout_analysis::fix`]).
+//! state the run did not check, and the states of a trace with a fix or
+//! without a sync call site's syncs (analysis verifies fixes and judges
+//! syncs, [`blackout_analysis::fix`], [`blackout_analysis::needed`]).
 
 use std::io;
 use std::ops::Deref;

@@ -1,55 +1,52 @@
-//! Which syncs matter, a driver: each call site's syncs taken out of the
-//! trace ([`blackout_analysis::explain::without_syncs`]), the trace
-//! re-explored as the run explored its own and its states checked (those
-//! only the removal allows first), as fix verification
-//! ([`blackout_analysis::fix`]) does with syncs added;
-//! [`blackout_analysis::syncs`] says what the states mean. Sites
-//! share the bound evenly; the checker's verdicts are reused by content.
+//! Which syncs are needed, judged (`--syncs`): each call site's syncs
+//! taken out of the trace ([`crate::explain::without_syncs`]), the trace
+//! re-explored as the run explored its own and its states checked through
+//! [`Ask::check`] (those only the removal allows first), as fix
+//! verification ([`crate::fix`]) does with syncs added; [`crate::syncs`]
+//! says what the states mean. Sites share the bound evenly; the checker's
+//! verdicts are reused by content.
 
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use blackout_analysis::explain::{self, without_syncs};
-use blackout_analysis::fix::{explore_as_the_run, explore_with_syncs, share_of};
-use blackout_analysis::group::{fail_reason, Analysis};
-use blackout_analysis::syncs::{
-    sync_sites, Removal, SyncCheck, SyncSite, SyncVerdict, SyncsReport,
-};
-use blackout_analysis::Stopped;
-use blackout_check::pool::Cache;
 use blackout_explore::dedup::{simplicity, Explored, StateKey};
 use blackout_explore::model::Model;
 use blackout_explore::rest::check_order;
 use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::Outputs;
 
-use crate::sweep::{RunError, Session};
+use crate::explain::{self, without_syncs};
+use crate::fix::{explore_as_the_run, explore_with_syncs, share_of};
+use crate::group::{fail_reason, Analysis};
+use crate::syncs::{sync_sites, Removal, SyncCheck, SyncSite, SyncVerdict, SyncsReport};
+use crate::{Ask, Cache, Stopped};
 
-/// Judges every sync site of the session's trace under `model`, each in
-/// an even share of the time left before `deadline`. `cache` holds what
-/// the run's checker said (by content); its failing states are the run's
-/// own, which a removal does not count as its doing.
+/// Judges every sync site of the run's trace under `model`, each in an
+/// even share of the time left before `deadline`; `ask` checks the states.
+/// `cache` holds what the run's checker said (by content); its failing
+/// states are the run's own, which a removal does not count as its doing.
 pub fn judge_syncs(
-    s: &Session<'_>,
+    s: &Analysis<'_>,
+    ask: &mut dyn Ask,
     model: Model,
     cache: &mut Cache,
     deadline: Option<Instant>,
-) -> Result<SyncsReport, RunError> {
+) -> Result<SyncsReport, Stopped> {
     let t0 = Instant::now();
     let was_failing: HashSet<StateKey> = cache
         .iter()
         .filter(|(_, o)| matches!(o, Outcome::Fail { .. }))
         .map(|(k, _)| *k)
         .collect();
-    let sites = sync_sites(s.pool.trace);
-    let micros: HashMap<usize, u64> = s.pool.trace.sync_micros.iter().copied().collect();
+    let sites = sync_sites(s.trace);
+    let micros: HashMap<usize, u64> = s.trace.sync_micros.iter().copied().collect();
     let mut left = sites.len();
     let mut checks = Vec::with_capacity(sites.len());
     for site in sites {
         let share = share_of(deadline, left);
         left = left.saturating_sub(1).max(1);
         let took: Option<u64> = site.ops.iter().map(|i| micros.get(i)).sum();
-        let mut check = judge_site(s, model, site, cache, &was_failing, share)?;
+        let mut check = judge_site(s, ask, model, site, cache, &was_failing, share)?;
         check.seconds = took.filter(|_| !micros.is_empty()).map(|m| m as f64 / 1e6);
         checks.push(check);
     }
@@ -64,13 +61,14 @@ pub fn judge_syncs(
 /// One site judged: its syncs taken out, the trace re-explored and its
 /// states checked until `deadline`.
 fn judge_site(
-    s: &Session<'_>,
+    s: &Analysis<'_>,
+    ask: &mut dyn Ask,
     model: Model,
     site: SyncSite,
     cache: &mut Cache,
     was_failing: &HashSet<StateKey>,
     deadline: Option<Instant>,
-) -> Result<SyncCheck, RunError> {
+) -> Result<SyncCheck, Stopped> {
     let unknown = |site: SyncSite| SyncCheck {
         site,
         verdict: SyncVerdict::NotKnown,
@@ -86,23 +84,23 @@ fn judge_site(
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(unknown(site));
     }
-    let trace = without_syncs(s.pool.trace, &site.ops);
+    let trace = without_syncs(s.trace, &site.ops);
     let outputs = Outputs::new(&trace, s.ack_prefix);
-    let removal = Removal::new(s.pool.trace, s.pool.outputs, &site.ops);
-    let explore = explore_as_the_run(s.explore, &s.pool.trace.ops);
-    let bounded = Session {
-        analysis: Analysis {
-            fix_deadline: deadline,
-            ..s.analysis
-        },
+    let removal = Removal::new(s.trace, s.outputs, &site.ops);
+    let explore = explore_as_the_run(s.explore, &s.trace.ops);
+    let bounded = Analysis {
+        fix_deadline: deadline,
         ..*s
     };
-    let s2 = bounded.for_trace(&trace, &outputs);
-    let cancel = s.pool.cfg.cancel;
-    let explored = match explore_with_syncs(&bounded, &s2, cancel, model, &explore) {
+    let s2 = Analysis {
+        trace: &trace,
+        outputs: &outputs,
+        ..bounded
+    };
+    let explored = match explore_with_syncs(&bounded, &s2, ask.cancel_flag(), model, &explore) {
         Ok(e) => e,
-        Err(Stopped::Interrupted) if !s.pool.cancelled() => return Ok(unknown(site)),
-        Err(e) => return Err(e.into()),
+        Err(Stopped::Interrupted) if !ask.cancelled() => return Ok(unknown(site)),
+        Err(e) => return Err(e),
     };
     // The states only the removal allows first: at crash points after the
     // first sync's place.
@@ -112,10 +110,7 @@ fn judge_site(
         let d = &explored.distinct[i].desc;
         (d.crash <= first, !removal.is_new(d))
     });
-    let Ok(results) = s2
-        .pool
-        .check_distinct(&explored, cache, Some(&order), deadline)?
-    else {
+    let Some(results) = ask.check(&trace, &outputs, &explored, cache, &order, deadline)? else {
         return Ok(unknown(site));
     };
     let cx = explain::Context::with_removed_syncs(&trace, &outputs, &site.ops);
