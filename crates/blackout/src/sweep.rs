@@ -44,10 +44,7 @@ pub enum RunError {
 
 impl From<ExploreError> for RunError {
     fn from(e: ExploreError) -> Self {
-        match e {
-            ExploreError::Config(c) => RunError::Config(c),
-            ExploreError::Interrupted => RunError::Interrupted,
-        }
+        Stopped::from(e).into()
     }
 }
 
