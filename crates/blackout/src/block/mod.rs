@@ -44,6 +44,7 @@ use blackout_record::Recorder;
 
 pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
 
+pub mod run;
 pub mod saved;
 pub mod sharded;
 pub mod syncs;
