@@ -130,6 +130,10 @@ pub struct BlockRecording {
     pub returned: HashMap<u32, f64>,
     /// What the workload printed.
     pub output: Vec<u8>,
+    /// What it wrote to its standard output when its promises went to an
+    /// fd of their own (`RecordConfig::output_fd`: a test harness's text);
+    /// empty otherwise, and in a saved recording.
+    pub stdout: Vec<u8>,
     /// What it wrote to stderr (the tail shown when it failed).
     pub stderr: Vec<u8>,
 }
@@ -137,7 +141,8 @@ pub struct BlockRecording {
 /// Records `record.command` on a fresh `config.session.fs`: the device is
 /// made, `init` and `setup` fill the file system and the base is taken,
 /// then the workload runs under strace with `{dir}` and its working
-/// directory at the mount and its standard output logged as marks.
+/// directory at the mount and its output stream (its standard output, or
+/// `record.output_fd`) logged as marks.
 ///
 /// # Errors
 ///
@@ -195,6 +200,7 @@ pub fn record_block(
         started_unix,
         returned: times.into_iter().collect(),
         output,
+        stdout: recorded.stdout,
         stderr: recorded.stderr,
     })
 }
