@@ -21,6 +21,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod blame;
 pub mod block;
 pub mod explain;
 pub mod failsyncs;

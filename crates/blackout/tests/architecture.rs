@@ -145,6 +145,7 @@ const MODULES: &[(&str, &[&str])] = &[
             "syncs",
             "failsyncs",
             "report",
+            "blame",
             "group",
             "like",
             "fix",
