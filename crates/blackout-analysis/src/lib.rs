@@ -25,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod baseline;
+pub mod blame;
 pub mod block;
 pub mod explain;
 pub mod failrun;

@@ -7,6 +7,8 @@
 //! writes are in flight, so a later stage can enumerate subsets within a
 //! bound and say what it left out.
 
+use std::time::Duration;
+
 use crate::log::{BlockLog, Record, RecordKind};
 
 /// Why a position is a crash point.
@@ -185,6 +187,75 @@ pub fn crash_points_until(log: &BlockLog, base: usize, end: usize) -> Vec<LogPoi
         });
     }
     points
+}
+
+/// The crash points a recording is explored at: up to `end`, and when the
+/// file system was left up `settle` after the workload exited (at log
+/// position `exited`), only those at least that long after the last mark
+/// before it (the last promise), the first of them placed exactly there:
+/// power failing at the settle time's end, every flush before it done, the
+/// writes since the last one in flight.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use blackout_block::crash::{crash_points_settled, crash_points_until, Barrier};
+/// use blackout_block::log::{BlockLog, Record, RecordKind};
+/// let at = |nanos, kind| Record { nanos, kind };
+/// let w = RecordKind::Write { offset: 0, len: 512, data_at: 0 };
+/// let mark = RecordKind::Mark { name: "saved".into() };
+/// let log = BlockLog {
+///     records: vec![at(0, w.clone()), at(10, mark), at(20, RecordKind::Flush), at(5_000, w)],
+/// };
+/// assert_eq!(crash_points_settled(&log, 0, 4, 2, None), crash_points_until(&log, 0, 4));
+/// // Left up 1 µs after the promise: the points from 1,010 ns on.
+/// let settled = crash_points_settled(&log, 0, 4, 2, Some(Duration::from_micros(1)));
+/// assert_eq!(settled[0].nanos, 1_010);
+/// assert_eq!(settled[0].position, 3);
+/// assert_eq!(settled.last().unwrap().barrier, Barrier::End);
+/// ```
+pub fn crash_points_settled(
+    log: &BlockLog,
+    base: usize,
+    end: usize,
+    exited: usize,
+    settle: Option<Duration>,
+) -> Vec<LogPoint> {
+    let points = crash_points_until(log, base, end);
+    let Some(settle) = settle else {
+        return points;
+    };
+    let last_mark = log.records[..exited.min(log.records.len())]
+        .iter()
+        .rev()
+        .find(|r| matches!(r.kind, RecordKind::Mark { .. }))
+        .map(|r| r.nanos);
+    let from = last_mark.unwrap_or_else(|| {
+        log.records
+            .get(exited.saturating_sub(1))
+            .map_or(0, |r| r.nanos)
+    });
+    let cut_nanos = from.saturating_add(u64::try_from(settle.as_nanos()).unwrap_or(u64::MAX));
+    let cut = log.records[..end]
+        .iter()
+        .position(|r| r.nanos >= cut_nanos)
+        .unwrap_or(end)
+        .max(base);
+    let marks = log.records[..cut]
+        .iter()
+        .filter(|r| matches!(r.kind, RecordKind::Mark { .. }))
+        .count();
+    let mut kept = vec![LogPoint {
+        position: cut,
+        barrier: Barrier::End,
+        nanos: cut_nanos,
+        marks,
+        in_flight: 0,
+        same_image_as_previous: false,
+    }];
+    kept.extend(points.into_iter().filter(|p| p.position > cut));
+    kept
 }
 
 #[cfg(test)]

@@ -247,6 +247,26 @@ impl BlockLog {
         Ok(())
     }
 
+    /// The marks before log position `position`, in order: the lines the
+    /// workload printed by then.
+    ///
+    /// ```
+    /// use blackout_block::log::{BlockLog, Record, RecordKind};
+    /// let r = |kind| Record { nanos: 0, kind };
+    /// let mark = |name: &str| RecordKind::Mark { name: name.into() };
+    /// let log = BlockLog { records: vec![r(mark("a")), r(RecordKind::Flush), r(mark("b"))] };
+    /// assert_eq!(log.marks_before(2).collect::<Vec<_>>(), ["a"]);
+    /// assert_eq!(log.marks_before(9).count(), 2);
+    /// ```
+    pub fn marks_before(&self, position: usize) -> impl Iterator<Item = &str> {
+        self.records[..position.min(self.records.len())]
+            .iter()
+            .filter_map(|r| match &r.kind {
+                RecordKind::Mark { name } => Some(name.as_str()),
+                _ => None,
+            })
+    }
+
     /// Positions just after each flush and each mark, in order: where a
     /// crash may be placed without cutting between writes the block layer
     /// ordered.

@@ -2,29 +2,22 @@
 //! through the block device, `--repeat`, and its report.
 
 use std::path::Path;
-use std::sync::atomic::Ordering;
 
 use anyhow::{anyhow, Context, Result};
 
-use blackout::analysis::block::BlockSide;
-use blackout::analysis::report::{RunReport, Verdict};
+use blackout::block::run::{BlockRun, BlockRunError, BlockRunReport, BlockSource};
 use blackout::block::saved::is_saved_recording;
-use blackout::block::sharded::{check_block_shard, merge_block};
-use blackout::block::syncs::{measure_syncs_on_fs, FsSyncRuns};
-use blackout::block::{
-    check_block, record_block, BlockCheck, BlockConfig, BlockError, BlockRecording,
-};
+use blackout::block::{BlockConfig, BlockError, BlockRecording};
 use blackout::block_device::session::FsKind;
 use blackout::explore::model::Model;
 use blackout::export::ExportContext;
-use blackout::run::{check_trace, RunConfig, RunError};
+use blackout::run::{RunConfig, RunError};
 use blackout::shard::{Shard, ShardPart};
-use blackout::sharded::{check_shard, merge_parts, MergeError};
+use blackout::sharded::MergeError;
 
 use crate::args::{run_config, MergeArgs, RunArgs};
 use crate::part::{shard_of, write_part};
 use crate::report::{baseline_mode, check_writable, emit_merged, ratchet_after};
-use crate::INTERRUPTED;
 
 /// The block backend's settings from the run's flags.
 pub(crate) fn block_config(a: &RunArgs) -> Result<BlockConfig> {
@@ -84,174 +77,67 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
     if a.explore.model == "all" {
         cfg.models = vec![Model::Posix];
     }
+    let notes = |line: &str| eprintln!("{line}");
+    let mut run = BlockRun::new(bcfg, &cfg);
+    run.repeat = a.block.repeat;
+    run.save.clone_from(&a.output);
+    run.notes = Some(&notes);
     if let Some((shard, part)) = shard {
-        return block_shard(&a, &bcfg, &cfg, shard, &part);
+        return block_shard(&a, &run, shard, &part);
     }
-    let repeat = a.block.repeat;
-    // Every run's verdict and failing states; the worst run is kept.
-    let mut runs: Vec<(Verdict, usize)> = Vec::new();
-    let mut worst: Option<BlockRun> = None;
-    for i in 0..repeat {
-        let run = block_run_once(&a, &bcfg, &cfg)?;
-        let seen = run.outcome();
-        if repeat > 1 {
-            eprintln!(
-                "run {} of {repeat}: {} ({} failing states)",
-                i + 1,
-                seen.0.name(),
-                seen.1
-            );
-        }
-        runs.push(seen);
-        if worst.as_ref().is_none_or(|w| seen > w.outcome()) {
-            worst = Some(run);
-        }
-    }
-    let mut run = worst.ok_or_else(|| anyhow!("--repeat must be at least 1"))?;
-    measure_syncs(&a, &bcfg, &cfg, &mut run)?;
-    emit_block_run(&a, &cfg, run, runs, mode)
-}
-
-/// One recording on the real file system, the posix model checked on its
-/// trace, and the device's states checked.
-pub(crate) struct BlockRun {
-    pub(crate) rec: BlockRecording,
-    pub(crate) posix: RunReport,
-    pub(crate) block: Option<blackout::block::BlockReport>,
-}
-
-impl BlockRun {
-    /// The run's verdict and failing states, for finding the worst run.
-    pub(crate) fn outcome(&self) -> (Verdict, usize) {
-        match &self.block {
-            Some(b) => (b.verdict, b.failing.len()),
-            None => (self.posix.verdict, 0),
-        }
-    }
-}
-
-pub(crate) fn block_run_once(a: &RunArgs, bcfg: &BlockConfig, cfg: &RunConfig) -> Result<BlockRun> {
-    let rec = match &a.trace {
-        Some(path) => load_recording(path, Some(a))?,
-        None => {
-            let rcfg = a.recording.clone().config(a.command.clone());
-            let recorded = record_block(bcfg, &rcfg, &a.recording.recorder());
-            if INTERRUPTED.load(Ordering::SeqCst) {
-                return Err(anyhow!("interrupted"));
-            }
-            recorded?
-        }
-    };
-    if let Some(out) = &a.output {
-        rec.save(out)
-            .with_context(|| format!("cannot write {}", out.display()))?;
-    }
-    eprintln!(
-        "{} {} ops and {} block records on {} (base at record {})",
-        if a.trace.is_some() {
-            "loaded"
-        } else {
-            "recorded"
+    let source = match &a.trace {
+        Some(path) => BlockSource::Saved(Box::new(load_recording(path, Some(&a))?)),
+        None => BlockSource::Record {
+            record: Box::new(a.recording.clone().config(a.command.clone())),
+            recorder: a.recording.recorder(),
         },
-        rec.trace.ops.len(),
-        rec.device.log().records.len(),
-        rec.fs,
-        rec.device.base()
-    );
-    let posix = match check_trace(&rec.trace, cfg) {
-        Ok(r) => r,
-        Err(RunError::Interrupted) => return Err(anyhow!("interrupted")),
-        Err(e) => return Err(e).context("checking the posix model's crash states"),
     };
-    let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
-    let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-        let how = block_check(bcfg, cfg, prefix, Some(&posix));
-        Some(check_block(&rec, &how).map_err(block_error)?)
-    } else {
-        None
-    };
-    Ok(BlockRun { rec, posix, block })
-}
-
-/// With `--syncs`: each sync site of the (worst) run run again without its
-/// syncs, `--repeat` times, when the run recorded the workload (a saved
-/// recording has no workload to run).
-fn measure_syncs(
-    a: &RunArgs,
-    bcfg: &BlockConfig,
-    cfg: &RunConfig,
-    run: &mut BlockRun,
-) -> Result<()> {
-    let BlockRun { rec, posix, block } = run;
-    if let (Some(syncs), Some(with), None) = (&mut posix.syncs, &*block, &a.trace) {
-        let record = a.recording.clone().config(a.command.clone());
-        let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
-        let runs = FsSyncRuns {
-            record: &record,
-            recorder: &a.recording.recorder(),
-            check: &block_check(bcfg, cfg, prefix, None),
-            repeat: a.block.repeat,
-        };
-        measure_syncs_on_fs(&runs, &rec.trace, with, syncs).map_err(block_error)?;
-    }
-    Ok(())
+    let done = run.run(source).map_err(block_run_error)?;
+    emit_block_run(&a, &cfg, done, mode)
 }
 
 /// `run --backend block --trace FILE --shard K/N --part PART`: the posix
 /// model's share of the distinct states and the file system's share of the
 /// images, in one part.
-fn block_shard(
-    a: &RunArgs,
-    bcfg: &BlockConfig,
-    cfg: &RunConfig,
-    shard: Shard,
-    part: &Path,
-) -> Result<u8> {
+fn block_shard(a: &RunArgs, run: &BlockRun<'_>, shard: Shard, part: &Path) -> Result<u8> {
     let path = a
         .trace
         .as_deref()
         .ok_or_else(|| anyhow!("--shard needs --trace"))?;
     let rec = load_recording(path, Some(a))?;
-    let prefix = a.explore.ack_prefix.as_ref().map(|p| p.as_bytes());
-    let how = block_check(bcfg, cfg, prefix, None);
-    let block = check_block_shard(&rec, &how, shard).map_err(block_error)?;
-    let posix = check_shard(&rec.trace, cfg, shard).map(|mut p| {
-        p.block = Some(block);
-        p
-    });
-    write_part(posix, part, Some(path))
+    let checked = match run.shard(&rec, shard) {
+        Ok(p) => Ok(p),
+        Err(BlockRunError::Shard(e)) => Err(e),
+        Err(e) => return Err(block_run_error(e)),
+    };
+    write_part(checked, part, Some(path))
 }
 
-/// A block check's error as the command says it.
-fn block_error(e: BlockError) -> anyhow::Error {
+/// A block run's error as the command says it.
+fn block_run_error(e: BlockRunError) -> anyhow::Error {
     match e {
-        BlockError::Interrupted => anyhow!("interrupted"),
-        e => anyhow::Error::new(e).context("checking the block device's crash states"),
+        BlockRunError::Interrupted
+        | BlockRunError::Check(BlockError::Interrupted)
+        | BlockRunError::Posix(RunError::Interrupted)
+        | BlockRunError::Merge(MergeError::Run(RunError::Interrupted)) => anyhow!("interrupted"),
+        BlockRunError::Record(e) => e.into(),
+        BlockRunError::Save { path, source } => {
+            anyhow::Error::new(source).context(format!("cannot write {}", path.display()))
+        }
+        BlockRunError::Posix(e) => {
+            anyhow::Error::new(e).context("checking the posix model's crash states")
+        }
+        BlockRunError::Check(e) => {
+            anyhow::Error::new(e).context("checking the block device's crash states")
+        }
+        BlockRunError::Shard(e) => anyhow::Error::new(e).context("checking crash states"),
+        BlockRunError::Merge(MergeError::Part(e)) | BlockRunError::Part(e) => e.into(),
+        BlockRunError::Merge(e) => anyhow::Error::new(e).context("merging the parts"),
+        e @ BlockRunError::NoBlockShare { .. } => anyhow!("{e}"),
     }
 }
 
-/// How a run (or a merge) checks its block states.
-fn block_check<'a>(
-    bcfg: &'a BlockConfig,
-    cfg: &'a RunConfig,
-    ack_prefix: Option<&'a [u8]>,
-    posix: Option<&'a RunReport>,
-) -> BlockCheck<'a> {
-    BlockCheck {
-        config: bcfg,
-        checker: cfg.checker.as_ref(),
-        ack_prefix,
-        scratch_parent: blackout::sys::scratch::default_scratch_parent(),
-        cancel: Some(&INTERRUPTED),
-        posix,
-        budget: cfg.check_budget,
-        jobs: cfg.jobs,
-    }
-}
-
-/// `blackout merge` of a block run's parts: the posix report merged as a
-/// model run's, the file system's from every part's share, blamed against
-/// it.
+/// `blackout merge` of a block run's parts (see [`BlockRun::merge`]).
 pub(crate) fn merge_block_parts(
     a: &MergeArgs,
     parts: &[ShardPart],
@@ -259,48 +145,14 @@ pub(crate) fn merge_block_parts(
     cfg: &RunConfig,
 ) -> Result<u8> {
     let rec = load_recording(trace_path, None)?;
-    let report = merge_parts(&rec.trace, cfg, parts);
-    let mut posix = match report {
-        Ok(r) => r,
-        Err(MergeError::Run(RunError::Interrupted)) => return Err(anyhow!("interrupted")),
-        Err(MergeError::Part(e)) => return Err(e.into()),
-        Err(e) => return Err(e).context("merging the parts"),
-    };
-    let mut shares = Vec::with_capacity(parts.len());
-    for p in parts {
-        let block = p.block.as_ref().ok_or_else(|| {
-            anyhow!(
-                "{} holds no block share, {} does: parts of one run",
-                p.label(),
-                parts[0].label()
-            )
-        })?;
-        shares.push((p.shard, block));
-    }
-    let first = shares[0].1;
-    let mut bcfg = BlockConfig::new(rec.fs);
-    bcfg.session.mount_opts = Some(first.mount_opts.clone())
-        .filter(|o| !o.is_empty())
-        .into_iter()
-        .collect();
-    bcfg.max_subsets = first.max_subsets;
-    bcfg.seed = first.seed;
-    bcfg.fsck = first.fsck;
-    let settings = &parts[0].settings;
-    let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-        let prefix = settings.ack_prefix.as_ref().map(|p| p.0.as_slice());
-        let how = block_check(&bcfg, cfg, prefix, Some(&posix));
-        shares.sort_by_key(|s| s.0.index);
-        Some(merge_block(&rec, &how, &shares)?)
-    } else {
-        None
-    };
-    posix.block = Some(BlockSide {
-        fs: rec.fs.name().to_string(),
-        report: block,
-        repeat: Vec::new(),
-    });
-    emit_merged(&a.report, &posix, &rec.trace, trace_path, settings)
+    let posix = BlockRun::merge(&rec, cfg, parts).map_err(block_run_error)?;
+    emit_merged(
+        &a.report,
+        &posix,
+        &rec.trace,
+        trace_path,
+        &parts[0].settings,
+    )
 }
 
 /// A block recording saved by `run --backend block -o`, on the file
@@ -329,23 +181,16 @@ fn load_recording(path: &Path, a: Option<&RunArgs>) -> Result<BlockRecording> {
 /// posix report with the file system's beside it, and `--repeat`'s runs;
 /// then, with `--baseline`, the ratchet on its rows (the posix model's and
 /// the file system's).
-pub(crate) fn emit_block_run(
+fn emit_block_run(
     a: &RunArgs,
     cfg: &RunConfig,
-    run: BlockRun,
-    runs: Vec<(Verdict, usize)>,
+    done: BlockRunReport,
     mode: blackout::baseline::Mode,
 ) -> Result<u8> {
-    let BlockRun {
-        rec,
-        mut posix,
-        block,
-    } = run;
-    posix.block = Some(BlockSide {
-        fs: rec.fs.name().to_string(),
-        report: block,
-        repeat: if runs.len() > 1 { runs } else { Vec::new() },
-    });
+    let BlockRunReport {
+        recording: rec,
+        report: posix,
+    } = done;
     let trace_id = rec.trace.content_id();
     let shown = a
         .output

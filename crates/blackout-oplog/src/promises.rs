@@ -50,6 +50,23 @@ impl PromiseRule {
         promised.then_some(line)
     }
 
+    /// The promises whole `lines` (each without its newline) make, as
+    /// text.
+    ///
+    /// ```
+    /// use blackout_oplog::promises::PromiseRule;
+    /// let rule = PromiseRule::new(Some(b"ok "));
+    /// let lines: [&[u8]; 3] = [b"ok 1\r", b"progress", b"ok 2"];
+    /// assert_eq!(rule.promises(lines), ["ok 1", "ok 2"]);
+    /// ```
+    pub fn promises<'a>(&self, lines: impl IntoIterator<Item = &'a [u8]>) -> Vec<String> {
+        lines
+            .into_iter()
+            .filter_map(|l| self.of_line(l))
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect()
+    }
+
     /// Whether a last line without a newline counts: only when the process
     /// that printed it exited normally (not killed by a signal).
     pub fn tail_counts(exited_normally: bool) -> bool {

@@ -63,9 +63,10 @@ pub struct RecordConfig {
     /// in the scratch directory: what it holds (after `init` and `setup`)
     /// is the initial tree, and it is left as the workload left it.
     pub dir: Option<PathBuf>,
-    /// The workload's standard output goes to this existing file (opened
-    /// for appending) instead of being kept: the recording's `stdout` is
-    /// then empty.
+    /// The workload's output stream goes to this existing file (opened
+    /// for appending) instead of being kept: its standard output, and the
+    /// recording's `stdout` is then empty; or, with `output_fd`, what it
+    /// writes there (its standard output is kept as without this).
     pub stdout: Option<PathBuf>,
     /// Log when each call started and how long it took (`-ttt -T`), for
     /// [`crate::times::call_times`].
@@ -582,10 +583,7 @@ fn run_strace(
     let stdout_path = base.join("stdout");
     let stderr_path = base.join("stderr");
     let mut strace = strace_command(rec, cfg, version);
-    let stdout = match &cfg.stdout {
-        Some(path) => fs::File::options().append(true).open(path)?,
-        None => fs::File::create(&stdout_path)?,
-    };
+    let (stdout, output) = output_files(cfg, base)?;
     strace
         .arg("-e")
         .arg(format!("trace={TRACED_SYSCALLS}"))
@@ -599,8 +597,7 @@ fn run_strace(
         .stdin(Stdio::null())
         .stdout(stdout)
         .stderr(fs::File::create(&stderr_path)?);
-    if let Some(fd) = cfg.output_fd {
-        let file = fs::File::create(base.join("output"))?;
+    if let (Some(fd), Some(file)) = (cfg.output_fd, output) {
         hand_down(&mut strace, file, fd)?;
     }
     let mut child = blackout_sys::proc::spawn(&mut strace)
@@ -616,9 +613,10 @@ fn run_strace(
         Waited::Cancelled => return Err(RecordError::Interrupted),
         Waited::TimedOut => return Err(RecordError::TimedOut(cfg.timeout.as_secs_f64())),
     };
-    let stdout = match cfg.stdout {
-        Some(_) => Vec::new(),
-        None => fs::read(&stdout_path)?,
+    let stdout = if stdout_kept(cfg) {
+        fs::read(&stdout_path)?
+    } else {
+        Vec::new()
     };
     let stderr = fs::read(&stderr_path)?;
     let log = MappedLog::open(&log_path)?;
@@ -642,6 +640,34 @@ fn run_strace(
         stderr,
         log,
     })
+}
+
+/// Where the workload's standard output and its output fd (when it has
+/// one) go: files in `base`, or the config's `stdout` file for the output
+/// stream ([`RecordConfig::stdout`]).
+pub(crate) fn output_files(
+    cfg: &RecordConfig,
+    base: &Path,
+) -> Result<(fs::File, Option<fs::File>), RecordError> {
+    let given = || -> Option<std::io::Result<fs::File>> {
+        let path = cfg.stdout.as_ref()?;
+        Some(fs::File::options().append(true).open(path))
+    };
+    Ok(match (given(), cfg.output_fd) {
+        (Some(file), None) => (file?, None),
+        (Some(file), Some(_)) => (fs::File::create(base.join("stdout"))?, Some(file?)),
+        (None, None) => (fs::File::create(base.join("stdout"))?, None),
+        (None, Some(_)) => (
+            fs::File::create(base.join("stdout"))?,
+            Some(fs::File::create(base.join("output"))?),
+        ),
+    })
+}
+
+/// Whether the recording keeps what the workload wrote to its standard
+/// output (it does unless that went to the config's `stdout` file).
+pub(crate) fn stdout_kept(cfg: &RecordConfig) -> bool {
+    cfg.stdout.is_none() || cfg.output_fd.is_some()
 }
 
 /// Makes `file` the spawned program's fd `fd` (the parent's copy is closed

@@ -15,6 +15,12 @@
 //! closure judging each distinct state in worker threads
 //! ([`ClosureChecker`]): the same pre-check, nothing-lost check, causes and
 //! verified fixes, and the same report.
+//!
+//! On a real file system ([`Scenario::block`]) the workload is recorded
+//! in the file system's device session, its promises logged as marks
+//! between the device's writes, and the scenario is checked as `blackout
+//! run --backend block` checks a workload ([`BlockRun`]): under posix, and
+//! on every crash state of the device after the file system's recovery.
 
 use std::fmt::Display;
 use std::io::Write;
@@ -23,8 +29,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::Duration;
 
+use blackout_analysis::block::BlockReport;
 use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
 use blackout_analysis::syncs::{SyncVerdict, SyncsReport};
+use blackout_block::session::FsKind;
 use blackout_check::closure::{panic_message, ClosureChecker};
 use blackout_explore::model::Model;
 use blackout_export::json::JsonExporter;
@@ -33,6 +41,8 @@ use blackout_export::{ExportContext, Exporter};
 use blackout_oplog::trace::Trace;
 use blackout_record::{RecordConfig, Recorder, StraceRecorder};
 
+use crate::block::run::{BlockRun, BlockSource};
+use crate::block::BlockConfig;
 use crate::run::{check_trace, RunConfig};
 
 /// The environment variable that tells a re-executed test binary which
@@ -152,6 +162,7 @@ pub struct Scenario {
     strace: Option<std::path::PathBuf>,
     keep_trace: Option<std::path::PathBuf>,
     materializer: Option<blackout_check::materialize::MaterializerKind>,
+    block: Option<FsKind>,
 }
 
 impl Scenario {
@@ -179,6 +190,7 @@ impl Scenario {
             strace: None,
             keep_trace: None,
             materializer: None,
+            block: None,
         }
     }
 
@@ -377,6 +389,22 @@ impl Scenario {
         self
     }
 
+    /// Runs the workload on a real file system (as `blackout run --backend
+    /// block --fs FS`): recorded in a device session, checked under posix
+    /// (unless [`Scenario::models`] names others) and on every crash state
+    /// of the device after the file system's recovery; the verdict is the
+    /// file system's. Needs root, `/dev/fuse`, a loop device and the file
+    /// system's mkfs.
+    ///
+    /// ```
+    /// use blackout::block_device::session::FsKind;
+    /// let s = blackout::Scenario::new("save").block(FsKind::Ext4);
+    /// ```
+    pub fn block(mut self, fs: FsKind) -> Scenario {
+        self.block = Some(fs);
+        self
+    }
+
     /// Records the workload, checks every crash state and reports.
     ///
     /// Panics with one line when the scenario cannot be run: no workload
@@ -415,12 +443,6 @@ impl Scenario {
             return Ok(Report::skipped(&self.label));
         }
         let test = self.current_test()?;
-        let trace = self.record(&test)?;
-        if let Some(path) = &self.keep_trace {
-            trace
-                .save(path)
-                .map_err(|e| format!("cannot save the trace at {}: {e}", path.display()))?;
-        }
         let mut checker = ClosureChecker::new(
             format!("the check of scenario `{}` (cargo test {test})", self.label),
             move |dir: &Path, p: &[String]| check(dir, p),
@@ -429,7 +451,11 @@ impl Scenario {
             checker = checker.with_timeout(t);
         }
         let mut cfg = RunConfig::with_checker(Box::new(checker));
-        cfg.models = self.models.clone();
+        cfg.models = match self.block {
+            // Beside the posix model, as `blackout run --backend block`.
+            Some(_) if self.models == Model::ALL => vec![Model::Posix],
+            _ => self.models.clone(),
+        };
         if let Some(j) = self.jobs {
             cfg.jobs = j;
         }
@@ -439,7 +465,15 @@ impl Scenario {
         cfg.materializer = self.materializer;
         cfg.syncs = self.syncs;
         cfg.validate().map_err(|e| e.to_string())?;
-        let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
+        let (trace, report) = match self.block {
+            None => {
+                let trace = self.record(&test)?;
+                self.keep(&trace)?;
+                let report = check_trace(&trace, &cfg).map_err(|e| e.to_string())?;
+                (trace, report)
+            }
+            Some(fs) => self.run_block(fs, &test, &cfg)?,
+        };
         let kept = self.keep_trace.as_deref().map(|p| p.display().to_string());
         let checker = cfg.checker.command().to_string();
         let unlocated = self.stacks
@@ -453,6 +487,45 @@ impl Scenario {
             report.text.push_str(NO_SOURCE_LINES);
         }
         Ok(report)
+    }
+
+    /// Saves the trace where [`Scenario::keep_trace`] says.
+    fn keep(&self, trace: &Trace) -> Result<(), String> {
+        if let Some(path) = &self.keep_trace {
+            trace
+                .save(path)
+                .map_err(|e| format!("cannot save the trace at {}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Records and checks the workload on file system `fs`.
+    fn run_block(
+        &self,
+        fs: FsKind,
+        test: &str,
+        cfg: &RunConfig,
+    ) -> Result<(Trace, RunReport), String> {
+        let (record, recorder, init) = self.record_config(test)?;
+        let source = BlockSource::Record {
+            record: Box::new(record),
+            recorder,
+        };
+        let done = BlockRun::new(BlockConfig::new(fs), cfg).run(source);
+        drop(init);
+        let done = done.map_err(|e| {
+            let mut line = format!("cannot run it on {fs}: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                line.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            line
+        })?;
+        let rec = done.recording;
+        recorded_whole(test, &rec.stdout, &rec.stderr, rec.trace.exit.code)?;
+        self.keep(&rec.trace)?;
+        Ok((rec.trace, done.report))
     }
 
     /// The current test's path: set, else the test thread's name.
@@ -472,6 +545,22 @@ impl Scenario {
 
     /// Records this test binary running only this test, with the marker.
     fn record(&self, test: &str) -> Result<Trace, String> {
+        let (cfg, recorder, init) = self.record_config(test)?;
+        let rec = recorder
+            .record(&cfg)
+            .map_err(|e| format!("cannot record the workload: {e}"))?;
+        drop(init);
+        recorded_whole(test, &rec.stdout, &rec.stderr, rec.trace.exit.code)?;
+        Ok(rec.trace)
+    }
+
+    /// How to record this test binary running only this test, with the
+    /// marker: the config, the recorder, and the setup's tree (removed
+    /// when dropped, after the recording).
+    fn record_config(
+        &self,
+        test: &str,
+    ) -> Result<(RecordConfig, StraceRecorder, Option<tempfile::TempDir>), String> {
         let exe =
             std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
         let mut cfg = RecordConfig::new(vec![
@@ -504,28 +593,35 @@ impl Scenario {
         if let Some(strace) = &self.strace {
             recorder.strace.clone_from(strace);
         }
-        let rec = recorder
-            .record(&cfg)
-            .map_err(|e| format!("cannot record the workload: {e}"))?;
-        drop(init);
-        let stdout = String::from_utf8_lossy(&rec.stdout);
-        if stdout.contains("test result:") {
-            return Err(format!(
-                "the recorded test `{test}` ended without reaching this scenario's workload: \
-                 its name must be exact (.test_name(...)), and a test with several scenarios \
-                 must run them all before asserting on any report"
-            ));
-        }
-        if rec.trace.exit.code != Some(0) {
-            let stderr = String::from_utf8_lossy(&rec.stderr);
-            let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-            return Err(format!(
-                "the workload failed: {}",
-                last.unwrap_or("it ended with an error")
-            ));
-        }
-        Ok(rec.trace)
+        Ok((cfg, recorder, init))
     }
+}
+
+/// Whether the recorded test ran this scenario's workload to its end: its
+/// standard output (the harness's) and standard error, and how it exited.
+fn recorded_whole(
+    test: &str,
+    stdout: &[u8],
+    stderr: &[u8],
+    exit: Option<i32>,
+) -> Result<(), String> {
+    let stdout = String::from_utf8_lossy(stdout);
+    if stdout.contains("test result:") {
+        return Err(format!(
+            "the recorded test `{test}` ended without reaching this scenario's workload: \
+             its name must be exact (.test_name(...)), and a test with several scenarios \
+             must run them all before asserting on any report"
+        ));
+    }
+    if exit != Some(0) {
+        let stderr = String::from_utf8_lossy(stderr);
+        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(format!(
+            "the workload failed: {}",
+            last.unwrap_or("it ended with an error")
+        ));
+    }
+    Ok(())
 }
 
 /// In the recorded child: runs the workload in the directory under test and
@@ -601,7 +697,7 @@ impl Report {
         let json = String::from_utf8_lossy(&JsonExporter.export(&report, &cx)).into_owned();
         Report {
             label: label.into(),
-            verdict: report.verdict,
+            verdict: report.final_verdict(),
             report: Some(report),
             trace: Some(trace),
             text,
@@ -631,7 +727,8 @@ impl Report {
         &self.label
     }
 
-    /// The overall verdict.
+    /// The overall verdict (on a real file system, [`Scenario::block`]:
+    /// the file system's).
     ///
     /// ```no_run
     /// # let report: blackout::Report = unimplemented!();
@@ -674,6 +771,22 @@ impl Report {
     /// ```
     pub fn run_report(&self) -> Option<&RunReport> {
         self.report.as_ref()
+    }
+
+    /// On a real file system ([`Scenario::block`]): the file system's
+    /// report (its crash points, distinct states after recovery, failing
+    /// ones blamed in the posix model's terms); `None` when it was not
+    /// checked (the posix run could not judge) or the scenario ran on the
+    /// models alone.
+    ///
+    /// ```no_run
+    /// # let report: blackout::Report = unimplemented!();
+    /// if let Some(ext4) = report.block() {
+    ///     println!("{}: {}", ext4.fs, ext4.verdict.name());
+    /// }
+    /// ```
+    pub fn block(&self) -> Option<&BlockReport> {
+        self.report.as_ref()?.block.as_ref()?.report.as_ref()
     }
 
     /// The recorded trace: the workload's ops, as `blackout ops` lists
@@ -760,7 +873,8 @@ impl Report {
             self.verdict.name(),
             self.text
         );
-        let exact = self.report.as_ref().is_none_or(|r| r.exact);
+        let exact =
+            self.report.as_ref().is_none_or(|r| r.exact) && self.block().is_none_or(|b| b.exact);
         assert!(
             exact,
             "scenario `{}`: PASS on a sample, not on every crash state (raise .check_budget(...), or None for no bound)\n{}",

@@ -144,6 +144,7 @@ const MODULES: &[(&str, &[&str])] = &[
             "failsyncs",
             "report",
             "failrun",
+            "blame",
             "group",
             "like",
             "fix",
@@ -165,9 +166,9 @@ const MODULES: &[(&str, &[&str])] = &[
             "run",
             "failsyncs",
             "sharded",
+            "block",
             "scenario",
             "baseline",
-            "block",
         ],
     ),
     (

@@ -193,19 +193,13 @@ enum Stop {
 /// The files the workload's standard output, standard error and output
 /// fd go to (in `base`, or the config's standard output file).
 fn stdio(cfg: &RecordConfig, base: &Path) -> Result<spawn::Stdio, RecordError> {
-    let stdout = match &cfg.stdout {
-        Some(path) => fs::File::options().append(true).open(path)?,
-        None => fs::File::create(base.join("stdout"))?,
-    };
-    let output = match cfg.output_fd {
-        Some(fd) if fd <= 2 => {
-            return Err(RecordError::Prepare(format!(
-                "the output fd must be above 2 (got {fd})"
-            )))
-        }
-        Some(fd) => Some((fs::File::create(base.join("output"))?, fd)),
-        None => None,
-    };
+    if let Some(fd) = cfg.output_fd.filter(|fd| *fd <= 2) {
+        return Err(RecordError::Prepare(format!(
+            "the output fd must be above 2 (got {fd})"
+        )));
+    }
+    let (stdout, output) = crate::record::output_files(cfg, base)?;
+    let output = output.zip(cfg.output_fd);
     Ok(spawn::Stdio {
         stdout,
         stderr: fs::File::create(base.join("stderr"))?,
@@ -292,9 +286,10 @@ fn run(
         exec_failure,
         no_space: feed.no_space(),
         orphans,
-        stdout: match cfg.stdout {
-            Some(_) => Vec::new(),
-            None => fs::read(base.join("stdout"))?,
+        stdout: if crate::record::stdout_kept(cfg) {
+            fs::read(base.join("stdout"))?
+        } else {
+            Vec::new()
         },
         stderr: fs::read(base.join("stderr"))?,
         replayed: feed.finish(),

@@ -19,12 +19,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use blackout_analysis::blame::{blame, ops_done};
 pub use blackout_analysis::block::{
     block_verdict, Blame, BlockChecked, BlockReport, FsckComplaint, PointInfo, Timings,
 };
-use blackout_analysis::report::{Checked, RunReport};
-use blackout_block::crash::{crash_points_until, Barrier, LogPoint};
-use blackout_block::log::{BlockLog, RecordKind};
+use blackout_analysis::report::RunReport;
+use blackout_block::crash::{crash_points_settled, LogPoint};
 use blackout_block::recording::DeviceRecording;
 use blackout_block::session::{tool_installed, DeviceSession, FsKind, SessionConfig, SessionError};
 use blackout_block::states::{enumerate, window, BlockState, SubsetCoverage, Window};
@@ -33,8 +33,6 @@ use blackout_check::workers::{PoolError, Scratch, Workers};
 use blackout_check::Checker;
 use blackout_explore::model::Model;
 use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
-use blackout_oplog::naming::describe_unit;
-use blackout_oplog::ops::{Part, Unit};
 use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::join_lines;
 use blackout_oplog::promises::{LineBuffer, PromiseRule};
@@ -44,6 +42,7 @@ use blackout_record::Recorder;
 
 pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
 
+pub mod run;
 pub mod saved;
 pub mod sharded;
 pub mod syncs;
@@ -129,6 +128,10 @@ pub struct BlockRecording {
     pub returned: HashMap<u32, f64>,
     /// What the workload printed.
     pub output: Vec<u8>,
+    /// What it wrote to its standard output when its promises went to an
+    /// fd of their own (`RecordConfig::output_fd`: a test harness's text);
+    /// empty otherwise, and in a saved recording.
+    pub stdout: Vec<u8>,
     /// What it wrote to stderr (the tail shown when it failed).
     pub stderr: Vec<u8>,
 }
@@ -136,7 +139,8 @@ pub struct BlockRecording {
 /// Records `record.command` on a fresh `config.session.fs`: the device is
 /// made, `init` and `setup` fill the file system and the base is taken,
 /// then the workload runs under strace with `{dir}` and its working
-/// directory at the mount and its standard output logged as marks.
+/// directory at the mount and its output stream (its standard output, or
+/// `record.output_fd`) logged as marks.
 ///
 /// # Errors
 ///
@@ -194,6 +198,7 @@ pub fn record_block(
         started_unix,
         returned: times.into_iter().collect(),
         output,
+        stdout: recorded.stdout,
         stderr: recorded.stderr,
     })
 }
@@ -218,65 +223,6 @@ pub struct BlockCheck<'a> {
     pub budget: Option<std::time::Duration>,
     /// States checked at once, each worker with its own image and mount.
     pub jobs: usize,
-}
-
-/// The crash points explored: up to the end, and with `--settle` only
-/// those at least that long after the last promise (the first of them
-/// placed exactly there).
-fn explored_points(rec: &BlockRecording) -> Vec<LogPoint> {
-    let log = rec.device.log();
-    let base = rec.device.base();
-    let points = crash_points_until(log, base, rec.end);
-    let Some(settle) = rec.settle else {
-        return points;
-    };
-    let last_mark = log.records[..rec.exited.min(log.records.len())]
-        .iter()
-        .rev()
-        .find(|r| matches!(r.kind, RecordKind::Mark { .. }))
-        .map(|r| r.nanos);
-    let from = last_mark.unwrap_or_else(|| {
-        log.records
-            .get(rec.exited.saturating_sub(1))
-            .map_or(0, |r| r.nanos)
-    });
-    let cut_nanos = from.saturating_add(u64::try_from(settle.as_nanos()).unwrap_or(u64::MAX));
-    let cut = log.records[..rec.end]
-        .iter()
-        .position(|r| r.nanos >= cut_nanos)
-        .unwrap_or(rec.end)
-        .max(base);
-    // Power failing at the settle time's end: every flush before it done,
-    // the writes since the last one in flight.
-    let marks = log.records[..cut]
-        .iter()
-        .filter(|r| matches!(r.kind, RecordKind::Mark { .. }))
-        .count();
-    let mut kept = vec![LogPoint {
-        position: cut,
-        barrier: Barrier::End,
-        nanos: cut_nanos,
-        marks,
-        in_flight: 0,
-        same_image_as_previous: false,
-    }];
-    kept.extend(points.into_iter().filter(|p| p.position > cut));
-    kept
-}
-
-/// The promises made before log position `position`: the lines printed
-/// (marks), narrowed by the prefix.
-fn promises_before(log: &BlockLog, position: usize, prefix: Option<&[u8]>) -> Vec<String> {
-    let rule = PromiseRule::new(prefix);
-    log.records[..position.min(log.records.len())]
-        .iter()
-        .filter_map(|r| match &r.kind {
-            RecordKind::Mark { name } => rule
-                .of_line(name.as_bytes())
-                .map(|l| String::from_utf8_lossy(l).into_owned()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Checks every state of `rec` (see the module docs).
@@ -314,13 +260,14 @@ impl Plan {
     fn new(rec: &BlockRecording, how: &BlockCheck<'_>) -> Plan {
         let log = rec.device.log();
         let base = rec.device.base();
-        let points = explored_points(rec);
+        let points = crash_points_settled(log, base, rec.end, rec.exited, rec.settle);
         let (states, coverage) =
             enumerate(log, base, &points, how.config.max_subsets, how.config.seed);
         let windows: Vec<Window> = points.iter().map(|p| window(log, base, p)).collect();
+        let rule = PromiseRule::new(how.ack_prefix);
         let promised: Vec<Vec<String>> = points
             .iter()
-            .map(|p| promises_before(log, p.position, how.ack_prefix))
+            .map(|p| rule.promises(log.marks_before(p.position).map(str::as_bytes)))
             .collect();
         let texts: Vec<Vec<u8>> = promised
             .iter()
@@ -505,7 +452,7 @@ fn report(
         .into_iter()
         .filter(|(c, _)| c.outcome.is_fail())
         .map(|(mut c, files)| {
-            let blame = blame(rec, how.posix, &points[c.point], &files);
+            let blame = blame_state(rec, how.posix, &points[c.point], &files);
             if posix_ran && blame.posix_state.is_none() {
                 posix_misses.push(c.id.clone());
             }
@@ -562,87 +509,36 @@ fn point_infos(rec: &BlockRecording, points: &[LogPoint]) -> Vec<PointInfo> {
         .collect()
 }
 
-/// How many ops had returned when power failed at `point`.
-fn ops_done(rec: &BlockRecording, point: &LogPoint) -> usize {
-    let at = rec.started_unix + point.nanos as f64 / 1e9;
-    let mut done = 0;
-    let mut last = f64::MIN;
-    for (i, op) in rec.trace.ops.iter().enumerate() {
-        // An op without a time returned when the one before it did.
-        last = rec.returned.get(&op.line).copied().unwrap_or(last);
-        if last <= at {
-            done = i + 1;
-        } else {
-            break;
-        }
-    }
-    done
-}
-
-/// The last calls before the crash, and the posix model's failing state
-/// holding the same files, with its cause.
-fn blame(
+/// The blame of a failing state recovered to `files` at `point`
+/// ([`blackout_analysis::blame::blame`]): a posix failing state holds the
+/// same files when, written out, it lists as they do.
+fn blame_state(
     rec: &BlockRecording,
     posix: Option<&RunReport>,
     point: &LogPoint,
     files: &Listing,
 ) -> Blame {
-    let k = ops_done(rec, point);
-    let trace = &rec.trace;
-    let last_calls = (k.saturating_sub(3)..k)
-        .map(|i| {
-            let unit = Unit {
-                op: i,
-                part: Part::Whole,
-            };
-            describe_unit(trace, unit)
-        })
-        .collect();
-    let mut blame = Blame {
-        ops_done: k,
-        last_calls,
-        posix_state: None,
-        posix_lost: Default::default(),
-        posix_cause: None,
-    };
-    let Some(model) = posix.and_then(|r| r.models.iter().find(|m| m.model == Model::Posix)) else {
-        return blame;
-    };
-    let Ok(dir) = tempfile::Builder::new().prefix("blackout-match-").tempdir() else {
-        return blame;
-    };
-    // Nearest crash point first: the one the times name, then around it.
-    let mut failing: Vec<&Checked> = model.failing.iter().collect();
-    failing.sort_by_key(|c| c.crash.abs_diff(k));
-    for (n, c) in failing.into_iter().enumerate() {
+    let at = rec.started_unix + point.nanos as f64 / 1e9;
+    let k = ops_done(&rec.trace, &rec.returned, at);
+    let mut dir: Option<Option<tempfile::TempDir>> = None;
+    let mut n = 0;
+    blame(&rec.trace, posix, k, |c| {
+        let made = dir.get_or_insert_with(|| {
+            tempfile::Builder::new()
+                .prefix("blackout-match-")
+                .tempdir()
+                .ok()
+        });
+        let Some(dir) = made else {
+            return false;
+        };
         let root = dir.path().join(n.to_string());
-        let fs_state = FsState::build(trace, &c.desc(), SECTOR_BYTES_DEFAULT);
+        n += 1;
+        let fs_state = FsState::build(&rec.trace, &c.desc(), SECTOR_BYTES_DEFAULT);
         let same = fs::create_dir(&root).is_ok()
             && fs_state.write_out(&root).is_ok()
             && listing(&root).is_ok_and(|l| &l == files);
         let _ = blackout_sys::scratch::remove_tree(&root);
-        if same {
-            blame.posix_state = Some(c.id.clone());
-            blame.posix_lost = c.lost.iter().map(|&u| describe_unit(trace, u)).collect();
-            if let Some((n, _)) = c.torn {
-                blame.posix_lost.push(format!(
-                    "torn: {}",
-                    describe_unit(
-                        trace,
-                        Unit {
-                            op: n,
-                            part: Part::Whole
-                        }
-                    )
-                ));
-            }
-            blame.posix_cause = model
-                .causes
-                .iter()
-                .position(|g| g.ids.contains(&c.id) || g.simplest.id == c.id)
-                .map(|i| (i + 1, model.causes[i].cause.sentence.clone()));
-            break;
-        }
-    }
-    blame
+        same
+    })
 }

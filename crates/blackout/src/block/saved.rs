@@ -197,6 +197,7 @@ impl BlockRecording {
             started_unix: meta.started_unix,
             returned: meta.returned.into_iter().collect::<HashMap<_, _>>(),
             output,
+            stdout: Vec::new(),
             stderr,
         })
     }
