@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use blackout_explore::model::for_people;
 use blackout_oplog::outcome::Outcome;
+pub use blackout_oplog::outcome::Timings;
 
 use crate::verdict::Verdict;
 
@@ -131,37 +132,6 @@ pub struct FsckComplaint {
     pub status: String,
     /// Its first line that is not progress.
     pub line: String,
-}
-
-/// Seconds spent on each step over all states (summed over the workers:
-/// with `-j 2` they can add up to twice the wall time).
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct Timings {
-    /// Writing each state's image (the cursor copied, the writes applied).
-    pub build: f64,
-    /// Setting up the loop device and mounting (the file system's
-    /// recovery).
-    pub mount: f64,
-    /// Reading the mounted files (to deduplicate).
-    pub read: f64,
-    /// Running the checker on distinct states.
-    pub check: f64,
-    /// Unmounting.
-    pub unmount: f64,
-    /// The file system's checker (`--fsck`).
-    pub fsck: f64,
-}
-
-impl Timings {
-    /// Adds another worker's times.
-    pub fn add(&mut self, o: &Timings) {
-        self.build += o.build;
-        self.mount += o.mount;
-        self.read += o.read;
-        self.check += o.check;
-        self.unmount += o.unmount;
-        self.fsck += o.fsck;
-    }
 }
 
 /// What a run report carries of the real file system: its report (none

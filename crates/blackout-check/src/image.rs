@@ -28,6 +28,7 @@ use blackout_block::mount::{fsck, FsckSaid, MountedImage};
 use blackout_block::recording::{DeviceRecording, DATA_FILE};
 use blackout_block::session::FsKind;
 use blackout_block::states::{image_id, write_state, BlockState, ImageId, Window};
+use blackout_oplog::outcome::Timings;
 
 use crate::outcome::Outcome;
 use crate::slot::{at, Slot};
@@ -125,23 +126,6 @@ pub fn listing_key(l: &Listing, promises: &[u8]) -> blake3::Hash {
     h.finalize()
 }
 
-/// Seconds spent on each step, summed over the workers.
-#[derive(Debug, Clone, Default)]
-pub struct StepTimes {
-    /// Writing images.
-    pub build: f64,
-    /// Loop device and mount (recovery).
-    pub mount: f64,
-    /// Reading the files.
-    pub read: f64,
-    /// The checker.
-    pub check: f64,
-    /// Unmounting.
-    pub unmount: f64,
-    /// The file system's checker.
-    pub fsck: f64,
-}
-
 /// One distinct state after recovery.
 #[derive(Debug, Clone)]
 pub struct Found {
@@ -168,7 +152,7 @@ pub struct ImageTally {
     /// States visited (built, mounted and read).
     pub visited: usize,
     /// Where the time went.
-    pub time: StepTimes,
+    pub time: Timings,
 }
 
 /// A device recording's states, checked by a [`crate::workers::Workers`].

@@ -56,3 +56,35 @@ impl Outcome {
         }
     }
 }
+
+/// Seconds a real file system's states spent on each step, summed over
+/// the workers (with `-j 2` they can add up to twice the wall time): what
+/// checking them measures, a shard's part carries and a report shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timings {
+    /// Writing each state's image (the cursor copied, the writes applied).
+    pub build: f64,
+    /// Setting up the loop device and mounting (the file system's
+    /// recovery).
+    pub mount: f64,
+    /// Reading the mounted files (to deduplicate).
+    pub read: f64,
+    /// Running the checker on distinct states.
+    pub check: f64,
+    /// Unmounting.
+    pub unmount: f64,
+    /// The file system's checker (`--fsck`).
+    pub fsck: f64,
+}
+
+impl Timings {
+    /// Adds another worker's times.
+    pub fn add(&mut self, o: &Timings) {
+        self.build += o.build;
+        self.mount += o.mount;
+        self.read += o.read;
+        self.check += o.check;
+        self.unmount += o.unmount;
+        self.fsck += o.fsck;
+    }
+}

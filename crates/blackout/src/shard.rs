@@ -30,10 +30,11 @@ use blackout_explore::dedup::StateKey;
 use blackout_explore::enumerate::Representatives;
 use blackout_explore::model::Model;
 use blackout_oplog::ops::Name;
+use blackout_oplog::outcome::Timings;
 
 /// The layout version of a part file; it changes whenever a field is
 /// removed or renamed, or changes type or meaning.
-pub const PART_SCHEMA: u32 = 2;
+pub const PART_SCHEMA: u32 = 3;
 
 /// What a part file says it is (`"format"`).
 pub const PART_FORMAT: &str = "blackout-part";
@@ -620,9 +621,8 @@ pub struct BlockPart {
     /// With fsck: states its checker complained about (index, how it
     /// exited, its line).
     pub fsck_said: Vec<(usize, String, String)>,
-    /// Seconds per step, summed over this shard's workers: images, mount,
-    /// reading, checker, unmount, fsck.
-    pub time: [f64; 6],
+    /// Seconds per step, summed over this shard's workers.
+    pub time: Timings,
     /// Seconds this shard spent checking.
     pub seconds: f64,
 }

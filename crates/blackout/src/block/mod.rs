@@ -406,15 +406,7 @@ fn tallied(
         errors.into_iter().map(|(_, c)| c).collect(),
         f.seconds,
     );
-    let t = &tally.time;
-    out.time = Timings {
-        build: t.build,
-        mount: t.mount,
-        read: t.read,
-        check: t.check,
-        unmount: t.unmount,
-        fsck: t.fsck,
-    };
+    out.time = tally.time.clone();
     out.fsck = how.config.fsck.then(|| {
         let mut said = tally.fsck;
         said.sort_by_key(|s| s.0);

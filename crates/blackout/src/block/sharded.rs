@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use blackout_block::mount::FsckSaid;
 use blackout_block::states::image_id;
-use blackout_check::image::{Found, ImageTally, Listing, StepTimes};
+use blackout_check::image::{Found, ImageTally, Listing};
 use blackout_oplog::outcome::Outcome;
 
 use super::{tallied, BlockCheck, BlockError, BlockRecording, BlockReport, Plan};
@@ -54,7 +54,6 @@ pub fn check_block_shard(
         })
         .collect();
     let tally = plan.check(rec, how, &todo, started)?;
-    let t = &tally.time;
     let found = tally
         .found
         .iter()
@@ -85,7 +84,7 @@ pub fn check_block_shard(
             .iter()
             .map(|(i, s)| (*i, s.status.clone(), s.line.clone()))
             .collect(),
-        time: [t.build, t.mount, t.read, t.check, t.unmount, t.fsck],
+        time: tally.time.clone(),
         seconds: started.elapsed().as_secs_f64(),
     };
     part.found.sort_by_key(|f| f.first);
@@ -161,7 +160,7 @@ pub fn merge_block(
                     },
                 )
             }));
-        add_times(&mut tally.time, &p.time);
+        tally.time.add(&p.time);
         // As if the shards had run one after another.
         seconds += p.seconds;
         for f in &p.found {
@@ -169,15 +168,6 @@ pub fn merge_block(
         }
     }
     Ok(tallied(rec, how, plan.found(seconds), tally))
-}
-
-fn add_times(t: &mut StepTimes, p: &[f64; 6]) {
-    t.build += p[0];
-    t.mount += p[1];
-    t.read += p[2];
-    t.check += p[3];
-    t.unmount += p[4];
-    t.fsck += p[5];
 }
 
 /// Files one part's distinct state: a key two shards found (two images
