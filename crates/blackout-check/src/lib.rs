@@ -30,6 +30,7 @@ pub mod materialize;
 pub mod outcome;
 pub mod pool;
 pub mod server;
+pub mod shard;
 pub mod shell;
 pub mod slot;
 pub mod view;

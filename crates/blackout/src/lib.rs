@@ -97,12 +97,14 @@ pub use blackout_oplog as oplog;
 pub use blackout_record as record;
 pub use blackout_sys as sys;
 
+/// Sharded runs' parts and shares (the checking crate's).
+pub use blackout_check::shard;
+
 pub mod baseline;
 pub mod block;
 pub mod failsyncs;
 pub mod run;
 pub mod scenario;
-pub mod shard;
 pub mod sharded;
 pub mod sweep;
 

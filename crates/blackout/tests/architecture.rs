@@ -124,6 +124,7 @@ const MODULES: &[(&str, &[&str])] = &[
             "workers",
             "pool",
             "image",
+            "shard",
         ],
     ),
     (
@@ -161,7 +162,6 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout",
         &[
-            "shard",
             "sweep",
             "run",
             "failsyncs",

@@ -21,18 +21,6 @@ use blackout_oplog::outcome::Outcome;
 use super::{tallied, BlockCheck, BlockError, BlockRecording, BlockReport, Plan};
 use crate::shard::{BlockPart, PartError, PartFound, Shard};
 
-impl Shard {
-    /// Whether this shard checks the state whose image is `image`.
-    fn holds_image(&self, image: &blackout_block::states::ImageId) -> bool {
-        let mut h = blake3::Hasher::new();
-        h.update(&(image.0 as u64).to_le_bytes());
-        for r in &image.1 {
-            h.update(&(*r as u64).to_le_bytes());
-        }
-        self.holds_hash(h.finalize().as_bytes())
-    }
-}
-
 /// Checks the states of `rec` in `shard` (see the module docs); no blame
 /// (the merge has the posix report to blame with).
 ///

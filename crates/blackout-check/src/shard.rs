@@ -23,9 +23,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use blackout_check::image::Node;
-use blackout_check::outcome::Outcome;
-use blackout_check::CheckerKind;
+use crate::image::Node;
+use crate::outcome::Outcome;
+use crate::CheckerKind;
 use blackout_explore::dedup::StateKey;
 use blackout_explore::enumerate::Representatives;
 use blackout_explore::model::Model;
@@ -90,6 +90,17 @@ impl Shard {
     /// Whether this shard checks the state with this content key.
     pub fn holds(&self, key: &StateKey) -> bool {
         self.holds_hash(&key.0)
+    }
+
+    /// Whether this shard checks the real file system's state whose image
+    /// is `image`.
+    pub fn holds_image(&self, image: &blackout_block::states::ImageId) -> bool {
+        let mut h = blake3::Hasher::new();
+        h.update(&(image.0 as u64).to_le_bytes());
+        for r in &image.1 {
+            h.update(&(*r as u64).to_le_bytes());
+        }
+        self.holds_hash(h.finalize().as_bytes())
     }
 
     /// Whether this shard holds what hashes to `hash`: its first 8 bytes,
