@@ -29,6 +29,7 @@ pub mod image;
 pub mod materialize;
 pub mod outcome;
 pub mod pool;
+pub mod saved;
 pub mod server;
 pub mod shard;
 pub mod shell;

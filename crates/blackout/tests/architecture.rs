@@ -124,6 +124,7 @@ const MODULES: &[(&str, &[&str])] = &[
             "workers",
             "pool",
             "image",
+            "saved",
             "shard",
         ],
     ),

@@ -11,7 +11,6 @@
 //! the lost operation in the model backend's terms — and a real failure
 //! the posix model does not reproduce is the differential check's finding.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::PathBuf;
@@ -25,7 +24,6 @@ pub use blackout_analysis::block::{
 };
 use blackout_analysis::report::RunReport;
 use blackout_block::crash::{crash_points_settled, LogPoint};
-use blackout_block::recording::DeviceRecording;
 use blackout_block::session::{tool_installed, DeviceSession, FsKind, SessionConfig, SessionError};
 use blackout_block::states::{enumerate, window, BlockState, SubsetCoverage, Window};
 use blackout_check::image::{listing, ImageSource, ImageTally, Images, Listing};
@@ -36,14 +34,15 @@ use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::join_lines;
 use blackout_oplog::promises::{LineBuffer, PromiseRule};
-use blackout_oplog::trace::Trace;
 use blackout_record::record::{prepare_dir, RecordConfig, RecordError, StraceRecorder};
 use blackout_record::Recorder;
 
 pub use blackout_block::states::SUBSETS_MAX_DEFAULT;
 
 pub mod run;
-pub mod saved;
+/// Saved recordings of a real file system (the checking crate's).
+pub use blackout_check::saved;
+pub use blackout_check::saved::BlockRecording;
 pub mod sharded;
 pub mod syncs;
 
@@ -100,40 +99,6 @@ pub enum BlockError {
     /// I/O on the scratch directory.
     #[error(transparent)]
     Io(#[from] io::Error),
-}
-
-/// What recording a workload on a real file system left.
-#[derive(Debug)]
-pub struct BlockRecording {
-    /// The file system.
-    pub fs: FsKind,
-    /// The syscall trace (its directory is where the file system was
-    /// mounted).
-    pub trace: Trace,
-    /// The block log, its data and the base image (removed when dropped).
-    pub device: DeviceRecording,
-    /// The log position the exploration ends at: the workload's exit, or
-    /// the end of `--settle`.
-    pub end: usize,
-    /// The log position when the workload exited.
-    pub exited: usize,
-    /// How long the file system was kept up after the workload
-    /// (`--settle`): only crash points at least this long after the last
-    /// promise are checked.
-    pub settle: Option<Duration>,
-    /// When the block log began, in seconds since the epoch.
-    pub started_unix: f64,
-    /// Each op's log line mapped to when its call returned (seconds since
-    /// the epoch).
-    pub returned: HashMap<u32, f64>,
-    /// What the workload printed.
-    pub output: Vec<u8>,
-    /// What it wrote to its standard output when its promises went to an
-    /// fd of their own (`RecordConfig::output_fd`: a test harness's text);
-    /// empty otherwise, and in a saved recording.
-    pub stdout: Vec<u8>,
-    /// What it wrote to stderr (the tail shown when it failed).
-    pub stderr: Vec<u8>,
 }
 
 /// Records `record.command` on a fresh `config.session.fs`: the device is

@@ -33,7 +33,39 @@ use blackout_block::recording::{DeviceRecording, BASE_FILE, DATA_FILE};
 use blackout_block::session::FsKind;
 use blackout_oplog::trace::Trace;
 
-use super::BlockRecording;
+/// What recording a workload on a real file system left.
+#[derive(Debug)]
+pub struct BlockRecording {
+    /// The file system.
+    pub fs: FsKind,
+    /// The syscall trace (its directory is where the file system was
+    /// mounted).
+    pub trace: Trace,
+    /// The block log, its data and the base image (removed when dropped).
+    pub device: DeviceRecording,
+    /// The log position the exploration ends at: the workload's exit, or
+    /// the end of `--settle`.
+    pub end: usize,
+    /// The log position when the workload exited.
+    pub exited: usize,
+    /// How long the file system was kept up after the workload
+    /// (`--settle`): only crash points at least this long after the last
+    /// promise are checked.
+    pub settle: Option<Duration>,
+    /// When the block log began, in seconds since the epoch.
+    pub started_unix: f64,
+    /// Each op's log line mapped to when its call returned (seconds since
+    /// the epoch).
+    pub returned: HashMap<u32, f64>,
+    /// What the workload printed.
+    pub output: Vec<u8>,
+    /// What it wrote to its standard output when its promises went to an
+    /// fd of their own (`RecordConfig::output_fd`: a test harness's text);
+    /// empty otherwise, and in a saved recording.
+    pub stdout: Vec<u8>,
+    /// What it wrote to stderr (the tail shown when it failed).
+    pub stderr: Vec<u8>,
+}
 
 /// What a saved block recording's first line starts with.
 pub const SAVED_MAGIC: &str = "blackout-block-recording";
@@ -100,7 +132,7 @@ impl Write for Counted {
 /// ```
 /// let path = std::env::temp_dir().join(format!("saved-doc-{}", std::process::id()));
 /// std::fs::write(&path, "blackout-trace 3\n").unwrap();
-/// assert!(!blackout::block::saved::is_saved_recording(&path));
+/// assert!(!blackout_check::saved::is_saved_recording(&path));
 /// std::fs::remove_file(&path).unwrap();
 /// ```
 pub fn is_saved_recording(path: &Path) -> bool {
