@@ -10,6 +10,7 @@ use anyhow::{anyhow, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use blackout::analysis::fix::FIX_VERIFICATIONS_MAX;
+use blackout::block::BlockConfig;
 use blackout::block_device::session::FsKind;
 use blackout::check::shell::CHECKER_TIMEOUT_SECONDS_DEFAULT;
 use blackout::check::CheckerKind;
@@ -884,6 +885,29 @@ pub(crate) fn state_flags_of(ack_prefix: Option<&str>, sector: u64) -> String {
         s.push_str(&format!(" --sector {}", sector));
     }
     s
+}
+
+/// The block backend's settings from the run's flags.
+pub(crate) fn block_config(a: &RunArgs) -> Result<BlockConfig> {
+    let fs: FsKind = match &a.block.fs {
+        Some(fs) => fs.parse().map_err(|e| anyhow!("--fs: {e}"))?,
+        None => FsKind::Ext4,
+    };
+    let mut bcfg = BlockConfig::new(fs);
+    if let Some(size) = a.block.fs_size {
+        bcfg.session.size = size;
+    }
+    if let Some(opts) = &a.block.mkfs_opts {
+        bcfg.session.mkfs_opts = opts.split_whitespace().map(str::to_string).collect();
+    }
+    if let Some(opts) = &a.block.mount_opts {
+        bcfg.session.mount_opts = vec![opts.clone()];
+    }
+    bcfg.max_subsets = usize::try_from(a.block.max_subsets).unwrap_or(usize::MAX);
+    bcfg.seed = a.explore.seed;
+    bcfg.settle = a.block.settle.map(std::time::Duration::from_secs_f64);
+    bcfg.fsck = a.block.fsck;
+    Ok(bcfg)
 }
 
 /// The run's settings from its flags, and the flag that named the checker.

@@ -7,40 +7,16 @@ use anyhow::{anyhow, Context, Result};
 
 use blackout::block::run::{BlockRun, BlockRunError, BlockRunReport, BlockSource};
 use blackout::block::saved::is_saved_recording;
-use blackout::block::{BlockConfig, BlockError, BlockRecording};
-use blackout::block_device::session::FsKind;
+use blackout::block::{BlockError, BlockRecording};
 use blackout::explore::model::Model;
 use blackout::export::ExportContext;
 use blackout::run::{RunConfig, RunError};
 use blackout::shard::{Shard, ShardPart};
 use blackout::sharded::MergeError;
 
-use crate::args::{run_config, MergeArgs, RunArgs};
+use crate::args::{block_config, run_config, MergeArgs, RunArgs};
 use crate::part::{shard_of, write_part};
 use crate::report::{baseline_mode, check_writable, emit_merged, ratchet_after};
-
-/// The block backend's settings from the run's flags.
-pub(crate) fn block_config(a: &RunArgs) -> Result<BlockConfig> {
-    let fs: FsKind = match &a.block.fs {
-        Some(fs) => fs.parse().map_err(|e| anyhow!("--fs: {e}"))?,
-        None => FsKind::Ext4,
-    };
-    let mut bcfg = BlockConfig::new(fs);
-    if let Some(size) = a.block.fs_size {
-        bcfg.session.size = size;
-    }
-    if let Some(opts) = &a.block.mkfs_opts {
-        bcfg.session.mkfs_opts = opts.split_whitespace().map(str::to_string).collect();
-    }
-    if let Some(opts) = &a.block.mount_opts {
-        bcfg.session.mount_opts = vec![opts.clone()];
-    }
-    bcfg.max_subsets = usize::try_from(a.block.max_subsets).unwrap_or(usize::MAX);
-    bcfg.seed = a.explore.seed;
-    bcfg.settle = a.block.settle.map(std::time::Duration::from_secs_f64);
-    bcfg.fsck = a.block.fsck;
-    Ok(bcfg)
-}
 
 /// `run --backend block`: the workload recorded on a real file system, the
 /// posix model checked on its trace, then every crash state of the device
@@ -65,10 +41,10 @@ pub(crate) fn cmd_run_block(a: RunArgs) -> Result<u8> {
             ));
         }
     }
+    let shard = shard_of(&a)?;
     for (flag, path, _) in a.report.files() {
         check_writable(path).with_context(|| format!("cannot write {flag} {}", path.display()))?;
     }
-    let shard = shard_of(&a)?;
     let mode = baseline_mode(&a)?;
     let bcfg = block_config(&a)?;
     let (mut cfg, _) = run_config(&a)?;
