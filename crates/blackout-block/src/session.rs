@@ -854,9 +854,33 @@ pub fn tool_installed(name: &str) -> bool {
     has_tool(name, &search_path())
 }
 
+/// Whether this machine can run a session of `fs`: what a session checks
+/// of the machine before it makes anything (root, `/dev/fuse`, `losetup`,
+/// `mount`, the mkfs tool; not the device's size, which is the caller's),
+/// the first that is missing as the error the session would give.
+///
+/// # Errors
+///
+/// The first requirement missing.
+pub fn can_start(fs: FsKind) -> Result<(), SessionError> {
+    machine_ready(fs, &search_path())
+}
+
 /// Every requirement checked before anything is made, so a missing one is
 /// one clear line and nothing to clean up.
 fn preflight(config: &SessionConfig, dirs: &[PathBuf]) -> Result<(), SessionError> {
+    machine_ready(config.fs, dirs)?;
+    if config.size < config.fs.min_size() {
+        return Err(SessionError::TooSmall {
+            fs: config.fs,
+            size: config.size,
+        });
+    }
+    Ok(())
+}
+
+/// What this machine must have for a session of `fs`, whatever its size.
+fn machine_ready(fs: FsKind, dirs: &[PathBuf]) -> Result<(), SessionError> {
     let uid = rustix::process::geteuid();
     if !uid.is_root() {
         return Err(SessionError::NotRoot { uid: uid.as_raw() });
@@ -866,14 +890,7 @@ fn preflight(config: &SessionConfig, dirs: &[PathBuf]) -> Result<(), SessionErro
             reason: e.to_string(),
         });
     }
-    tools_present(config.fs, dirs)?;
-    if config.size < config.fs.min_size() {
-        return Err(SessionError::TooSmall {
-            fs: config.fs,
-            size: config.size,
-        });
-    }
-    Ok(())
+    tools_present(fs, dirs)
 }
 
 fn tools_present(fs: FsKind, dirs: &[PathBuf]) -> Result<(), SessionError> {

@@ -13,33 +13,23 @@ use std::io;
 use std::path::Path;
 
 use blackout::analysis::report::Verdict;
-use blackout::block_device::session::FsKind;
+use blackout::block_device::session::{can_start, tool_installed, FsKind};
 use blackout::Scenario;
 
-/// Whether this machine can run the block backend on ext4.
+/// Whether this machine can run the block backend on ext4 (and strace,
+/// which records the scenario).
 fn ext4_available() -> bool {
-    let root =
-        fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
-    let fuse = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-        .is_ok();
-    let tools = ["mkfs.ext4", "losetup", "strace"].iter().all(|t| {
-        std::process::Command::new("sh")
-            .args(["-c", &format!("PATH=$PATH:/sbin:/usr/sbin command -v {t}")])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let ok = root && fuse && tools;
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the block backend needs root ({root}), /dev/fuse ({fuse}) and mkfs.ext4, losetup and strace ({tools}); CI must run this test"
-        );
-        eprintln!("note: the block backend cannot run here (root {root}, /dev/fuse {fuse}, tools {tools}); skipped");
-    }
-    ok
+    let why = match can_start(FsKind::Ext4) {
+        Err(e) => e.to_string(),
+        Ok(()) if !tool_installed("strace") => "strace is not installed".into(),
+        Ok(()) => return true,
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{why}; CI must run this test"
+    );
+    eprintln!("note: the block backend cannot run here ({why}); skipped");
+    false
 }
 
 /// Saves "version 2" as doc.txt: a temporary file fsynced and renamed over

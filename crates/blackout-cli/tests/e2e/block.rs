@@ -29,30 +29,19 @@ const ON_A_MOUNT: &str =
 /// mkfs tools). Under CI a missing one fails the test (scripts/test installs
 /// the tools and CI runs as root); elsewhere the test says so and skips.
 pub fn block_backend_available() -> bool {
-    let root =
-        fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
-    let fuse = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/fuse")
-        .is_ok();
-    let tools = ["mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "losetup"]
-        .iter()
-        .all(|t| {
-            std::process::Command::new("sh")
-                .args(["-c", &format!("PATH=$PATH:/sbin:/usr/sbin command -v {t}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        });
-    let ok = root && fuse && tools;
-    if !ok {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "the block backend needs root ({root}), /dev/fuse ({fuse}) and mkfs.ext4/xfs/btrfs and losetup ({tools}); CI must run these tests"
-        );
-        eprintln!("note: the block backend cannot run here (root {root}, /dev/fuse {fuse}, tools {tools}); skipped");
-    }
-    ok
+    use blackout::block_device::session::{can_start, FsKind};
+    let Err(e) = [FsKind::Ext4, FsKind::Xfs, FsKind::Btrfs]
+        .into_iter()
+        .try_for_each(can_start)
+    else {
+        return true;
+    };
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{e}; CI must run these tests"
+    );
+    eprintln!("note: the block backend cannot run here ({e}); skipped");
+    false
 }
 
 /// Mounts and loop devices that involve `dir` (a test's scratch).
