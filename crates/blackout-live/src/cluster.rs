@@ -522,15 +522,13 @@ impl<'a> Cluster<'a> {
                 vec![picked]
             };
             let mut violation = None;
-            for turn in &turns {
+            for (t, turn) in turns.iter().enumerate() {
                 let struck = self.strike(crash, fault, turn, wait)?;
-                self.last = Some(match self.last.take() {
-                    Some(mut s) if turn[0] != turns[0][0] => {
-                        s.lost_power.extend(struck.lost_power);
-                        s
-                    }
-                    _ => struck,
-                });
+                match self.last.as_mut() {
+                    // A later turn of `each`: the same fault, more nodes.
+                    Some(last) if t > 0 => last.lost_power.extend(struck.lost_power),
+                    _ => self.last = Some(struck),
+                }
                 violation = self.restart(crash, turn)?;
                 if violation.is_some() {
                     break;
