@@ -479,7 +479,7 @@ pub fn verify_fix(
     let mut order = check_order(&explored, |k| cache.contains_key(k));
     order.sort_by_key(|&i| explored.distinct[i].desc.crash <= first);
     let deadline = s.verify_deadline.or(s.fix_deadline);
-    let Some(results) = ask.check(&trace, &outputs, &explored, cache, &order, deadline)? else {
+    let Ok(results) = ask.check(&trace, &outputs, &explored, cache, &order, deadline)? else {
         return Ok(each(None));
     };
     let m = &explored.models[0];

@@ -12,7 +12,9 @@
 //! states it needs checked (a few an explanation needs that the run did
 //! not check, those of a trace with a fix or with a sync call site taken
 //! out, [`needed::judge_syncs`]) are asked of whoever checked the run
-//! ([`Ask`]). [`baseline`] is the ratchet for CI: a run's verdicts
+//! ([`Ask`]). [`steps`] are a run's steps from its promises to its
+//! report, the same whoever answers the asking: the run's own checking,
+//! a shard's share of it, or the parts a merge reads. [`baseline`] is the ratchet for CI: a run's verdicts
 //! and cause kinds as rows of a baseline file, and the rules that say
 //! which results are worse than recorded.
 //!
@@ -36,6 +38,7 @@ pub mod like;
 pub mod needed;
 pub mod replace;
 pub mod report;
+pub mod steps;
 pub mod syncs;
 pub mod verdict;
 
@@ -44,11 +47,15 @@ use std::time::Instant;
 
 use blackout_explore::dedup::{ExploreError, Explored};
 use blackout_explore::enumerate::{ConfigError, StateDesc};
+use blackout_explore::state::FsState;
 use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
 
 pub use blackout_explore::dedup::Cache;
+
+/// The state where the checker could not be run, and why.
+pub type CannotRun = (String, String);
 
 /// Why analysis stopped before it finished.
 #[derive(Debug, thiserror::Error)]
@@ -86,8 +93,8 @@ pub trait Ask {
     /// (`outputs` its promises), that `cache` does not know, in `order`,
     /// starting none after `deadline` (checkers still running then are
     /// stopped), and adds their outcomes to `cache`. Returns each distinct
-    /// state's outcome (`None` for one left unchecked), or `None` when the
-    /// checker could not be run.
+    /// state's outcome (`None` for one left unchecked), or the state where
+    /// the checker could not be run and why.
     fn check(
         &mut self,
         trace: &Trace,
@@ -96,7 +103,19 @@ pub trait Ask {
         cache: &mut Cache,
         order: &[usize],
         deadline: Option<Instant>,
-    ) -> Result<Option<Vec<Option<Outcome>>>, Stopped>;
+    ) -> Result<Result<Vec<Option<Outcome>>, CannotRun>, Stopped>;
+
+    /// The checker's outcome on one of the two states a run checks before
+    /// it explores ([`steps::StartState`]), `fs` at crash point `crash`
+    /// (`id` names it). Unlike [`Ask::outcome`], a state that cannot be
+    /// checked stops the run: an error.
+    fn start_outcome(
+        &mut self,
+        which: steps::StartState,
+        id: &str,
+        fs: &FsState,
+        crash: usize,
+    ) -> Result<Outcome, Stopped>;
 
     /// Whether the run was interrupted.
     fn cancelled(&self) -> bool;

@@ -110,7 +110,7 @@ fn judge_site(
         let d = &explored.distinct[i].desc;
         (d.crash <= first, !removal.is_new(d))
     });
-    let Some(results) = ask.check(&trace, &outputs, &explored, cache, &order, deadline)? else {
+    let Ok(results) = ask.check(&trace, &outputs, &explored, cache, &order, deadline)? else {
         return Ok(unknown(site));
     };
     let cx = explain::Context::with_removed_syncs(&trace, &outputs, &site.ops);

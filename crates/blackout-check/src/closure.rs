@@ -24,6 +24,7 @@ use crate::outcome::Outcome;
 use crate::shell::CHECKER_TIMEOUT_SECONDS_DEFAULT;
 use crate::slot::Slot;
 use crate::{Checker, StateFiles};
+pub use blackout_oplog::outcome::panic_message;
 
 /// What a [`ClosureChecker`] calls on each state: the state's directory and
 /// the promises made before the crash, in order; `Err(reason)` rejects it.
@@ -142,24 +143,6 @@ impl ClosureChecker {
     pub fn with_timeout(mut self, timeout: Duration) -> ClosureChecker {
         self.timeout = timeout;
         self
-    }
-}
-
-/// The message a panic carried (`panicked` when it was not text).
-///
-/// ```
-/// use blackout_check::closure::panic_message;
-///
-/// let payload = std::panic::catch_unwind(|| panic!("bad {}", "header")).unwrap_err();
-/// assert_eq!(panic_message(payload.as_ref()), "bad header");
-/// ```
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panicked".into()
     }
 }
 

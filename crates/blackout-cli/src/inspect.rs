@@ -13,6 +13,7 @@ use blackout::check::StateFiles;
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{StateDesc, Tearing};
 use blackout::explore::model::for_people;
+use blackout::explore::state::write_state;
 use blackout::export::text::{explored_text, shell_quote};
 use blackout::oplog::promises::Outputs;
 use blackout::oplog::protocol as env;
@@ -20,7 +21,6 @@ use blackout::oplog::trace::{Trace, TraceMeta};
 use blackout::oplog::tree::Tree;
 use blackout::record::replay::{replay_with, ReplayOptions};
 use blackout::record::snapshot::snapshot;
-use blackout::run::write_state;
 use blackout::sys::command::substitute;
 
 use crate::args::{OpsArgs, StateArgs, StatesArgs};

@@ -14,10 +14,11 @@ use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use blackout_oplog::contents::{Contents, Data};
 use blackout_oplog::ops::{DataRef, Ino, InodeKind, OpKind, Part, ROOT_INO};
+use blackout_oplog::promises::Outputs;
 pub use blackout_oplog::store::InodeState;
 use blackout_oplog::store::{self, Halves};
 use blackout_oplog::trace::Trace;
@@ -545,6 +546,45 @@ pub fn file_hash(contents: &Contents, len: u64) -> blake3::Hash {
         .file_hash(len)
 }
 
+/// Writes one state of a trace into `out` (created; it must not exist or
+/// be empty), with its promises in `OUT.acks` and what was printed in
+/// `OUT.output` beside it. Returns those two paths.
+pub fn write_state(
+    trace: &Trace,
+    desc: &StateDesc,
+    ack_prefix: Option<&[u8]>,
+    sector: u64,
+    out: &Path,
+) -> io::Result<(PathBuf, PathBuf)> {
+    let outputs = Outputs::new(trace, ack_prefix);
+    match std::fs::create_dir(out) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if std::fs::read_dir(out)?.next().is_some() {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    format!("{} exists and is not empty", out.display()),
+                ));
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    FsState::build(trace, desc, sector).write_out(out)?;
+    let side = |ext: &str| {
+        let mut name = out
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_else(|| "state".into());
+        name.push(ext);
+        out.with_file_name(name)
+    };
+    let acks = side(".acks");
+    let output = side(".output");
+    std::fs::write(&acks, outputs.promises_text(desc.crash))?;
+    std::fs::write(&output, outputs.output_at(desc.crash))?;
+    Ok((acks, output))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -763,5 +803,23 @@ mod tests {
             fs::metadata(ax).unwrap().ino(),
             fs::metadata(bx).unwrap().ino()
         );
+    }
+
+    #[test]
+    fn a_written_state_has_its_promises_beside_it() {
+        let t = trace_of(
+            "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
+             1 write(3, \"\\x78\", 1) = 1\n\
+             1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("s");
+        let desc = StateDesc::parse("c3.lost1").unwrap();
+        let (acks, output) = write_state(&t, &desc, None, 512, &out).unwrap();
+        assert_eq!(std::fs::read(out.join("a")).unwrap(), b"");
+        assert_eq!(std::fs::read(acks).unwrap(), b"ok\n");
+        assert_eq!(std::fs::read(output).unwrap(), b"ok\n");
+        // Not into a directory that holds something.
+        assert!(write_state(&t, &desc, None, 512, dir.path()).is_err());
     }
 }

@@ -30,6 +30,7 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod scenario;
 pub mod syncs;
 pub mod text;
 

@@ -88,3 +88,21 @@ impl Timings {
         self.fsck += o.fsck;
     }
 }
+
+/// The message a panic carried (`panicked` when it was not text).
+///
+/// ```
+/// use blackout_oplog::outcome::panic_message;
+///
+/// let payload = std::panic::catch_unwind(|| panic!("bad {}", "header")).unwrap_err();
+/// assert_eq!(panic_message(payload.as_ref()), "bad header");
+/// ```
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panicked".into()
+    }
+}

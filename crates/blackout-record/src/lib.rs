@@ -35,6 +35,7 @@ pub mod native;
 pub mod omit;
 pub mod record;
 pub mod replay;
+pub mod scenario;
 pub mod snapshot;
 pub mod stacks;
 pub mod strace;

@@ -1,52 +1,35 @@
-//! A run: from a trace and a checker to a verdict.
-//!
-//! 1. Promises: nothing promised is INCONCLUSIVE (unless the checker tests
-//!    consistency alone).
-//! 2. Pre-check: the checker must reject the state before the workload wrote
-//!    anything, with every promise handed to it; if it accepts, the check
-//!    cannot fail (INCONCLUSIVE).
-//! 3. All applied: the checker must accept the state where nothing was lost;
-//!    if it rejects it, the harness is broken.
-//! 4. Explore each model, build every state and deduplicate by content (the
-//!    visible tree plus what was printed before the crash).
-//! 5. Check each distinct state once, in parallel, and per model report the
-//!    failing states simplest first.
-//!
-//! A checker that cannot be run (the shell says 126/127) stops the run at
-//! the first state with ERROR; a checker that times out makes that state an
-//! error state, listed as such.
+//! A run: from a trace and a checker to a verdict. [`RunConfig`] holds its
+//! settings, [`check_trace`] drives analysis's steps
+//! ([`blackout_analysis::steps`]: promises, the pre-check, the nothing-lost
+//! check, exploring, checking, the report) with the run's pool answering
+//! them ([`PoolAsk`]), in a scratch directory made for the run and removed
+//! after it, whatever happened.
 
-use std::collections::HashMap;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use crate::sweep::RunError;
-use crate::sweep::{add_rest, check_all, check_rest, PoolAsk, Session};
-use blackout_analysis::fix::{verify_fixes, Owners, FIX_VERIFICATIONS_MAX};
-use blackout_analysis::group::{model_report, Analysis};
-use blackout_analysis::needed::judge_syncs;
-use blackout_analysis::report::{fix_time_bound, verdict_of, Covered};
-use blackout_analysis::report::{Checked, ModelReport, Promised, RunReport, Verdict};
+use crate::sweep::{PoolAsk, Session};
+use blackout_analysis::fix::FIX_VERIFICATIONS_MAX;
+use blackout_analysis::group::Analysis;
+use blackout_analysis::report::RunReport;
+use blackout_analysis::steps::{begin, cannot_run, finish, Begun, Steps};
 use blackout_check::materialize::{choose, Cost, MaterializerKind};
-use blackout_check::outcome::Outcome;
-use blackout_check::pool::{outcomes, Cache, CannotRun, Pool, PoolConfig, Release, Scratch};
+use blackout_check::pool::{Pool, PoolConfig, Scratch};
 use blackout_check::shell::ShellChecker;
-use blackout_check::slot::Slot;
 use blackout_check::Checker;
-use blackout_explore::dedup::{distinct_states_watched, state_key, Explored, StateKey, Watch};
+use blackout_explore::dedup::Watch;
 use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
 use blackout_explore::model::Model;
-use blackout_explore::rest::{RestRounds, FIRST_ROUND, REST_BOUND};
 use blackout_explore::state::{FsState, SECTOR_BYTES_DEFAULT};
 use blackout_oplog::ops::Name;
 use blackout_oplog::promises::{join_lines, Outputs};
 use blackout_oplog::trace::Trace;
 use blackout_sys::scratch::default_scratch_parent;
 
-use crate::shard::{Known, Settings};
+use crate::shard::Settings;
 
 /// How to run.
 pub struct RunConfig {
@@ -136,9 +119,21 @@ impl RunConfig {
         }
     }
 
-    /// Whether checking goes on past the representatives.
-    pub(crate) fn checks_rest(&self) -> bool {
-        self.check_budget != Some(Duration::ZERO)
+    /// What analysis's steps read of these settings.
+    pub fn steps(&self) -> Steps<'_> {
+        Steps {
+            models: &self.models,
+            consistency_only: self.consistency_only,
+            timeout: self.checker.timeout(),
+            check_budget: self.check_budget,
+            require_exact: self.require_exact,
+            fix_time: self.fix_time,
+            syncs: self.syncs,
+            watch: Watch {
+                cancel: self.cancel.as_deref(),
+                progress: self.explore_progress.as_deref(),
+            },
+        }
     }
 
     /// Checks every setting a library caller can get wrong: the enumeration
@@ -210,24 +205,26 @@ impl RunConfig {
 /// Checks a trace: the whole pipeline after recording.
 pub fn check_trace(trace: &Trace, cfg: &RunConfig) -> Result<RunReport, RunError> {
     with_pool(trace, cfg, |s, promises| {
-        let mut start = match begin(s, cfg, promises, None)? {
+        let steps = cfg.steps();
+        // The pre-checks' slot is released before the workers start.
+        let mut start = match begin(s, &steps, &mut PoolAsk::new(&s.pool), promises)? {
             Begun::Stopped(report) => return Ok(report),
             Begun::Going(start) => start,
         };
+        let mut ask = PoolAsk::new(&s.pool);
         let t1 = Instant::now();
-        if let Some((id, reason)) = check_all(&s.pool, &start.explored, &mut start.cache)? {
+        if let Some((id, reason)) = start.check_all(s, &mut ask)? {
             return Ok(start.stop(cannot_run(&id, &reason)));
         }
         let explored_before = start.explore_seconds;
-        if cfg.checks_rest() {
-            let deadline = cfg.check_budget.map(|b| Instant::now() + b);
-            if let Some((id, reason)) = start.rest_in_rounds(s, cfg, deadline)? {
+        if steps.checks_rest() {
+            let deadline = steps.check_deadline();
+            if let Some((id, reason)) = start.rest_in_rounds(s, &steps, &mut ask, deadline)? {
                 return Ok(start.stop(cannot_run(&id, &reason)));
             }
         }
         let check_seconds = t1.elapsed().as_secs_f64() - (start.explore_seconds - explored_before);
-        let results = outcomes(&start.explored, &start.cache);
-        finish(s, cfg, start, results, check_seconds)
+        Ok(finish(s, &steps, &mut ask, start, check_seconds)?)
     })
     .map(Pooled::report)
 }
@@ -311,7 +308,7 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
             ack_prefix: cfg.ack_prefix.as_deref(),
             fix_verifications: cfg.fix_verifications,
             fix_deadline: None,
-            check_rest: cfg.checks_rest(),
+            check_rest: cfg.steps().checks_rest(),
             promised: &promised,
             verify_deadline: None,
         },
@@ -336,350 +333,6 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
     })
 }
 
-/// A run on its way to checking: the pre-checks passed, every model
-/// explored, the cache holding the state where nothing was lost.
-pub(crate) struct Start {
-    pub(crate) promises: Vec<String>,
-    pub(crate) precheck: Option<Checked>,
-    pub(crate) all_applied: Option<Checked>,
-    pub(crate) explored: Explored,
-    pub(crate) cache: Cache,
-    pub(crate) explore_seconds: f64,
-    /// The check budget ended the rest before its last round was explored.
-    pub(crate) rest_cut: bool,
-}
-
-impl Start {
-    /// The rest of the trace explored after its representatives and added
-    /// to the exploration (the time it took counted as exploring).
-    pub(crate) fn add_rest(&mut self, s: &Session<'_>, cfg: &RunConfig) -> Result<(), RunError> {
-        let t0 = Instant::now();
-        let watch = Watch {
-            cancel: cfg.cancel.as_deref(),
-            progress: cfg.explore_progress.as_deref(),
-        };
-        add_rest(&s.pool, &mut self.explored, &cfg.explore, watch)?;
-        self.explore_seconds += t0.elapsed().as_secs_f64();
-        Ok(())
-    }
-
-    /// The rest of the trace explored a round at a time
-    /// ([`RestRounds`]), each round added to the exploration and checked
-    /// most novel first ([`check_rest`]) before the next is explored; no
-    /// round is explored after `deadline` (the time exploring counted as
-    /// exploring). Where the checker could not be run, if it could not.
-    pub(crate) fn rest_in_rounds(
-        &mut self,
-        s: &Session<'_>,
-        cfg: &RunConfig,
-        deadline: Option<Instant>,
-    ) -> Result<Option<CannotRun>, RunError> {
-        let watch = Watch {
-            cancel: cfg.cancel.as_deref(),
-            progress: cfg.explore_progress.as_deref(),
-        };
-        if !self.explored.in_full {
-            let t0 = Instant::now();
-            let trace = s.pool.trace;
-            let bounds = (REST_BOUND, FIRST_ROUND);
-            let (outputs, sector) = (s.pool.outputs, s.pool.cfg.sector);
-            let mut rounds =
-                RestRounds::new(trace, outputs, &cfg.explore, sector, &self.explored, bounds)?;
-            self.explore_seconds += t0.elapsed().as_secs_f64();
-            loop {
-                if rounds.left() > 0 && deadline.is_some_and(|d| Instant::now() >= d) {
-                    self.rest_cut = true;
-                    break;
-                }
-                let t0 = Instant::now();
-                let Some(round) = rounds.next_round(watch)? else {
-                    break;
-                };
-                self.explored.absorb(round);
-                self.explore_seconds += t0.elapsed().as_secs_f64();
-                let cannot = check_rest(&s.pool, &self.explored, &mut self.cache, deadline)?;
-                if cannot.is_some() {
-                    return Ok(cannot);
-                }
-            }
-        }
-        check_rest(&s.pool, &self.explored, &mut self.cache, deadline)
-    }
-
-    /// The report of a run that stops here.
-    pub(crate) fn stop(self, stop: (Verdict, String)) -> RunReport {
-        RunReport::early(stop, self.promises, self.precheck, self.all_applied)
-    }
-}
-
-/// Where the first steps of a run lead.
-#[allow(clippy::large_enum_variant)] // one per run: its size costs nothing
-pub(crate) enum Begun {
-    /// A verdict before any state was checked.
-    Stopped(RunReport),
-    /// On to checking.
-    Going(Start),
-}
-
-/// The steps every run makes before checking: promises, the pre-check, the
-/// nothing-lost check, exploring every model. The two checks run the
-/// checker, or (a merge) take the outcomes the shards `known`.
-pub(crate) fn begin(
-    s: &Session<'_>,
-    cfg: &RunConfig,
-    promises: Vec<String>,
-    known: Option<&Known>,
-) -> Result<Begun, RunError> {
-    if let Some(stop) = nothing_promised(cfg, &promises) {
-        return Ok(Begun::Stopped(RunReport::early(stop, promises, None, None)));
-    }
-    // The pre-checks use a slot of their own, before the workers start.
-    let slot0 = s.pool.scratch.slot()?;
-    let release = Release {
-        checker: cfg.checker.as_ref(),
-        slot: &slot0,
-    };
-    let precheck = if cfg.consistency_only {
-        None
-    } else {
-        let (checked, stop) = precheck(s, cfg, &slot0, &promises, known)?;
-        if let Some(stop) = stop {
-            let report = RunReport::early(stop, promises, Some(checked), None);
-            return Ok(Begun::Stopped(report));
-        }
-        Some(checked)
-    };
-    let (all_applied, full_key, stop) = nothing_lost(s, cfg, &slot0, known)?;
-    if let Some(stop) = stop {
-        let report = RunReport::early(stop, promises, precheck, Some(all_applied));
-        return Ok(Begun::Stopped(report));
-    }
-    drop(release);
-    drop(slot0);
-    let cache: Cache = HashMap::from([(full_key, all_applied.outcome.clone())]);
-    let t0 = Instant::now();
-    let watch = Watch {
-        cancel: cfg.cancel.as_deref(),
-        progress: cfg.explore_progress.as_deref(),
-    };
-    let explored = distinct_states_watched(
-        s.pool.trace,
-        s.pool.outputs,
-        &cfg.models,
-        &cfg.explore,
-        cfg.sector,
-        watch,
-    )?;
-    Ok(Begun::Going(Start {
-        promises,
-        precheck,
-        all_applied: Some(all_applied),
-        explored,
-        cache,
-        explore_seconds: t0.elapsed().as_secs_f64(),
-        rest_cut: false,
-    }))
-}
-
-/// Nothing promised is INCONCLUSIVE, unless the checker tests consistency
-/// alone.
-pub(crate) fn nothing_promised(cfg: &RunConfig, promises: &[String]) -> Stop {
-    if !promises.is_empty() || cfg.consistency_only {
-        return None;
-    }
-    let reason = match &cfg.ack_prefix {
-        Some(p) => format!(
-            "nothing was promised: no line the workload printed starts with `{}` (or pass --consistency-only if the checker tests consistency alone)",
-            String::from_utf8_lossy(p)
-        ),
-        None => "nothing was promised: the workload printed no line to standard output (or pass --consistency-only if the checker tests consistency alone)".into(),
-    };
-    Some((Verdict::Inconclusive, reason))
-}
-
-/// The verdict of a run stopped where the checker could not be run.
-pub(crate) fn cannot_run(id: &str, reason: &str) -> (Verdict, String) {
-    (
-        Verdict::Error,
-        format!("the checker could not be run on state {id}: {reason}"),
-    )
-}
-
-/// Each model's report, and whose each of its failing states is (by
-/// content: a cause's fix is judged on its own states).
-fn model_reports(
-    s: &Session<'_>,
-    start: &mut Start,
-    results: &[Option<Outcome>],
-) -> Result<(Vec<ModelReport>, Vec<Owners>), RunError> {
-    let mut models = Vec::new();
-    let mut ask = PoolAsk::new(&s.pool);
-    for m in &start.explored.models {
-        models.push(model_report(
-            s,
-            m,
-            results,
-            start.explored.in_full,
-            &mut start.cache,
-            &mut ask,
-        )?);
-    }
-    drop(ask);
-    let owners = start
-        .explored
-        .models
-        .iter()
-        .zip(&models)
-        .map(|(m, r)| Owners::of_run(&start.explored, m, results, &r.causes))
-        .collect();
-    Ok((models, owners))
-}
-
-/// The steps after checking, the same for a run and a merge: the start
-/// state must pass, then each model's report (causes, fixes verified, for
-/// at most as long as exploring and checking took: [`fix_time_bound`]),
-/// then the verdict, which says how much was checked.
-pub(crate) fn finish(
-    s: &Session<'_>,
-    cfg: &RunConfig,
-    mut start: Start,
-    results: Vec<Option<Outcome>>,
-    check_seconds: f64,
-) -> Result<RunReport, RunError> {
-    if let Some(stop) = rejects_the_start(s, &start.cache) {
-        return Ok(start.stop(stop));
-    }
-    let in_full = start.explored.in_full;
-    let (mut models, owners) = model_reports(s, &mut start, &results)?;
-    let covered = Covered {
-        checked: results.iter().filter(|o| o.is_some()).count(),
-        distinct: results.len(),
-        exact: models.iter().all(|m| m.exact),
-        in_full,
-        classes: models
-            .iter()
-            .find_map(|m| m.coverage.classes.as_ref().map(Vec::len)),
-        budget: cfg.check_budget,
-        rest_cut: start.rest_cut,
-        subsets_left_out: models.iter().any(|m| m.coverage.subsets_not_covered > 0),
-        limit: cfg.explore.exhaustive_limit,
-    };
-    // What was explored is in the reports now; fix verification needs the
-    // outcomes by content alone.
-    start.explored = Explored {
-        distinct: Vec::new(),
-        models: Vec::new(),
-        classes: None,
-        in_full,
-    };
-    drop(results);
-    // The bound is for verifying fixes alone: explaining the failing
-    // states, before it, is not cut short.
-    let bound = cfg
-        .fix_time
-        .unwrap_or_else(|| fix_time_bound(start.explore_seconds + check_seconds));
-    let t0 = Instant::now();
-    // A fix is verified as far as the run checked: past the
-    // representatives of the trace with the syncs only when the run
-    // itself checked every state (its outcomes then cover most of them).
-    let s = &Session {
-        analysis: Analysis {
-            fix_deadline: Some(t0 + bound),
-            check_rest: s.check_rest && models.iter().all(|m| m.exact),
-            ..s.analysis
-        },
-        ..*s
-    };
-    let mut ask = PoolAsk::new(&s.pool);
-    for (m, owners) in models.iter_mut().zip(&owners) {
-        verify_fixes(s, &mut ask, m, &mut start.cache, owners)?;
-    }
-    drop(ask);
-    let fix_seconds = t0.elapsed().as_secs_f64();
-    let syncs = match (cfg.syncs, models.iter().any(|m| m.model == Model::Posix)) {
-        (true, true) => {
-            let deadline = Some(Instant::now() + bound);
-            let mut ask = PoolAsk::new(&s.pool);
-            let cache = &mut start.cache;
-            Some(judge_syncs(s, &mut ask, Model::Posix, cache, deadline)?)
-        }
-        _ => None,
-    };
-    let (verdict, reason) = verdict_of(&models, &covered, cfg.require_exact);
-    Ok(RunReport {
-        verdict,
-        reason,
-        promises: start.promises,
-        precheck: start.precheck,
-        all_applied: start.all_applied,
-        models,
-        states_checked: covered.checked,
-        states_distinct: covered.distinct,
-        exact: covered.exact,
-        check_budget_seconds: cfg.check_budget.map(|b| b.as_secs_f64()),
-        explore_seconds: start.explore_seconds,
-        check_seconds,
-        fix_seconds,
-        fix_bound_seconds: bound.as_secs_f64(),
-        syncs,
-        failed_syncs: None,
-        explore: s.explore.clone(),
-        orphans_killed: 0,
-        promises_in_file_only: false,
-        shown: None,
-        shown_note: None,
-        block: None,
-    })
-}
-
-/// The verdict that stops a run before it explores, and why; `None` goes on.
-pub(crate) type Stop = Option<(Verdict, String)>;
-
-/// The pre-check: the checker on the state before the workload, with every
-/// promise handed to it (or, in a merge, what shard 1 found). It must reject it; the verdict that stops the run
-/// if it does not.
-pub(crate) fn precheck(
-    s: &Session<'_>,
-    cfg: &RunConfig,
-    slot: &Slot,
-    promises: &[String],
-    known: Option<&Known>,
-) -> Result<(Checked, Stop), RunError> {
-    let trace = s.pool.trace;
-    let pre = StateDesc {
-        crash: 0,
-        lost: Default::default(),
-        torn: None,
-    };
-    let outcome = match known {
-        Some(k) => k
-            .precheck
-            .clone()
-            .ok_or_else(|| not_in_parts("pre-check"))?,
-        None => s
-            .pool
-            .check_one(slot, "pre-workload", &FsState::initial(trace), 0, true)?
-            .ok_or(RunError::Interrupted)?,
-    };
-    let mut c = s.checked(&pre, outcome.clone());
-    c.id = "pre-workload".into();
-    c.promises = Promised::of(promises.to_vec());
-    let stop = expected(
-        &outcome,
-        false,
-        "the state before the workload",
-        cfg.checker.timeout().as_secs_f64(),
-        (
-            Verdict::Inconclusive,
-            format!(
-                "the check cannot fail: the checker accepts the state before the workload ran, with all {} promise(s) handed to it",
-                promises.len()
-            ),
-        ),
-    );
-    Ok((c, stop))
-}
-
 /// The most file data a state of the trace holds, as the trace starts and
 /// as it ends with nothing lost: how much writing a state out would copy.
 fn state_bytes(trace: &Trace, sector: u64) -> u64 {
@@ -693,153 +346,12 @@ fn state_bytes(trace: &Trace, sector: u64) -> u64 {
         .max(FsState::build(trace, &full, sector).held_bytes())
 }
 
-/// The nothing-lost check: the checker on the state with every op applied
-/// and every promise made. It must accept it; the verdict that stops the run
-/// if it does not. Also the state's content key, for the outcome cache.
-pub(crate) fn nothing_lost(
-    s: &Session<'_>,
-    cfg: &RunConfig,
-    slot: &Slot,
-    known: Option<&Known>,
-) -> Result<(Checked, StateKey, Stop), RunError> {
-    let trace = s.pool.trace;
-    let full = StateDesc {
-        crash: trace.ops.len(),
-        lost: Default::default(),
-        torn: None,
-    };
-    let full_fs = FsState::build(trace, &full, cfg.sector);
-    let full_key = state_key(&full_fs, s.pool.outputs, full.crash);
-    let outcome = match known {
-        Some(k) => k
-            .all_applied
-            .clone()
-            .ok_or_else(|| not_in_parts("state where nothing was lost"))?,
-        None => s
-            .pool
-            .check_one(slot, &full.id(), &full_fs, full.crash, false)?
-            .ok_or(RunError::Interrupted)?,
-    };
-    let stop = expected(
-        &outcome,
-        true,
-        "the state where nothing was lost",
-        cfg.checker.timeout().as_secs_f64(),
-        (
-            Verdict::HarnessBroken,
-            format!(
-                "the checker rejects the state where nothing was lost (every op applied): {}; the checker, not the program, is wrong",
-                outcome.describe()
-            ),
-        ),
-    );
-    Ok((s.checked(&full, outcome), full_key, stop))
-}
-
-/// The state before the workload, with nothing promised yet (`c0`), must be
-/// accepted: the program has done nothing and owes nothing. A checker that
-/// rejects it demands more than was promised, so the checker, not the
-/// program, is wrong: HARNESS BROKEN, with its reason.
-pub(crate) fn rejects_the_start(s: &Session<'_>, cache: &Cache) -> Stop {
-    let start = StateDesc {
-        crash: 0,
-        lost: Default::default(),
-        torn: None,
-    };
-    match cache.get(&s.pool.key(&start))? {
-        outcome @ Outcome::Fail { .. } => Some((
-            Verdict::HarnessBroken,
-            format!(
-                "the checker rejects the state before the workload with nothing promised (c0): {}; it must accept what the program had before it promised anything: the checker, not the program, is wrong",
-                outcome.describe()
-            ),
-        )),
-        _ => None,
-    }
-}
-
-/// Judges a check the run depends on: `None` when the checker accepted
-/// (`want_pass`) or rejected (otherwise) as it must; else the verdict that
-/// stops the run: `wrong` when it answered the other way, ERROR when it could
-/// not run or did not finish on `state`.
-pub(crate) fn expected(
-    outcome: &Outcome,
-    want_pass: bool,
-    state: &str,
-    timeout_s: f64,
-    wrong: (Verdict, String),
-) -> Option<(Verdict, String)> {
-    match outcome {
-        Outcome::Pass if want_pass => None,
-        Outcome::Fail { .. } if !want_pass => None,
-        Outcome::Pass | Outcome::Fail { .. } => Some(wrong),
-        Outcome::CannotRun { reason } => Some((
-            Verdict::Error,
-            format!("the checker could not be run: {reason}"),
-        )),
-        Outcome::TimedOut { .. } => Some((
-            Verdict::Error,
-            format!("the checker did not finish within {timeout_s} s on {state}; killed"),
-        )),
-        Outcome::BadAnswer { answer } => Some((
-            Verdict::Error,
-            format!("the checker server gave no usable answer on {state}: {answer}"),
-        )),
-    }
-}
-
-/// Writes one state of a trace into `out` (created; it must not exist or
-/// be empty), with its promises in `OUT.acks` and what was printed in
-/// `OUT.output` beside it. Returns those two paths.
-pub fn write_state(
-    trace: &Trace,
-    desc: &StateDesc,
-    ack_prefix: Option<&[u8]>,
-    sector: u64,
-    out: &Path,
-) -> io::Result<(PathBuf, PathBuf)> {
-    let outputs = Outputs::new(trace, ack_prefix);
-    match std::fs::create_dir(out) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            if std::fs::read_dir(out)?.next().is_some() {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!("{} exists and is not empty", out.display()),
-                ));
-            }
-        }
-        Err(e) => return Err(e),
-    }
-    FsState::build(trace, desc, sector).write_out(out)?;
-    let side = |ext: &str| {
-        let mut name = out
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_else(|| "state".into());
-        name.push(ext);
-        out.with_file_name(name)
-    };
-    let acks = side(".acks");
-    let output = side(".output");
-    std::fs::write(&acks, outputs.promises_text(desc.crash))?;
-    std::fs::write(&output, outputs.output_at(desc.crash))?;
-    Ok((acks, output))
-}
-
-/// An outcome a merge needs that the parts do not hold.
-pub(crate) fn not_in_parts(what: &str) -> RunError {
-    RunError::Io(io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("shard 1 holds no outcome of the {what}, which this merge needs"),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::shard::{Shard, ShardPart};
     use crate::sharded::{check_shard, merge_parts, MergeError};
+    use blackout_analysis::report::Verdict;
     use blackout_explore::enumerate::Representatives;
     use blackout_explore::model::Model;
 
@@ -874,24 +386,6 @@ mod tests {
         ));
         // Nothing was made in the scratch parent.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-    }
-
-    #[test]
-    fn a_written_state_has_its_promises_beside_it() {
-        let t = trace(
-            "1 openat(AT_FDCWD, \"\\x61\", O_WRONLY|O_CREAT, 0644) = 3\n\
-             1 write(3, \"\\x78\", 1) = 1\n\
-             1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n",
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("s");
-        let desc = StateDesc::parse("c3.lost1").unwrap();
-        let (acks, output) = write_state(&t, &desc, None, 512, &out).unwrap();
-        assert_eq!(std::fs::read(out.join("a")).unwrap(), b"");
-        assert_eq!(std::fs::read(acks).unwrap(), b"ok\n");
-        assert_eq!(std::fs::read(output).unwrap(), b"ok\n");
-        // Not into a directory that holds something.
-        assert!(write_state(&t, &desc, None, 512, dir.path()).is_err());
     }
 
     /// A report as JSON, without its timings.

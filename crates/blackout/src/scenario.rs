@@ -23,96 +23,30 @@
 //! on every crash state of the device after the file system's recovery.
 
 use std::fmt::Display;
-use std::io::Write;
-use std::os::fd::FromRawFd;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::time::Duration;
 
-use blackout_analysis::block::BlockReport;
-use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
-use blackout_analysis::syncs::{SyncVerdict, SyncsReport};
+use blackout_analysis::report::RunReport;
 use blackout_block::session::FsKind;
-use blackout_check::closure::{panic_message, ClosureChecker};
+use blackout_check::closure::ClosureChecker;
 use blackout_explore::model::Model;
-use blackout_export::json::JsonExporter;
-use blackout_export::text::TextExporter;
-use blackout_export::{ExportContext, Exporter};
+pub use blackout_export::scenario::Report;
 use blackout_oplog::trace::Trace;
+use blackout_record::scenario::{recorded_whole, run_child};
+pub use blackout_record::scenario::{Promises, WorkloadResult, PROMISE_FD, SCENARIO_ENV};
 use blackout_record::{RecordConfig, Recorder, StraceRecorder};
 
 use crate::block::run::{BlockRun, BlockSource};
 use crate::block::BlockConfig;
 use crate::run::{check_trace, RunConfig};
 
-/// The environment variable that tells a re-executed test binary which
-/// scenario's workload to run.
-///
-/// ```
-/// // Set only in the recorded copy of a test.
-/// let recorded = std::env::var_os(blackout::scenario::SCENARIO_ENV).is_some();
-/// ```
-pub const SCENARIO_ENV: &str = "BLACKOUT_SCENARIO";
-
-/// The fd a scenario's workload writes its promises to, one line each.
-///
-/// ```
-/// assert!(blackout::scenario::PROMISE_FD > 2);
-/// ```
-pub const PROMISE_FD: i32 = 63;
-
 /// What a report adds when a cause was not traced to a source line.
 const NO_SOURCE_LINES: &str = "note: a cause without a source line: strace unwinds a Rust test \
      thread reliably only with frame pointers (RUSTFLAGS=\"-C force-frame-pointers=yes\")\n";
 
-/// What a workload closure returns: any error converts with `?`.
-///
-/// ```
-/// fn workload(dir: &std::path::Path) -> blackout::scenario::WorkloadResult {
-///     std::fs::write(dir.join("a"), "x")?;
-///     Ok(())
-/// }
-/// ```
-pub type WorkloadResult = Result<(), Box<dyn std::error::Error>>;
-
 type WorkloadFn = dyn Fn(&Path, &Promises) -> WorkloadResult;
 type SetupFn = dyn Fn(&Path) -> WorkloadResult;
 type CheckFn = dyn Fn(&Path, &[String]) -> Result<(), String> + Send + Sync;
-
-/// The handle a workload makes promises with.
-///
-/// ```
-/// fn workload(p: &blackout::Promises) {
-///     p.promise("saved v2");
-/// }
-/// ```
-#[derive(Debug)]
-pub struct Promises {
-    fd: Option<i32>,
-}
-
-impl Promises {
-    /// Promises `what` (one line: a newline in it is written as a space):
-    /// from now on a crash must not lose it. The check closure gets every
-    /// promise made before the crash. Panics on an empty promise (an empty
-    /// line is no promise).
-    pub fn promise(&self, what: impl AsRef<str>) {
-        let what = what.as_ref();
-        assert!(
-            !what.is_empty(),
-            "blackout: an empty promise promises nothing"
-        );
-        let Some(fd) = self.fd else { return };
-        let mut line = what.replace(['\n', '\r'], " ").into_bytes();
-        line.push(b'\n');
-        // SAFETY: the recorder handed this fd down, open for writing; it is
-        // borrowed here and never closed.
-        let file = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
-        if let Err(e) = (&*file).write_all(&line) {
-            panic!("blackout: cannot write a promise to fd {fd}: {e}");
-        }
-    }
-}
 
 /// A durability test: a workload that makes promises and a check that says
 /// whether a crash state keeps them.
@@ -484,7 +418,7 @@ impl Scenario {
                 .any(|c| c.source.is_none());
         let mut report = Report::new(&self.label, &checker, kept.as_deref(), trace, report);
         if unlocated {
-            report.text.push_str(NO_SOURCE_LINES);
+            report.note(NO_SOURCE_LINES);
         }
         Ok(report)
     }
@@ -594,292 +528,5 @@ impl Scenario {
             recorder.strace.clone_from(strace);
         }
         Ok((cfg, recorder, init))
-    }
-}
-
-/// Whether the recorded test ran this scenario's workload to its end: its
-/// standard output (the harness's) and standard error, and how it exited.
-fn recorded_whole(
-    test: &str,
-    stdout: &[u8],
-    stderr: &[u8],
-    exit: Option<i32>,
-) -> Result<(), String> {
-    let stdout = String::from_utf8_lossy(stdout);
-    if stdout.contains("test result:") {
-        return Err(format!(
-            "the recorded test `{test}` ended without reaching this scenario's workload: \
-             its name must be exact (.test_name(...)), and a test with several scenarios \
-             must run them all before asserting on any report"
-        ));
-    }
-    if exit != Some(0) {
-        let stderr = String::from_utf8_lossy(stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
-        return Err(format!(
-            "the workload failed: {}",
-            last.unwrap_or("it ended with an error")
-        ));
-    }
-    Ok(())
-}
-
-/// In the recorded child: runs the workload in the directory under test and
-/// ends the process (0 when it succeeded, else 1 with the error on stderr).
-fn run_child(workload: &WorkloadFn) -> ! {
-    let code = match std::env::current_dir() {
-        Err(e) => {
-            eprintln!("blackout: no directory under test: {e}");
-            1
-        }
-        Ok(dir) => {
-            let promises = Promises {
-                fd: Some(PROMISE_FD),
-            };
-            // Where it panicked, without a backtrace: symbolising one
-            // under the recorder (every read of the debug info traced,
-            // each with its stack) would take seconds.
-            std::panic::set_hook(Box::new(|info| eprintln!("blackout: {info}")));
-            match catch_unwind(AssertUnwindSafe(|| workload(&dir, &promises))) {
-                Ok(Ok(())) => 0,
-                Ok(Err(e)) => {
-                    eprintln!("blackout: the workload returned an error: {e}");
-                    1
-                }
-                Err(p) => {
-                    eprintln!(
-                        "blackout: the workload panicked: {}",
-                        panic_message(p.as_ref())
-                    );
-                    1
-                }
-            }
-        }
-    };
-    std::process::exit(code)
-}
-
-/// A scenario's result: the report `blackout run` prints, as data and as
-/// text or JSON.
-pub struct Report {
-    label: String,
-    verdict: Verdict,
-    report: Option<RunReport>,
-    trace: Option<Trace>,
-    text: String,
-    json: String,
-}
-
-impl Report {
-    fn new(
-        label: &str,
-        checker: &str,
-        trace_path: Option<&str>,
-        trace: Trace,
-        report: RunReport,
-    ) -> Report {
-        let trace_id = trace.content_id();
-        let cx = ExportContext {
-            trace: &trace,
-            trace_path,
-            trace_id: &trace_id,
-            checker,
-            checker_flag: "",
-            state_flags: "",
-            all_causes: true,
-            ack_prefix: None,
-        };
-        let text = String::from_utf8_lossy(&TextExporter { color: false }.export(&report, &cx))
-            .replace(
-                "record with -o run.trace, then: ",
-                "keep the trace with .keep_trace(\"run.trace\"), then: ",
-            );
-        let json = String::from_utf8_lossy(&JsonExporter.export(&report, &cx)).into_owned();
-        Report {
-            label: label.into(),
-            verdict: report.final_verdict(),
-            report: Some(report),
-            trace: Some(trace),
-            text,
-            json,
-        }
-    }
-
-    fn skipped(label: &str) -> Report {
-        Report {
-            label: label.into(),
-            verdict: Verdict::Pass,
-            report: None,
-            trace: None,
-            text: format!("scenario `{label}` not run: another scenario's workload is recorded"),
-            json: "null".into(),
-        }
-    }
-
-    /// The scenario's label: its case in a baseline
-    /// ([`assert_no_worse_than`](crate::assert_no_worse_than)).
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// println!("{}: {}", report.label(), report.verdict().name());
-    /// ```
-    pub fn label(&self) -> &str {
-        &self.label
-    }
-
-    /// The overall verdict (on a real file system, [`Scenario::block`]:
-    /// the file system's).
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// use blackout::analysis::report::Verdict;
-    /// assert_eq!(report.verdict(), Verdict::Pass);
-    /// ```
-    pub fn verdict(&self) -> Verdict {
-        self.verdict
-    }
-
-    /// Each model's report (its verdict, failing states, causes).
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// for m in report.models() {
-    ///     println!("{}: {}", m.model.name(), m.verdict.name());
-    /// }
-    /// ```
-    pub fn models(&self) -> &[ModelReport] {
-        self.report.as_ref().map_or(&[], |r| &r.models)
-    }
-
-    /// Every model's causes, weakest model first.
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// for cause in report.causes() {
-    ///     println!("{} states", cause.states);
-    /// }
-    /// ```
-    pub fn causes(&self) -> Vec<&CauseGroup> {
-        self.models().iter().flat_map(|m| &m.causes).collect()
-    }
-
-    /// The whole run's data.
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// let promises = &report.run_report().unwrap().promises;
-    /// ```
-    pub fn run_report(&self) -> Option<&RunReport> {
-        self.report.as_ref()
-    }
-
-    /// On a real file system ([`Scenario::block`]): the file system's
-    /// report (its crash points, distinct states after recovery, failing
-    /// ones blamed in the posix model's terms); `None` when it was not
-    /// checked (the posix run could not judge) or the scenario ran on the
-    /// models alone.
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// if let Some(ext4) = report.block() {
-    ///     println!("{}: {}", ext4.fs, ext4.verdict.name());
-    /// }
-    /// ```
-    pub fn block(&self) -> Option<&BlockReport> {
-        self.report.as_ref()?.block.as_ref()?.report.as_ref()
-    }
-
-    /// The recorded trace: the workload's ops, as `blackout ops` lists
-    /// them (`trace.op_log_text()`).
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// print!("{}", report.trace().unwrap().op_log_text());
-    /// ```
-    pub fn trace(&self) -> Option<&Trace> {
-        self.trace.as_ref()
-    }
-
-    /// The report as `blackout run` prints it.
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// println!("{}", report.text());
-    /// ```
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The report as `blackout run --json` prints it (docs/JSON.md).
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// let v: serde_json::Value = serde_json::from_str(report.json()).unwrap();
-    /// ```
-    pub fn json(&self) -> &str {
-        &self.json
-    }
-
-    /// With [`Scenario::syncs`]: every sync call site judged.
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// for c in &report.syncs().unwrap().sites {
-    ///     println!("{}: {:?}", c.site.call, c.verdict);
-    /// }
-    /// ```
-    pub fn syncs(&self) -> Option<&SyncsReport> {
-        self.report.as_ref()?.syncs.as_ref()
-    }
-
-    /// Panics with the whole report unless a sync call site whose call
-    /// contains `call` (`fsync(data.db)`, or the source line with stacks:
-    /// `src/store.rs:88`) is needed: removing its syncs lets some state
-    /// break a promise. Keeps a durability sync from turning into dead
-    /// code unnoticed.
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// report.assert_sync_needed("fsync(data.db)");
-    /// ```
-    pub fn assert_sync_needed(&self, call: &str) {
-        let sites = self.syncs().map_or(&[][..], |s| &s.sites[..]);
-        let site = sites.iter().find(|c| c.site.call.contains(call));
-        assert!(
-            site.is_some_and(|c| matches!(c.verdict, SyncVerdict::Needed { .. })),
-            "scenario `{}`: no needed sync at `{call}` (judge them with .syncs(true)): {}\n{}",
-            self.label,
-            site.map_or("no such call site".to_string(), |c| format!(
-                "{:?}",
-                c.verdict
-            )),
-            self.text
-        );
-    }
-
-    /// Panics with the whole report unless the verdict is an exact PASS:
-    /// every distinct crash state checked and accepted (a PASS on a sample,
-    /// when the check budget ended the rest of a long trace, is not one).
-    ///
-    /// ```no_run
-    /// # let report: blackout::Report = unimplemented!();
-    /// report.assert_pass();
-    /// ```
-    pub fn assert_pass(&self) {
-        assert!(
-            self.verdict == Verdict::Pass,
-            "scenario `{}`: {}\n{}",
-            self.label,
-            self.verdict.name(),
-            self.text
-        );
-        let exact =
-            self.report.as_ref().is_none_or(|r| r.exact) && self.block().is_none_or(|b| b.exact);
-        assert!(
-            exact,
-            "scenario `{}`: PASS on a sample, not on every crash state (raise .check_budget(...), or None for no bound)\n{}",
-            self.label,
-            self.text
-        );
     }
 }

@@ -7,19 +7,25 @@ use std::io;
 use std::time::Instant;
 
 pub use crate::sweep::RunError;
-use crate::sweep::Session;
+use crate::sweep::{PoolAsk, Session};
 use blackout_analysis::report::{Checked, RunReport};
+use blackout_analysis::steps::{begin, cannot_run, finish, Begun, Start, StartState, Steps};
+use blackout_analysis::{Ask, CannotRun as Unrunnable, Stopped};
 use blackout_check::outcome::Outcome;
 use blackout_check::pool::{outcomes, Cache, Parallel};
-use blackout_explore::dedup::Distinct;
+use blackout_explore::dedup::{Distinct, Explored};
+use blackout_explore::enumerate::StateDesc;
 use blackout_explore::rest::check_order;
+use blackout_explore::state::FsState;
+use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
+use std::sync::atomic::AtomicBool;
 
 use crate::shard::{
     CannotRun, Known, PartError, PartState, Shard, ShardPart, PART_FORMAT, PART_SCHEMA,
 };
 
-use crate::run::{begin, cannot_run, finish, with_pool, Begun, RunConfig, Start};
+use crate::run::{with_pool, RunConfig};
 
 /// Checks one shard of a trace: everything [`crate::run::check_trace`] does before
 /// checking (the pre-check, the nothing-lost check, exploring every model),
@@ -31,13 +37,14 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Shard
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     let settings = cfg.settings();
     let pooled = with_pool::<_, RunError>(trace, cfg, |s, promises| {
-        let mut start = match begin(s, cfg, promises, None)? {
+        let steps = cfg.steps();
+        let mut start = match begin(s, &steps, &mut PoolAsk::new(&s.pool), promises)? {
             Begun::Stopped(report) => return Ok(ShardRun::stopped(&report)),
             Begun::Going(start) => start,
         };
         let t1 = Instant::now();
         let explored_before = start.explore_seconds;
-        let ((checked, cannot), unchecked) = check_share(s, cfg, &mut start, shard)?;
+        let ((checked, cannot), unchecked) = check_share(s, &steps, &mut start, shard)?;
         let distinct = &start.explored.distinct;
         Ok(ShardRun {
             precheck: start.precheck.map(|c| c.outcome),
@@ -87,7 +94,7 @@ pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<Shard
 /// left unchecked.
 pub(crate) fn check_share(
     s: &Session<'_>,
-    cfg: &RunConfig,
+    steps: &Steps<'_>,
     start: &mut Start,
     shard: Shard,
 ) -> Result<(Parallel, usize), RunError> {
@@ -97,16 +104,16 @@ pub(crate) fn check_share(
         .filter(|&i| ours(&start.cache, &distinct[i]))
         .collect();
     let (mut checked, cannot) = s.pool.check_parallel(distinct, &todo)?;
-    if cannot.is_some() || !cfg.checks_rest() {
+    if cannot.is_some() || !steps.checks_rest() {
         return Ok(((checked, cannot), 0));
     }
-    let deadline = cfg.check_budget.map(|b| Instant::now() + b);
+    let deadline = steps.check_deadline();
     for (i, o) in &checked {
         start
             .cache
             .insert(start.explored.distinct[*i].key, o.clone());
     }
-    start.add_rest(s, cfg)?;
+    start.add_rest(s, steps)?;
     let order = check_order(&start.explored, |k| {
         start.cache.contains_key(k) || !shard.holds(k)
     });
@@ -144,15 +151,20 @@ pub fn merge_parts(
 ) -> Result<RunReport, MergeError> {
     let known = Known::of_parts(parts, &trace.content_id(), &cfg.settings())?;
     let pooled = with_pool::<_, MergeError>(trace, cfg, |s, promises| {
-        let mut start = match begin(s, cfg, promises, Some(&known))? {
+        let steps = cfg.steps();
+        let mut ask = PartsAsk {
+            known: &known,
+            pool: PoolAsk::new(&s.pool),
+        };
+        let mut start = match begin(s, &steps, &mut ask, promises).map_err(RunError::from)? {
             Begun::Stopped(report) => return Ok(report),
             Begun::Going(start) => start,
         };
         if let Some(c) = &known.cannot_run {
             return Ok(start.stop(cannot_run(&c.state, &c.reason)));
         }
-        if cfg.checks_rest() {
-            start.add_rest(s, cfg)?;
+        if steps.checks_rest() {
+            start.add_rest(s, &steps).map_err(RunError::from)?;
         }
         if known.distinct != start.explored.distinct.len() {
             return Err(PartError::Mismatch(format!(
@@ -181,11 +193,67 @@ pub fn merge_parts(
             ))
             .into());
         }
-        Ok(finish(s, cfg, start, results, known.check_seconds)?)
+        drop(results);
+        let report = finish(s, &steps, &mut ask, start, known.check_seconds);
+        Ok(report.map_err(RunError::from)?)
     })?;
     let mut report = pooled.report();
     report.orphans_killed += known.orphans_killed;
     Ok(report)
+}
+
+/// A merge's asking: the two start states' outcomes are the parts'
+/// (shard 1's), every other question (a fix's states) is checked by the
+/// merge's own pool.
+struct PartsAsk<'p> {
+    known: &'p Known,
+    pool: PoolAsk<'p>,
+}
+
+impl Ask for PartsAsk<'_> {
+    fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped> {
+        self.pool.outcome(desc)
+    }
+
+    fn check(
+        &mut self,
+        trace: &Trace,
+        outputs: &Outputs,
+        explored: &Explored,
+        cache: &mut Cache,
+        order: &[usize],
+        deadline: Option<Instant>,
+    ) -> Result<Result<Vec<Option<Outcome>>, Unrunnable>, Stopped> {
+        self.pool
+            .check(trace, outputs, explored, cache, order, deadline)
+    }
+
+    fn start_outcome(
+        &mut self,
+        which: StartState,
+        _id: &str,
+        _fs: &FsState,
+        _crash: usize,
+    ) -> Result<Outcome, Stopped> {
+        let (outcome, what) = match which {
+            StartState::Before => (&self.known.precheck, "pre-check"),
+            StartState::AllApplied => (&self.known.all_applied, "state where nothing was lost"),
+        };
+        outcome.clone().ok_or_else(|| {
+            Stopped::Io(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("shard 1 holds no outcome of the {what}, which this merge needs"),
+            ))
+        })
+    }
+
+    fn cancelled(&self) -> bool {
+        self.pool.cancelled()
+    }
+
+    fn cancel_flag(&self) -> Option<&AtomicBool> {
+        self.pool.cancel_flag()
+    }
 }
 
 /// What a shard found, before it becomes a [`ShardPart`].

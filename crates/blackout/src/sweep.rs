@@ -1,14 +1,10 @@
-//! Checking an exploration: its states first, every one (with
-//! representatives, those of a few crash points of each class: they find
-//! failures fast); then, while a deadline allows, the rest of the trace
-//! explored in full and checked most novel first
-//! ([`blackout_explore::rest`]). A verdict speaks for what was checked:
-//! exact when every distinct state of every crash point was. A
-//! [`Session`] is what a run's stages share: the pool that checks and the
-//! analysis's plain data; [`PoolAsk`] is analysis's seam to the pool: a
-//! state the run did not check, and the states of a trace with a fix or
-//! without a sync call site's syncs (analysis verifies fixes and judges
-//! syncs, [`blackout_analysis::fix`], [`blackout_analysis::needed`]).
+//! The run's pool as analysis's seam ([`PoolAsk`]): the two states a run
+//! checks before it explores, the distinct states of an exploration (the
+//! run's own, a fix's, or one without a sync call site's syncs), and a
+//! state the run did not check, each answered by checking it
+//! ([`blackout_analysis::steps`] are the run's steps). A [`Session`] is
+//! what a run's stages share: the pool that checks and the analysis's
+//! plain data.
 
 use std::io;
 use std::ops::Deref;
@@ -16,12 +12,12 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use blackout_analysis::group::Analysis;
-use blackout_analysis::{Ask, Stopped};
-use blackout_check::pool::{Cache, CannotRun, Pool, PoolError};
+use blackout_analysis::steps::StartState;
+use blackout_analysis::{Ask, CannotRun, Stopped};
+use blackout_check::pool::{Cache, Pool, PoolError};
 use blackout_check::slot::Slot;
-use blackout_explore::dedup::{ExploreError, Explored, Watch};
-use blackout_explore::enumerate::{ConfigError, ExploreConfig, StateDesc};
-use blackout_explore::rest::{check_order, explore_rest, REST_BOUND};
+use blackout_explore::dedup::{ExploreError, Explored};
+use blackout_explore::enumerate::{ConfigError, StateDesc};
 use blackout_explore::state::FsState;
 use blackout_oplog::outcome::Outcome;
 use blackout_oplog::promises::Outputs;
@@ -50,10 +46,7 @@ impl From<ExploreError> for RunError {
 
 impl From<PoolError> for RunError {
     fn from(e: PoolError) -> Self {
-        match e {
-            PoolError::Interrupted => RunError::Interrupted,
-            PoolError::Io(e) => RunError::Io(e),
-        }
+        stopped(e).into()
     }
 }
 
@@ -118,18 +111,32 @@ impl<'p> PoolAsk<'p> {
     pub fn new(pool: &'p Pool<'p>) -> PoolAsk<'p> {
         PoolAsk { pool, slot: None }
     }
+
+    /// The slot of its own, made at the first question.
+    fn slot(&mut self) -> Result<&Slot, Stopped> {
+        let slot = match self.slot.take() {
+            Some(slot) => slot,
+            None => self.pool.scratch.slot()?,
+        };
+        Ok(self.slot.insert(slot))
+    }
+}
+
+/// A pool's error as analysis's.
+fn stopped(e: PoolError) -> Stopped {
+    match e {
+        PoolError::Interrupted => Stopped::Interrupted,
+        PoolError::Io(e) => Stopped::Io(e),
+    }
 }
 
 impl Ask for PoolAsk<'_> {
     fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped> {
-        let slot = match &mut self.slot {
-            Some(slot) => slot,
-            None => self.slot.insert(self.pool.scratch.slot()?),
-        };
-        let fs = FsState::build(self.pool.trace, desc, self.pool.cfg.sector);
+        let pool = self.pool;
+        let slot = self.slot()?;
+        let fs = FsState::build(pool.trace, desc, pool.cfg.sector);
         // A state the checker cannot be run on stays unknown.
-        Ok(self
-            .pool
+        Ok(pool
             .check_one(slot, &desc.id(), &fs, desc.crash, false)
             .ok()
             .flatten())
@@ -143,16 +150,25 @@ impl Ask for PoolAsk<'_> {
         cache: &mut Cache,
         order: &[usize],
         deadline: Option<Instant>,
-    ) -> Result<Option<Vec<Option<Outcome>>>, Stopped> {
+    ) -> Result<Result<Vec<Option<Outcome>>, CannotRun>, Stopped> {
         let pool: Pool<'_> = *self.pool;
-        let checked = pool
-            .for_trace(trace, outputs)
+        pool.for_trace(trace, outputs)
             .check_distinct(explored, cache, Some(order), deadline)
-            .map_err(|e| match e {
-                PoolError::Interrupted => Stopped::Interrupted,
-                PoolError::Io(e) => Stopped::Io(e),
-            })?;
-        Ok(checked.ok())
+            .map_err(stopped)
+    }
+
+    fn start_outcome(
+        &mut self,
+        which: StartState,
+        id: &str,
+        fs: &FsState,
+        crash: usize,
+    ) -> Result<Outcome, Stopped> {
+        let pool = self.pool;
+        let slot = self.slot()?;
+        let all_promises = which == StartState::Before;
+        let outcome = pool.check_one(slot, id, fs, crash, all_promises)?;
+        outcome.ok_or(Stopped::Interrupted)
     }
 
     fn cancelled(&self) -> bool {
@@ -172,55 +188,6 @@ impl Drop for PoolAsk<'_> {
     }
 }
 
-/// Checks every state of `explored` the cache does not know, adding the
-/// outcomes to it.
-pub fn check_all(
-    pool: &Pool<'_>,
-    explored: &Explored,
-    cache: &mut Cache,
-) -> Result<Option<CannotRun>, RunError> {
-    Ok(pool.check_distinct(explored, cache, None, None)?.err())
-}
-
-/// After the representatives of `explored` were checked: explores the
-/// rest of the trace with `explore`'s settings and adds it to `explored`
-/// (nothing to do when it is in full already).
-pub fn add_rest(
-    pool: &Pool<'_>,
-    explored: &mut Explored,
-    explore: &ExploreConfig,
-    watch: Watch<'_>,
-) -> Result<(), RunError> {
-    if explored.in_full {
-        return Ok(());
-    }
-    let rest = explore_rest(
-        pool.trace,
-        pool.outputs,
-        explore,
-        pool.cfg.sector,
-        watch,
-        explored,
-        REST_BOUND,
-    )?;
-    explored.absorb(rest);
-    Ok(())
-}
-
-/// Checks the states of `explored` the cache does not know, most novel
-/// first ([`check_order`]), starting none after `deadline`.
-pub fn check_rest(
-    pool: &Pool<'_>,
-    explored: &Explored,
-    cache: &mut Cache,
-    deadline: Option<Instant>,
-) -> Result<Option<CannotRun>, RunError> {
-    let order = check_order(explored, |k| cache.contains_key(k));
-    Ok(pool
-        .check_distinct(explored, cache, Some(&order), deadline)?
-        .err())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -235,6 +202,7 @@ mod tests {
     use blackout_check::materialize::DirMaterializer;
     use blackout_check::pool::{PoolConfig, Scratch};
     use blackout_check::Checker;
+    use blackout_explore::enumerate::ExploreConfig;
     use blackout_explore::model::Model;
 
     use super::*;
