@@ -190,7 +190,7 @@ impl MountedImage {
     /// Unmounts; the loop device clears itself. While the file system is
     /// busy it is tried again a few times, then detached: a file of it may
     /// still be held a moment by a command another thread is starting (see
-    /// [`UNMOUNT_PAUSES_MS`]), or for longer by a process a checker left
+    /// `UNMOUNT_PAUSES_MS`), or for longer by a process a checker left
     /// running; the kernel lets the file system go when its last user does.
     pub fn unmount(mut self) -> io::Result<()> {
         self.mounted = false;

@@ -34,7 +34,7 @@ use blackout_oplog::outcome::Timings;
 
 /// The layout version of a part file; it changes whenever a field is
 /// removed or renamed, or changes type or meaning.
-pub const PART_SCHEMA: u32 = 3;
+pub const PART_SCHEMA: u32 = 4;
 
 /// What a part file says it is (`"format"`).
 pub const PART_FORMAT: &str = "blackout-part";
@@ -157,6 +157,26 @@ pub struct Settings {
     /// `None`: no bound, every state checked.
     #[serde(default)]
     pub check_budget_seconds: Option<f64>,
+    /// On a real file system (`--backend block`), its settings; `None`
+    /// with the model backend alone.
+    pub block: Option<BlockSettings>,
+}
+
+/// The settings of a run on a real file system that change what it finds:
+/// every shard of one must share them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockSettings {
+    /// The file system (`ext4`, `xfs`, `btrfs`).
+    pub fs: String,
+    /// Mount options, joined by commas.
+    pub mount_opts: String,
+    /// Subsets tried per crash point.
+    pub max_subsets: usize,
+    /// Seed of the sampled subsets.
+    pub seed: u64,
+    /// Whether the file system's checker runs on each state.
+    pub fsck: bool,
 }
 
 fn representatives_auto() -> Representatives {
@@ -183,20 +203,31 @@ impl Settings {
     }
 
     /// The first setting that differs from `other`'s, as `name this, not
-    /// that`; `None` when they are equal.
+    /// that` (a block setting as `block.name`); `None` when they are equal.
     pub fn difference(&self, other: &Settings) -> Option<String> {
         let (a, b) = (
             serde_json::to_value(self).ok()?,
             serde_json::to_value(other).ok()?,
         );
-        let (a, b) = (a.as_object()?, b.as_object()?);
-        a.iter().find(|(k, v)| b.get(*k) != Some(*v)).map(|(k, v)| {
-            format!(
-                "{k} {v}, not {}",
-                b.get(k).unwrap_or(&serde_json::Value::Null)
-            )
-        })
+        first_difference("", &a, &b)
     }
+}
+
+/// The first field of two JSON objects that differs (nested objects field
+/// by field), as `name this, not that`.
+fn first_difference(prefix: &str, a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let (Value::Object(x), Value::Object(y)) = (a, b) else {
+        return (a != b).then(|| format!("{} {a}, not {b}", prefix.trim_end_matches('.')));
+    };
+    let names = x.keys().chain(y.keys().filter(|k| !x.contains_key(*k)));
+    names.into_iter().find_map(|k| {
+        let (v, w) = (
+            x.get(k).unwrap_or(&Value::Null),
+            y.get(k).unwrap_or(&Value::Null),
+        );
+        first_difference(&format!("{prefix}{k}."), v, w)
+    })
 }
 
 /// One distinct state a shard checked.
@@ -592,6 +623,53 @@ mod tests {
     }
 
     #[test]
+    fn settings_name_their_first_difference_block_settings_too() {
+        let model = Settings {
+            models: vec![Model::Posix],
+            exhaustive_limit: 12,
+            budget: 64,
+            seed: 0,
+            representatives: Representatives::Auto,
+            sector: 512,
+            ack_prefix: None,
+            consistency_only: false,
+            verify_fixes: 8,
+            checker: "sh check.sh".into(),
+            checker_kind: CheckerKind::Shell,
+            timeout_seconds: 30.0,
+            check_budget_seconds: Some(60.0),
+            block: None,
+        };
+        let block = BlockSettings {
+            fs: "ext4".into(),
+            mount_opts: String::new(),
+            max_subsets: 64,
+            seed: 0,
+            fsck: false,
+        };
+        let on_ext4 = Settings {
+            block: Some(block.clone()),
+            ..model.clone()
+        };
+        let seeded = Settings {
+            block: Some(BlockSettings { seed: 3, ..block }),
+            ..model.clone()
+        };
+        assert_eq!(model.difference(&model.clone()), None);
+        assert_eq!(
+            seeded.difference(&on_ext4).as_deref(),
+            Some("block.seed 3, not 0")
+        );
+        // Either side without a file system's settings differs too.
+        assert!(model
+            .difference(&on_ext4)
+            .unwrap()
+            .starts_with("block null, not {"));
+        assert!(on_ext4.difference(&model).unwrap().ends_with(", not null"));
+        assert_ne!(on_ext4.fingerprint(), seeded.fingerprint());
+    }
+
+    #[test]
     fn garbage_is_refused_in_one_line() {
         for bad in [
             &b""[..],
@@ -607,20 +685,11 @@ mod tests {
     }
 }
 
-/// The block settings every shard must share, and what its share found.
+/// What a shard's share of a real file system's states found (its
+/// settings are the part's, [`Settings::block`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlockPart {
-    /// The file system.
-    pub fs: String,
-    /// Mount options.
-    pub mount_opts: String,
-    /// Subsets tried per crash point.
-    pub max_subsets: usize,
-    /// Seed of the sampled subsets.
-    pub seed: u64,
-    /// Whether the file system's checker ran on each state.
-    pub fsck: bool,
     /// States of the whole run (every shard's).
     pub states: usize,
     /// States of this shard visited (mounted, or known by their image).

@@ -109,7 +109,9 @@ fn block_run_error(e: BlockRunError) -> anyhow::Error {
         BlockRunError::Shard(e) => anyhow::Error::new(e).context("checking crash states"),
         BlockRunError::Merge(MergeError::Part(e)) | BlockRunError::Part(e) => e.into(),
         BlockRunError::Merge(e) => anyhow::Error::new(e).context("merging the parts"),
-        e @ BlockRunError::NoBlockShare { .. } => anyhow!("{e}"),
+        e @ (BlockRunError::NoBlockShare { .. } | BlockRunError::NoBlockSettings { .. }) => {
+            anyhow!("{e}")
+        }
     }
 }
 

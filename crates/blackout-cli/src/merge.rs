@@ -42,7 +42,7 @@ pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
         cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
     }
     cfg.cancel = Some(Arc::clone(&INTERRUPTED));
-    if parts[0].block.is_some() {
+    if settings.block.is_some() {
         return merge_block_parts(&a, &parts, &trace_path, &cfg);
     }
     let trace = match &a.trace {

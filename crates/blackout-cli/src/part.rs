@@ -67,12 +67,12 @@ pub(crate) fn write_part(
             path.display()
         )?,
     }
-    if let Some(b) = &part.block {
+    if let (Some(b), Some(on)) = (&part.block, &part.settings.block) {
         writeln!(
             out,
             "shard {}: {}: {} of the {} states (those whose image is this shard's), {} distinct after recovery",
             part.shard,
-            b.fs,
+            on.fs,
             for_people(b.visited as u128),
             for_people(b.states as u128),
             for_people(b.found.len() as u128)

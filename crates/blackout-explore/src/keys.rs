@@ -692,7 +692,7 @@ impl<'t> Keyer<'t> {
     /// The state `desc` describes, built from the state at its crash point
     /// and its damaged inodes alone (the same as [`FsState::build`]), and
     /// its content hash: its damaged files hashed from what was built
-    /// where they may differ ([`Keyer::built_file_hash`]), the rest from
+    /// where they may differ (`Keyer::built_file_hash`), the rest from
     /// the shares kept for them. A state before the
     /// current crash point starts the keyer over.
     pub fn state(&mut self, desc: &StateDesc) -> (FsState, blake3::Hash) {

@@ -21,7 +21,7 @@
 //!   trace file, promises, ops in the user's terms;
 //! - [`explore`]: persistence models ([`explore::model::CrashModel`]) say
 //!   which states a crash may leave; states are built, hashed and
-//!   deduplicated, and a [`explore::state::Materializer`] writes them out;
+//!   deduplicated, and a [`check::materialize::Materializer`] writes them out;
 //! - [`check`]: a [`check::Checker`] judges each distinct state, in
 //!   parallel, in scratch directories that are always removed;
 //! - [`analysis`]: the cause of each failure, grouped, each fix verified by

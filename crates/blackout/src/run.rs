@@ -169,6 +169,7 @@ impl RunConfig {
             checker_kind: self.checker.kind(),
             timeout_seconds: self.checker.timeout().as_secs_f64(),
             check_budget_seconds: self.check_budget.map(|b| b.as_secs_f64()),
+            block: None,
         }
     }
 

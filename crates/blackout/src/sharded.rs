@@ -22,7 +22,7 @@ use blackout_oplog::trace::Trace;
 use std::sync::atomic::AtomicBool;
 
 use crate::shard::{
-    CannotRun, Known, PartError, PartState, Shard, ShardPart, PART_FORMAT, PART_SCHEMA,
+    CannotRun, Known, PartError, PartState, Settings, Shard, ShardPart, PART_FORMAT, PART_SCHEMA,
 };
 
 use crate::run::{with_pool, RunConfig};
@@ -32,10 +32,20 @@ use crate::run::{with_pool, RunConfig};
 /// then only the distinct states in `shard`. The part it returns names no
 /// trace file (set [`ShardPart::trace`]); `blackout merge` draws the verdict.
 pub fn check_shard(trace: &Trace, cfg: &RunConfig, shard: Shard) -> Result<ShardPart, RunError> {
+    shard_with(trace, cfg, cfg.settings(), shard)
+}
+
+/// [`check_shard`], its part carrying `settings`: `cfg`'s, and on a real
+/// file system the device's too (`BlockRun::settings`).
+pub(crate) fn shard_with(
+    trace: &Trace,
+    cfg: &RunConfig,
+    settings: Settings,
+    shard: Shard,
+) -> Result<ShardPart, RunError> {
     shard
         .validate()
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let settings = cfg.settings();
     let pooled = with_pool::<_, RunError>(trace, cfg, |s, promises| {
         let steps = cfg.steps();
         let mut start = match begin(s, &steps, &mut PoolAsk::new(&s.pool), promises)? {
@@ -149,7 +159,18 @@ pub fn merge_parts(
     cfg: &RunConfig,
     parts: &[ShardPart],
 ) -> Result<RunReport, MergeError> {
-    let known = Known::of_parts(parts, &trace.content_id(), &cfg.settings())?;
+    merge_with(trace, cfg, &cfg.settings(), parts)
+}
+
+/// [`merge_parts`] of parts that must carry `settings` (with a real file
+/// system's, `BlockRun::settings`), compared whole.
+pub(crate) fn merge_with(
+    trace: &Trace,
+    cfg: &RunConfig,
+    settings: &Settings,
+    parts: &[ShardPart],
+) -> Result<RunReport, MergeError> {
+    let known = Known::of_parts(parts, &trace.content_id(), settings)?;
     let pooled = with_pool::<_, MergeError>(trace, cfg, |s, promises| {
         let steps = cfg.steps();
         let mut ask = PartsAsk {

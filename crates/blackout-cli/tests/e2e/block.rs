@@ -1067,6 +1067,30 @@ fn three_shards_merged(s: &Scratch, saved: &str, common: &[&str], checker: &str)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    // A shard made with other block settings is refused by name: the
+    // parts carry one settings value, compared whole.
+    let other = s.path("p2-other.json").to_string_lossy().into_owned();
+    let made = s
+        .blackout()
+        .args(["run", "--backend", "block", "--trace", saved])
+        .args(common)
+        .args(["--checker", checker, "--max-subsets", "7"])
+        .args(["--shard", "2/3", "--part", &other])
+        .output()
+        .unwrap();
+    assert_eq!(made.status.code(), Some(0), "{}", text(&made.stderr));
+    let mixed = s
+        .blackout()
+        .args(["merge", &parts[0], &other, &parts[2]])
+        .output()
+        .unwrap();
+    let err = text(&mixed.stderr);
+    assert_eq!(mixed.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("other settings") && err.contains("block.max_subsets 7, not"),
+        "{err}"
+    );
+    assert_nothing_left(s);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

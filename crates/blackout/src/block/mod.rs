@@ -27,6 +27,7 @@ use blackout_block::crash::{crash_points_settled, LogPoint};
 use blackout_block::session::{tool_installed, DeviceSession, FsKind, SessionConfig, SessionError};
 use blackout_block::states::{enumerate, window, BlockState, SubsetCoverage, Window};
 use blackout_check::image::{listing, ImageSource, ImageTally, Images, Listing};
+use blackout_check::shard::BlockSettings;
 use blackout_check::workers::{PoolError, Scratch, Workers};
 use blackout_check::Checker;
 use blackout_explore::model::Model;
@@ -77,6 +78,32 @@ impl BlockConfig {
             settle: None,
             fsck: false,
         }
+    }
+
+    /// What of these settings changes what a run finds (what the shards
+    /// of one must share).
+    pub fn settings(&self) -> BlockSettings {
+        BlockSettings {
+            fs: self.session.fs.name().to_string(),
+            mount_opts: self.session.mount_opts.join(","),
+            max_subsets: self.max_subsets,
+            seed: self.seed,
+            fsck: self.fsck,
+        }
+    }
+
+    /// Settings on `fs` that find what `settings` found (the others at
+    /// their defaults): what merges the parts of a sharded run.
+    pub fn from_settings(fs: FsKind, settings: &BlockSettings) -> BlockConfig {
+        let mut config = BlockConfig::new(fs);
+        config.session.mount_opts = Some(settings.mount_opts.clone())
+            .filter(|o| !o.is_empty())
+            .into_iter()
+            .collect();
+        config.max_subsets = settings.max_subsets;
+        config.seed = settings.seed;
+        config.fsck = settings.fsck;
+        config
     }
 }
 

@@ -15,7 +15,6 @@ use std::sync::atomic::Ordering;
 
 use blackout_analysis::block::BlockSide;
 use blackout_analysis::report::{RunReport, Verdict};
-use blackout_block::session::FsKind;
 use blackout_record::{RecordConfig, StraceRecorder};
 use blackout_sys::scratch::default_scratch_parent;
 
@@ -24,8 +23,8 @@ use super::syncs::{measure_syncs_on_fs, FsSyncRuns};
 use super::BlockReport;
 use super::{check_block, record_block, BlockCheck, BlockConfig, BlockError, BlockRecording};
 use crate::run::{check_trace, RunConfig, RunError};
-use crate::shard::{BlockPart, PartError, Shard, ShardPart};
-use crate::sharded::{check_shard, merge_parts, MergeError};
+use crate::shard::{PartError, Settings, Shard, ShardPart};
+use crate::sharded::{merge_with, shard_with, MergeError};
 
 /// Where a block run's recording comes from.
 pub enum BlockSource {
@@ -126,6 +125,13 @@ pub enum BlockRunError {
         part: String,
         /// The first part.
         first: String,
+    },
+    /// The first part was not made on a real file system (or there is
+    /// none).
+    #[error("{part} was not made on a real file system: its settings name none")]
+    NoBlockSettings {
+        /// The first part, if there is one.
+        part: String,
     },
     /// The parts' block shares do not make one run.
     #[error(transparent)]
@@ -233,9 +239,21 @@ impl<'a> BlockRun<'a> {
     /// [`BlockRunError::Shard`] from the posix side.
     pub fn shard(&self, rec: &BlockRecording, shard: Shard) -> Result<ShardPart, BlockRunError> {
         let block = check_block_shard(rec, &self.how(None), shard).map_err(BlockRunError::Check)?;
-        let mut part = check_shard(&rec.trace, self.run, shard).map_err(BlockRunError::Shard)?;
+        let settings = self.settings();
+        let part = shard_with(&rec.trace, self.run, settings, shard);
+        let mut part = part.map_err(BlockRunError::Shard)?;
         part.block = Some(block);
         Ok(part)
+    }
+
+    /// Every setting of this run that changes what it finds, the model
+    /// side's and the file system's: one value its shards' parts carry
+    /// and a merge compares whole.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            block: Some(self.config.settings()),
+            ..self.run.settings()
+        }
     }
 
     /// `blackout merge` of a block run's parts: the posix report merged as
@@ -250,7 +268,18 @@ impl<'a> BlockRun<'a> {
         run: &RunConfig,
         parts: &[ShardPart],
     ) -> Result<RunReport, BlockRunError> {
-        let mut posix = merge_parts(&rec.trace, run, parts).map_err(BlockRunError::Merge)?;
+        let first = parts
+            .first()
+            .map(|p| (p.label(), p.settings.block.as_ref()));
+        let Some((label, Some(settings))) = first else {
+            let part = first.map_or_else(String::new, |f| f.0);
+            return Err(BlockRunError::NoBlockSettings { part });
+        };
+        let config = BlockConfig::from_settings(rec.fs, settings);
+        let merging = BlockRun::new(config, run);
+        let settings = merging.settings();
+        let posix = merge_with(&rec.trace, run, &settings, parts);
+        let mut posix = posix.map_err(BlockRunError::Merge)?;
         let mut shares = Vec::with_capacity(parts.len());
         for p in parts {
             let block = p
@@ -258,14 +287,12 @@ impl<'a> BlockRun<'a> {
                 .as_ref()
                 .ok_or_else(|| BlockRunError::NoBlockShare {
                     part: p.label(),
-                    first: parts[0].label(),
+                    first: label.clone(),
                 })?;
             shares.push((p.shard, block));
         }
-        let config = config_of_part(rec.fs, shares[0].1);
         let prefix = parts[0].settings.ack_prefix.as_ref();
         let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-            let merging = BlockRun::new(config, run);
             let mut how = merging.how(Some(&posix));
             how.ack_prefix = prefix.map(|p| p.0.as_slice());
             shares.sort_by_key(|s| s.0.index);
@@ -366,17 +393,4 @@ impl<'a> BlockRun<'a> {
             notes(line);
         }
     }
-}
-
-/// The block settings a shard's part was made with, on `fs`.
-fn config_of_part(fs: FsKind, part: &BlockPart) -> BlockConfig {
-    let mut config = BlockConfig::new(fs);
-    config.session.mount_opts = Some(part.mount_opts.clone())
-        .filter(|o| !o.is_empty())
-        .into_iter()
-        .collect();
-    config.max_subsets = part.max_subsets;
-    config.seed = part.seed;
-    config.fsck = part.fsck;
-    config
 }
