@@ -367,11 +367,7 @@ pub fn explain(
     rejected: &mut dyn FnMut(&StateDesc) -> Option<String>,
 ) -> Cause {
     let k = desc.crash;
-    let plain = |c: usize| StateDesc {
-        crash: c,
-        lost: Default::default(),
-        torn: None,
-    };
+    let plain = |c: usize| StateDesc::whole(c);
     // Reasons are compared with their digits blurred: a checker that
     // names a size or an offset gives one reason in other words.
     let here = rejected(&plain(k)).map(|r| blur_digits(&r));

@@ -391,11 +391,7 @@ impl<'t> StateKeys<'t> {
         }
         while self.plain.len() <= d.crash {
             let c = self.plain.len();
-            let plain = StateDesc {
-                crash: c,
-                lost: Default::default(),
-                torn: None,
-            };
+            let plain = StateDesc::whole(c);
             let key = key_of(self.plain_keys.hash(&plain), self.outputs, c);
             self.plain.push(key);
         }
@@ -543,11 +539,7 @@ fn group_causes(
             b.add(c, &cause, rank, plain_op);
             continue;
         }
-        let nothing_lost = StateDesc {
-            crash: c.crash,
-            lost: Default::default(),
-            torn: None,
-        };
+        let nothing_lost = StateDesc::whole(c.crash);
         let process_passes = if desc.damage() == 0 {
             Some(false)
         } else {

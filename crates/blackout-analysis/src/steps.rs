@@ -299,11 +299,7 @@ fn precheck(
     ask: &mut dyn Ask,
     promises: &[String],
 ) -> Result<(Checked, Stop), Stopped> {
-    let pre = StateDesc {
-        crash: 0,
-        lost: Default::default(),
-        torn: None,
-    };
+    let pre = StateDesc::whole(0);
     let fs = FsState::initial(s.trace);
     let outcome = ask.start_outcome(StartState::Before, "pre-workload", &fs, 0)?;
     let mut c = s.checked(&pre, outcome.clone());
@@ -333,11 +329,7 @@ fn nothing_lost(
     steps: &Steps<'_>,
     ask: &mut dyn Ask,
 ) -> Result<(Checked, StateKey, Stop), Stopped> {
-    let full = StateDesc {
-        crash: s.trace.ops.len(),
-        lost: Default::default(),
-        torn: None,
-    };
+    let full = StateDesc::whole(s.trace.ops.len());
     let full_fs = FsState::build(s.trace, &full, s.sector);
     let full_key = state_key(&full_fs, s.outputs, full.crash);
     let outcome = ask.start_outcome(StartState::AllApplied, &full.id(), &full_fs, full.crash)?;
@@ -362,11 +354,7 @@ fn nothing_lost(
 /// rejects it demands more than was promised, so the checker, not the
 /// program, is wrong: HARNESS BROKEN, with its reason.
 pub fn rejects_the_start(s: &Analysis<'_>, cache: &Cache) -> Stop {
-    let start = StateDesc {
-        crash: 0,
-        lost: Default::default(),
-        torn: None,
-    };
+    let start = StateDesc::whole(0);
     let key = state_key(&FsState::build(s.trace, &start, s.sector), s.outputs, 0);
     match cache.get(&key)? {
         outcome @ Outcome::Fail { .. } => Some((

@@ -74,6 +74,24 @@ pub struct StateDesc {
 }
 
 impl StateDesc {
+    /// The state at crash point `crash` with nothing lost or torn: ops
+    /// `0..crash` all reached the disk (`c0` is the state before the
+    /// workload, `c{N}` after all N ops).
+    ///
+    /// ```
+    /// use blackout_explore::enumerate::StateDesc;
+    ///
+    /// assert_eq!(StateDesc::whole(5).id(), "c5");
+    /// assert_eq!(StateDesc::whole(5).damage(), 0);
+    /// ```
+    pub fn whole(crash: usize) -> StateDesc {
+        StateDesc {
+            crash,
+            lost: Default::default(),
+            torn: None,
+        }
+    }
+
     /// How far from "nothing lost" this state is: lost units plus torn writes.
     pub fn damage(&self) -> usize {
         self.lost.len() + usize::from(self.torn.is_some())
@@ -771,11 +789,7 @@ pub struct CrashPoint<'a> {
 impl CrashPoint<'_> {
     /// The state with nothing lost or torn.
     pub fn plain(&self) -> StateDesc {
-        StateDesc {
-            crash: self.k,
-            lost: Default::default(),
-            torn: None,
-        }
+        StateDesc::whole(self.k)
     }
 
     /// Whether the enumeration should stop now.

@@ -337,11 +337,7 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
 /// The most file data a state of the trace holds, as the trace starts and
 /// as it ends with nothing lost: how much writing a state out would copy.
 fn state_bytes(trace: &Trace, sector: u64) -> u64 {
-    let full = StateDesc {
-        crash: trace.ops.len(),
-        lost: Default::default(),
-        torn: None,
-    };
+    let full = StateDesc::whole(trace.ops.len());
     FsState::initial(trace)
         .held_bytes()
         .max(FsState::build(trace, &full, sector).held_bytes())
