@@ -3,13 +3,32 @@
 //! what is still mounted under them.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
 use blackout::sys::scratch::{clean_stale, default_scratch_parent};
 
-use crate::args::CleanArgs;
+use clap::Args;
+
+pub(crate) const CLEAN_EXAMPLES: &str = "\
+Examples:
+  Remove what runs killed with SIGKILL left in the scratch directory
+  ($TMPDIR, else /dev/shm); every run also does this when it starts:
+    blackout clean
+
+  Look in another directory:
+    blackout clean --dir /var/tmp
+";
+
+/// `blackout clean`.
+#[derive(Args)]
+pub(crate) struct CleanArgs {
+    /// Where to look (default: $TMPDIR, else /dev/shm, else the system's
+    /// temp directory).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) dir: Option<PathBuf>,
+}
 
 /// Removes stale scratch under `parent`: the directories removed, and a
 /// line for each that could not be.

@@ -1,21 +1,49 @@
-//! `blackout completions` and `blackout man`.
+//! `blackout completions` and `blackout man`: their flags and examples,
+//! and what they print of the command tree `main` hands them.
 
 use std::io::Write;
 
 use anyhow::{anyhow, Result};
-use clap::CommandFactory;
+use clap::Args;
 
-use crate::args::{Cli, CompletionsArgs, ManArgs};
+pub(crate) const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  Install bash completion for your user:
+    blackout completions bash > ~/.local/share/bash-completion/completions/blackout
 
-pub(crate) fn cmd_completions(a: CompletionsArgs) -> Result<u8> {
+  Install fish completion:
+    blackout completions fish > ~/.config/fish/completions/blackout.fish";
+
+pub(crate) const MAN_EXAMPLES: &str = "\
+Examples:
+  Read the manual page of blackout:
+    blackout man | man -l -
+
+  Install the page of the run command:
+    blackout man run > ~/.local/share/man/man1/blackout-run.1";
+
+#[derive(Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_name = "SHELL")]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+pub(crate) struct ManArgs {
+    /// A command (run, record, ...): its page instead of blackout's.
+    #[arg(value_name = "COMMAND")]
+    pub(crate) command: Option<String>,
+}
+
+pub(crate) fn cmd_completions(a: CompletionsArgs, mut top: clap::Command) -> Result<u8> {
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(a.shell, &mut Cli::command(), "blackout", &mut out);
+    clap_complete::generate(a.shell, &mut top, "blackout", &mut out);
     out.flush()?;
     Ok(0)
 }
 
-pub(crate) fn cmd_man(a: ManArgs) -> Result<u8> {
-    let mut top = Cli::command();
+pub(crate) fn cmd_man(a: ManArgs, mut top: clap::Command) -> Result<u8> {
     top.build();
     let page = match &a.command {
         None => top,

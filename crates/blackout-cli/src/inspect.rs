@@ -13,7 +13,7 @@ use blackout::check::StateFiles;
 use blackout::explore::dedup::distinct_states;
 use blackout::explore::enumerate::{StateDesc, Tearing};
 use blackout::explore::model::for_people;
-use blackout::explore::state::write_state;
+use blackout::explore::state::{write_state, SECTOR_BYTES_DEFAULT};
 use blackout::export::text::{explored_text, shell_quote};
 use blackout::oplog::promises::Outputs;
 use blackout::oplog::protocol as env;
@@ -23,8 +23,104 @@ use blackout::record::replay::{replay_with, ReplayOptions};
 use blackout::record::snapshot::snapshot;
 use blackout::sys::command::substitute;
 
-use crate::args::{OpsArgs, StateArgs, StatesArgs};
+use clap::Args;
+
+use crate::args::ExploreArgs;
 use crate::record::load_trace;
+
+pub(crate) const OPS_EXAMPLES: &str = "\
+Examples:
+  Print the op log of a trace, with (never synced) marks:
+    blackout ops run.trace
+
+  Read a raw strace log instead (what `strace -f -xx -y` wrote), as JSON:
+    blackout ops --strace run.log --dir /srv/test-dir --json";
+
+pub(crate) const STATES_EXAMPLES: &str = "\
+Examples:
+  List every distinct crash state of a trace, per model:
+    blackout states run.trace
+
+  Only posix, as JSON, with a larger sample past the exhaustive limit:
+    blackout states run.trace --model posix --budget 256 --json";
+
+pub(crate) const STATE_EXAMPLES: &str = "\
+Examples:
+  Write the state a report names into a directory:
+    blackout state run.trace c5.lost3 state-c5.lost3
+
+  Also print the command that runs the checker on it by hand:
+    blackout state run.trace c5.lost3 state-c5.lost3 --checker \"sh $PWD/examples/save/check.sh\"";
+
+#[derive(Args)]
+pub(crate) struct OpsArgs {
+    /// A trace written by `blackout record`.
+    #[arg(
+        value_name = "TRACE",
+        required_unless_present = "strace",
+        conflicts_with = "strace"
+    )]
+    pub(crate) trace: Option<PathBuf>,
+    /// Read a raw log of `strace -f -xx -y` instead of a trace.
+    #[arg(long, value_name = "LOG", requires = "dir")]
+    pub(crate) strace: Option<PathBuf>,
+    /// With --strace: the absolute path the directory under test had.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) dir: Option<PathBuf>,
+    /// With --strace: what the directory held before the workload ran.
+    #[arg(long, value_name = "DIR", requires = "strace")]
+    pub(crate) init: Option<PathBuf>,
+    /// With --strace: a file the program rebuilds on restart (see `run`).
+    #[arg(long, value_name = "GLOB", requires = "strace")]
+    pub(crate) volatile: Vec<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct StatesArgs {
+    /// A trace written by `blackout record` or `blackout run -o`.
+    #[arg(value_name = "TRACE")]
+    pub(crate) trace: PathBuf,
+    #[command(flatten)]
+    pub(crate) explore: ExploreArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct StateArgs {
+    /// The trace.
+    #[arg(value_name = "TRACE")]
+    pub(crate) trace: PathBuf,
+    /// The state's id, as `blackout run` or `blackout states` prints it
+    /// (`c9.lost6`).
+    #[arg(value_name = "ID")]
+    pub(crate) id: String,
+    /// Where to write the state (created; must not exist or be empty). Its
+    /// promises go to OUTDIR.acks and what was printed to OUTDIR.output.
+    #[arg(value_name = "OUTDIR")]
+    pub(crate) out: PathBuf,
+    /// Only lines of output starting with this are promises.
+    #[arg(long, value_name = "PREFIX")]
+    pub(crate) ack_prefix: Option<String>,
+    /// Sector size at which writes tear.
+    #[arg(long, value_name = "BYTES", default_value_t = SECTOR_BYTES_DEFAULT, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) sector: u64,
+    /// The checker, to print the command that checks the state by hand.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) checker: Option<String>,
+    /// A checker server, to print the request that checks the state by
+    /// hand.
+    #[arg(long, value_name = "CMD", conflicts_with = "checker")]
+    pub(crate) checker_server: Option<String>,
+    /// The content id of the recording the state was found in (from a
+    /// `reproduce:` line): a trace with another id is refused.
+    #[arg(long, value_name = "ID")]
+    pub(crate) trace_id: Option<String>,
+}
 
 pub(crate) fn cmd_states(a: StatesArgs) -> Result<u8> {
     let trace = load_trace(&a.trace)?;

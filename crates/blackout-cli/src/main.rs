@@ -9,14 +9,12 @@
 //! 128 + its number.
 
 mod args;
-mod block;
 mod clean;
 mod cluster;
 mod help;
 mod inspect;
 mod live;
 mod merge;
-mod part;
 mod record;
 mod report;
 mod run;
@@ -29,14 +27,91 @@ use std::sync::{Arc, LazyLock};
 use anyhow::Result;
 use clap::Parser;
 
-use args::{Cli, Cmd};
+use clap::{CommandFactory, Subcommand};
+
+use args::{SoakArgs, SOAK_EXAMPLES};
 use blackout::export::json::JSON_SCHEMA;
 use blackout::oplog::ops::escape_controls;
+use clean::{CleanArgs, CLEAN_EXAMPLES};
 use help::{cmd_completions, cmd_man};
+use help::{CompletionsArgs, ManArgs, COMPLETIONS_EXAMPLES, MAN_EXAMPLES};
 use inspect::{cmd_ops, cmd_state, cmd_states};
+use inspect::{OpsArgs, StateArgs, StatesArgs, OPS_EXAMPLES, STATES_EXAMPLES, STATE_EXAMPLES};
+use live::{FsCmd, FS_EXAMPLES};
 use merge::cmd_merge;
+use merge::{MergeArgs, MERGE_EXAMPLES};
 use record::cmd_record;
+use record::{RecordArgs, RECORD_EXAMPLES};
 use run::cmd_run;
+use run::flags::{RunArgs, RUN_EXAMPLES};
+
+/// blackout: crash-consistency testing for storage code.
+///
+/// Records every file-system operation a program makes, builds every disk
+/// state a power failure could leave, and runs your checker on each.
+#[derive(Parser)]
+#[command(name = "blackout", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Cmd,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Cmd {
+    /// Record a workload, explore its crash states, check each, give a verdict.
+    #[command(after_long_help = RUN_EXAMPLES)]
+    Run(Box<RunArgs>),
+    /// Merge the parts of a run split with `run --shard K/N` into its report.
+    #[command(after_long_help = MERGE_EXAMPLES)]
+    Merge(MergeArgs),
+    /// Run a workload under strace in a fresh directory and write a trace.
+    #[command(after_long_help = RECORD_EXAMPLES)]
+    Record(RecordArgs),
+    /// Print the op log of a trace, or of a raw strace log.
+    #[command(after_long_help = OPS_EXAMPLES)]
+    Ops(OpsArgs),
+    /// List the distinct crash states of a trace.
+    #[command(after_long_help = STATES_EXAMPLES)]
+    States(StatesArgs),
+    /// Write one crash state of a trace into a directory.
+    #[command(after_long_help = STATE_EXAMPLES)]
+    State(StateArgs),
+    /// A live file system that forgets what was never synced: mount, crash, pending.
+    #[command(subcommand, after_long_help = FS_EXAMPLES)]
+    Fs(FsCmd),
+    /// Crash a service on a live mount again and again under a client's load;
+    /// stop at the first broken promise.
+    #[command(after_long_help = SOAK_EXAMPLES)]
+    Soak(Box<SoakArgs>),
+    /// Remove the scratch directories that killed runs left behind.
+    #[command(after_long_help = CLEAN_EXAMPLES)]
+    Clean(CleanArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), of blackout or of one command.
+    #[command(after_long_help = MAN_EXAMPLES)]
+    Man(ManArgs),
+}
+
+impl Cmd {
+    /// Whether the command was asked for JSON.
+    pub(crate) fn json(&self) -> bool {
+        match self {
+            Cmd::Run(a) => a.report.json,
+            Cmd::Merge(a) => a.report.json,
+            Cmd::Ops(a) => a.json,
+            Cmd::States(a) => a.json,
+            Cmd::Fs(FsCmd::Crash(a)) => a.json,
+            Cmd::Fs(FsCmd::Pending(a)) => a.json,
+            Cmd::Fs(FsCmd::FailSync(a)) => a.json,
+            Cmd::Fs(_) | Cmd::Soak(_) => false,
+            Cmd::Record(_) | Cmd::State(_) | Cmd::Clean(_) | Cmd::Completions(_) | Cmd::Man(_) => {
+                false
+            }
+        }
+    }
+}
 
 /// Set when SIGINT (Ctrl-C), SIGTERM or SIGHUP arrives: every stage stops,
 /// kills its children's process groups and removes its scratch directories.
@@ -136,7 +211,7 @@ pub(crate) fn run(cli: Cli) -> Result<u8> {
         Cmd::Fs(c) => live::cmd_fs(c),
         Cmd::Soak(a) => soak::cmd_soak(*a),
         Cmd::Clean(a) => clean::cmd_clean(a),
-        Cmd::Completions(a) => cmd_completions(a),
-        Cmd::Man(a) => cmd_man(a),
+        Cmd::Completions(a) => cmd_completions(a, Cli::command()),
+        Cmd::Man(a) => cmd_man(a, Cli::command()),
     }
 }

@@ -10,9 +10,35 @@ use blackout::record::{
     NativeRecorder, RecordConfig, RecordError, Recorder, Recording, StraceRecorder,
 };
 
-use crate::args::{RecordArgs, RecorderKind, RecordingArgs};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::args::{RecorderKind, RecordingArgs};
 use crate::INTERRUPTED;
 use blackout::sys::durable::dir_of;
+
+pub(crate) const RECORD_EXAMPLES: &str = "\
+Examples:
+  Record the save example into a trace:
+    blackout record -o run.trace --setup 'echo \"version 1\" > doc.txt' -- examples/save/save.sh full
+
+  Record a program on a copy of a seed tree, naming the source line of each op:
+    blackout record -o db.trace --init seed/ --stacks -- ./mydb insert 42";
+
+#[derive(Args)]
+pub(crate) struct RecordArgs {
+    /// Where to write the trace.
+    #[arg(short = 'o', long = "output", value_name = "TRACE")]
+    pub(crate) output: PathBuf,
+    #[command(flatten)]
+    pub(crate) recording: RecordingArgs,
+    /// The workload and its arguments; `{dir}` is replaced by the directory
+    /// under test, which is also its working directory.
+    #[arg(last = true, required = true, value_name = "WORKLOAD")]
+    pub(crate) command: Vec<OsString>,
+}
 
 /// Records a workload into a trace, saved at `output` if given.
 pub(crate) fn record_trace(

@@ -176,8 +176,8 @@ const MODULES: &[(&str, &[&str])] = &[
     (
         "blackout-cli",
         &[
-            "args", "report", "clean", "part", "record", "block", "run", "inspect", "merge",
-            "live", "cluster", "soak", "help", "main",
+            "args", "report", "clean", "record", "run", "inspect", "merge", "live", "cluster",
+            "soak", "help", "main",
         ],
     ),
 ];

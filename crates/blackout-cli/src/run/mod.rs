@@ -8,11 +8,18 @@ use blackout::failsyncs::{judge_failed_syncs, FailRuns};
 use blackout::run::{check_trace, RunConfig, RunError};
 use blackout::sharded::check_shard;
 
-use crate::args::{run_config, Backend, RunArgs};
-use crate::block::cmd_run_block;
-use crate::part::{shard_of, write_part};
+pub(crate) mod baseline;
+pub(crate) mod block;
+pub(crate) mod flags;
+pub(crate) mod part;
+
+use baseline::{baseline_mode, ratchet_after};
+use block::cmd_run_block;
+use flags::{run_config, Backend, RunArgs};
+use part::{shard_of, write_part};
+
 use crate::record::{chosen, load_trace, record_trace};
-use crate::report::{baseline_mode, check_writable, ratchet_after};
+use crate::report::check_writable;
 
 pub(crate) fn cmd_run(a: RunArgs) -> Result<u8> {
     if !(a.timeout > 0.0 && a.timeout.is_finite()) {

@@ -11,12 +11,13 @@ use blackout::block::{BlockError, BlockRecording};
 use blackout::explore::model::Model;
 use blackout::export::ExportContext;
 use blackout::run::{RunConfig, RunError};
-use blackout::shard::{Shard, ShardPart};
+use blackout::shard::Shard;
 use blackout::sharded::MergeError;
 
-use crate::args::{block_config, run_config, MergeArgs, RunArgs};
-use crate::part::{shard_of, write_part};
-use crate::report::{baseline_mode, check_writable, emit_merged, ratchet_after};
+use super::baseline::{baseline_mode, ratchet_after};
+use super::flags::{block_config, run_config, RunArgs};
+use super::part::{shard_of, write_part};
+use crate::report::check_writable;
 
 /// `run --backend block`: the workload recorded on a real file system, the
 /// posix model checked on its trace, then every crash state of the device
@@ -90,7 +91,7 @@ fn block_shard(a: &RunArgs, run: &BlockRun<'_>, shard: Shard, part: &Path) -> Re
 }
 
 /// A block run's error as the command says it.
-fn block_run_error(e: BlockRunError) -> anyhow::Error {
+pub(crate) fn block_run_error(e: BlockRunError) -> anyhow::Error {
     match e {
         BlockRunError::Interrupted
         | BlockRunError::Check(BlockError::Interrupted)
@@ -115,27 +116,9 @@ fn block_run_error(e: BlockRunError) -> anyhow::Error {
     }
 }
 
-/// `blackout merge` of a block run's parts (see [`BlockRun::merge`]).
-pub(crate) fn merge_block_parts(
-    a: &MergeArgs,
-    parts: &[ShardPart],
-    trace_path: &Path,
-    cfg: &RunConfig,
-) -> Result<u8> {
-    let rec = load_recording(trace_path, None)?;
-    let posix = BlockRun::merge(&rec, cfg, parts).map_err(block_run_error)?;
-    emit_merged(
-        &a.report,
-        &posix,
-        &rec.trace,
-        trace_path,
-        &parts[0].settings,
-    )
-}
-
 /// A block recording saved by `run --backend block -o`, on the file
 /// system `--fs` names if it names one.
-fn load_recording(path: &Path, a: Option<&RunArgs>) -> Result<BlockRecording> {
+pub(crate) fn load_recording(path: &Path, a: Option<&RunArgs>) -> Result<BlockRecording> {
     if !is_saved_recording(path) {
         return Err(anyhow!(
             "{}: not a block recording (make one with `blackout run --backend block -o FILE ...`)",

@@ -10,7 +10,7 @@ use blackout::explore::model::for_people;
 use blackout::run::RunError;
 use blackout::shard::{Shard, ShardPart};
 
-use crate::args::RunArgs;
+use super::flags::RunArgs;
 use crate::report::check_writable;
 
 /// `--shard K/N` and `--part FILE`, checked together: the shard and where
