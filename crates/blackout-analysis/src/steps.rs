@@ -218,18 +218,18 @@ impl Start {
                 };
                 self.explored.absorb(round);
                 self.explore_seconds += t0.elapsed().as_secs_f64();
-                let cannot = self.check_novel(s, ask, deadline)?;
+                let cannot = self.check_rest(s, ask, deadline)?;
                 if cannot.is_some() {
                     return Ok(cannot);
                 }
             }
         }
-        self.check_novel(s, ask, deadline)
+        self.check_rest(s, ask, deadline)
     }
 
     /// Checks the states the cache does not know, most novel first
     /// ([`check_order`]), starting none after `deadline`.
-    fn check_novel(
+    pub fn check_rest(
         &mut self,
         s: &Analysis<'_>,
         ask: &mut dyn Ask,

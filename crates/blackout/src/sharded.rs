@@ -1,21 +1,25 @@
 //! A run split over machines: [`check_shard`] checks one shard's share
 //! of a run's states into a [`ShardPart`], and [`merge_parts`] makes the
-//! one run's report from every part, on the same path as `check_trace`
-//! (`run`'s `begin` up to exploring, `finish` from outcomes to the report).
+//! one run's report from every part, on the same steps as `check_trace`
+//! (analysis's [`blackout_analysis::steps`]). The three sources of a run's
+//! outcomes answer one seam ([`Ask`]): the run's own pool (`PoolAsk`), a
+//! shard's share of it (`ShareAsk`: only the states the shard holds are
+//! checked), and the parts a merge reads (`PartsAsk`: the start states'
+//! outcomes are the parts', a fix's states are checked by the merge's
+//! pool).
 
 use std::io;
 use std::time::Instant;
 
+use crate::sweep::PoolAsk;
 pub use crate::sweep::RunError;
-use crate::sweep::{PoolAsk, Session};
 use blackout_analysis::report::{Checked, RunReport};
-use blackout_analysis::steps::{begin, cannot_run, finish, Begun, Start, StartState, Steps};
+use blackout_analysis::steps::{begin, cannot_run, finish, Begun, StartState};
 use blackout_analysis::{Ask, CannotRun as Unrunnable, Stopped};
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{outcomes, Cache, Parallel};
-use blackout_explore::dedup::{Distinct, Explored};
+use blackout_check::pool::{outcomes, Cache};
+use blackout_explore::dedup::{Distinct, Explored, StateKey};
 use blackout_explore::enumerate::StateDesc;
-use blackout_explore::rest::check_order;
 use blackout_explore::state::FsState;
 use blackout_oplog::promises::Outputs;
 use blackout_oplog::trace::Trace;
@@ -54,19 +58,38 @@ pub(crate) fn shard_with(
         };
         let t1 = Instant::now();
         let explored_before = start.explore_seconds;
-        let ((checked, cannot), unchecked) = check_share(s, &steps, &mut start, shard)?;
-        let distinct = &start.explored.distinct;
+        let known_before: Vec<StateKey> = start.cache.keys().copied().collect();
+        let mut share = ShareAsk {
+            pool: PoolAsk::new(&s.pool),
+            shard,
+        };
+        let mut cannot = start.check_all(s, &mut share)?;
+        if cannot.is_none() && steps.checks_rest() {
+            // The rest explored at once, as the merge explores it.
+            let deadline = steps.check_deadline();
+            start.add_rest(s, &steps)?;
+            cannot = start.check_rest(s, &mut share, deadline)?;
+        }
+        let ours = start
+            .explored
+            .distinct
+            .iter()
+            .filter(|d| shard.holds(&d.key));
+        let (checked, left): (Vec<&Distinct>, Vec<&Distinct>) =
+            ours.partition(|d| start.cache.contains_key(&d.key));
+        let states = checked
+            .iter()
+            .filter(|d| !known_before.contains(&d.key))
+            .map(|d| PartState::new(d.desc.id(), &d.key, &start.cache[&d.key]))
+            .collect();
         Ok(ShardRun {
             precheck: start.precheck.map(|c| c.outcome),
             all_applied: start.all_applied.map(|c| c.outcome),
             stop: cannot.as_ref().map(|(id, reason)| cannot_run(id, reason).1),
+            unchecked: if cannot.is_some() { 0 } else { left.len() },
             cannot_run: cannot.map(|(state, reason)| CannotRun { state, reason }),
-            states: checked
-                .iter()
-                .map(|(i, o)| PartState::new(distinct[*i].desc.id(), &distinct[*i].key, o))
-                .collect(),
-            unchecked,
-            distinct: distinct.len(),
+            states,
+            distinct: start.explored.distinct.len(),
             check_seconds: t1.elapsed().as_secs_f64() - (start.explore_seconds - explored_before),
             explore_seconds: start.explore_seconds,
         })
@@ -94,45 +117,6 @@ pub(crate) fn shard_with(
         block: None,
         origin: None,
     })
-}
-
-/// A shard's share of a run's states checked: its representatives' states,
-/// then (with a check budget above zero) its share of the rest, most novel
-/// first, until the budget ends. Returns each state checked (by index in
-/// the exploration, which grows by the rest), where the checker could not
-/// be run if it could not, and how many states of the share the budget
-/// left unchecked.
-pub(crate) fn check_share(
-    s: &Session<'_>,
-    steps: &Steps<'_>,
-    start: &mut Start,
-    shard: Shard,
-) -> Result<(Parallel, usize), RunError> {
-    let ours = |cache: &Cache, d: &Distinct| shard.holds(&d.key) && !cache.contains_key(&d.key);
-    let distinct = &start.explored.distinct;
-    let todo: Vec<usize> = (0..distinct.len())
-        .filter(|&i| ours(&start.cache, &distinct[i]))
-        .collect();
-    let (mut checked, cannot) = s.pool.check_parallel(distinct, &todo)?;
-    if cannot.is_some() || !steps.checks_rest() {
-        return Ok(((checked, cannot), 0));
-    }
-    let deadline = steps.check_deadline();
-    for (i, o) in &checked {
-        start
-            .cache
-            .insert(start.explored.distinct[*i].key, o.clone());
-    }
-    start.add_rest(s, steps)?;
-    let order = check_order(&start.explored, |k| {
-        start.cache.contains_key(k) || !shard.holds(k)
-    });
-    let (more, cannot) = s
-        .pool
-        .check_until(&start.explored.distinct, &order, deadline)?;
-    let unchecked = order.len() - more.len();
-    checked.extend(more);
-    Ok(((checked, cannot), unchecked))
 }
 
 /// Why parts could not be merged.
@@ -266,6 +250,53 @@ impl Ask for PartsAsk<'_> {
                 format!("shard 1 holds no outcome of the {what}, which this merge needs"),
             ))
         })
+    }
+
+    fn cancelled(&self) -> bool {
+        self.pool.cancelled()
+    }
+
+    fn cancel_flag(&self) -> Option<&AtomicBool> {
+        self.pool.cancel_flag()
+    }
+}
+
+/// A shard's asking: of any exploration, only the distinct states its
+/// share holds are checked (the rest stay unknown); every other question
+/// goes to the shard's pool.
+struct ShareAsk<'p> {
+    pool: PoolAsk<'p>,
+    shard: Shard,
+}
+
+impl Ask for ShareAsk<'_> {
+    fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped> {
+        self.pool.outcome(desc)
+    }
+
+    fn check(
+        &mut self,
+        trace: &Trace,
+        outputs: &Outputs,
+        explored: &Explored,
+        cache: &mut Cache,
+        order: &[usize],
+        deadline: Option<Instant>,
+    ) -> Result<Result<Vec<Option<Outcome>>, Unrunnable>, Stopped> {
+        let held = |i: &&usize| self.shard.holds(&explored.distinct[**i].key);
+        let ours: Vec<usize> = order.iter().filter(held).copied().collect();
+        self.pool
+            .check(trace, outputs, explored, cache, &ours, deadline)
+    }
+
+    fn start_outcome(
+        &mut self,
+        which: StartState,
+        id: &str,
+        fs: &FsState,
+        crash: usize,
+    ) -> Result<Outcome, Stopped> {
+        self.pool.start_outcome(which, id, fs, crash)
     }
 
     fn cancelled(&self) -> bool {
