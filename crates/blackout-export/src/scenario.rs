@@ -2,6 +2,9 @@
 //! inside `cargo test`): the report `blackout run` prints, as data, as text
 //! and as JSON, with the assertions a test makes on it.
 
+use std::path::Path;
+
+use blackout_analysis::baseline::{ratchet, BaselineError, Mode, Ratchet, Row, Scope, UPDATE_ENV};
 use blackout_analysis::block::BlockReport;
 use blackout_analysis::report::{CauseGroup, ModelReport, RunReport, Verdict};
 use blackout_analysis::syncs::{SyncVerdict, SyncsReport};
@@ -76,6 +79,13 @@ impl Report {
     /// Adds a line to the text report (a note on how it was made).
     pub fn note(&mut self, line: &str) {
         self.text.push_str(line);
+    }
+
+    /// Whether this is the report of a scenario not run here (in the
+    /// recorded copy of a test, another scenario's workload is the one
+    /// recorded): it has no run report.
+    pub fn skipped_here(&self) -> bool {
+        self.report.is_none()
     }
 
     /// The scenario's label: its case in a baseline.
@@ -242,5 +252,84 @@ impl Report {
             self.label,
             self.text
         );
+    }
+}
+
+/// The rows of scenario reports, each under its label.
+fn rows_of_reports<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Vec<Row> {
+    reports
+        .into_iter()
+        .filter_map(|r| Some(Row::of_run(r.label(), r.run_report()?)))
+        .flatten()
+        .collect()
+}
+
+/// The ratchet on scenario reports, without panicking: every report's
+/// rows under its label ([`Scope::All`]: a recorded label missing from
+/// `reports` has vanished), compared with the baseline at `path` or
+/// written to it as `mode` says. A report of a scenario not run (inside
+/// another's recording) has no rows.
+///
+/// ```no_run
+/// use blackout_analysis::baseline::{Mode, Ratchet};
+/// use blackout_export::scenario::{check_reports, Report};
+/// # let (a, b): (Report, Report) = unimplemented!();
+/// let done = check_reports([&a, &b], "tests/durability.tsv", Mode::default()).unwrap();
+/// if let Ratchet::Compared(c) = done {
+///     for v in &c.violations {
+///         println!("{v}");
+///     }
+/// }
+/// ```
+pub fn check_reports<'a>(
+    reports: impl IntoIterator<Item = &'a Report>,
+    path: impl AsRef<Path>,
+    mode: Mode,
+) -> Result<Ratchet, BaselineError> {
+    ratchet(path.as_ref(), &rows_of_reports(reports), Scope::All, mode)
+}
+
+/// Asserts that scenario reports are no worse than the baseline at `path`
+/// (relative to the package's directory under `cargo test`): panics with
+/// every violation, one per line. Give every scenario the baseline
+/// covers: a recorded label not among `reports` has vanished.
+///
+/// With `BLACKOUT_UPDATE_BASELINE=1` (and `CI` unset) it writes the file
+/// from the reports instead. Better results pass with a note on stderr
+/// that the baseline can be tightened. A missing file panics saying how to
+/// record it; a malformed one naming the line. In the recorded copy of a
+/// test (where another scenario's report is skipped) it does nothing.
+///
+/// ```no_run
+/// use blackout_export::scenario::{assert_no_worse_than, Report};
+/// # let (save, load): (Report, Report) = unimplemented!();
+/// assert_no_worse_than([&save, &load], "tests/durability.tsv");
+/// ```
+pub fn assert_no_worse_than<'a>(
+    reports: impl IntoIterator<Item = &'a Report>,
+    path: impl AsRef<Path>,
+) {
+    let reports: Vec<&Report> = reports.into_iter().collect();
+    if reports.iter().any(|r| r.skipped_here()) {
+        return;
+    }
+    let path = path.as_ref();
+    match check_reports(reports, path, Mode::from_env()) {
+        Err(BaselineError::Missing(_)) => panic!(
+            "blackout: no baseline at {}: record it with `{UPDATE_ENV}=1 cargo test`, review it and commit it",
+            path.display()
+        ),
+        Err(e) => panic!("blackout: {e}"),
+        Ok(Ratchet::Updated { rows }) => {
+            eprintln!("blackout: baseline {} written ({rows} rows)", path.display());
+        }
+        Ok(Ratchet::Compared(c)) => {
+            eprint!("{}", c.better_text(path));
+            assert!(
+                c.passed(),
+                "blackout: {}",
+                c.violations_text(path, "cargo test")
+            );
+        }
     }
 }

@@ -1,8 +1,9 @@
-//! The ratchet on durability verdicts for CI, driven: the rules, the
-//! baseline file and the comparison are analysis's
-//! ([`blackout_analysis::baseline`], re-exported here); this module hands
-//! it the rows of scenario reports ([`assert_no_worse_than`]) and of one
-//! run of the command line ([`check_run`]).
+//! The ratchet on durability verdicts for CI: the rules, the baseline
+//! file and the comparison are analysis's
+//! ([`blackout_analysis::baseline`], re-exported here), the ratchet on
+//! scenario reports is beside the reports ([`assert_no_worse_than`],
+//! [`check_reports`], re-exported from the export crate); this module
+//! hands it the rows of one run of the command line ([`check_run`]).
 
 use std::path::Path;
 
@@ -13,7 +14,7 @@ pub use blackout_analysis::baseline::{
     Scope, Violation, BLOCK_MODEL, END_LINE, NO_MODEL, UPDATE_ENV,
 };
 
-use crate::scenario::{Report, SCENARIO_ENV};
+pub use blackout_export::scenario::{assert_no_worse_than, check_reports};
 
 /// The ratchet on one run of the command line: its rows under `case`
 /// compared with the baseline at `path` ([`Scope::Given`]: only that
@@ -32,87 +33,6 @@ pub fn check_run(
     mode: Mode,
 ) -> Result<Ratchet, BaselineError> {
     ratchet(path, &Row::of_run(case, report), Scope::Given, mode)
-}
-
-/// The rows of scenario reports, each under its label.
-fn rows_of_reports<'a>(reports: impl IntoIterator<Item = &'a Report>) -> Vec<Row> {
-    reports
-        .into_iter()
-        .filter_map(|r| Some(Row::of_run(r.label(), r.run_report()?)))
-        .flatten()
-        .collect()
-}
-
-/// The ratchet on scenario reports, without panicking: every report's
-/// rows under its label ([`Scope::All`]: a recorded label missing from
-/// `reports` has vanished), compared with the baseline at `path` or
-/// written to it as `mode` says. A report of a scenario not run (inside
-/// another's recording) has no rows.
-///
-/// ```no_run
-/// use blackout::baseline::{check_reports, Mode, Ratchet};
-/// # let (a, b): (blackout::Report, blackout::Report) = unimplemented!();
-/// let done = check_reports([&a, &b], "tests/durability.tsv", Mode::default()).unwrap();
-/// if let Ratchet::Compared(c) = done {
-///     for v in &c.violations {
-///         println!("{v}");
-///     }
-/// }
-/// ```
-pub fn check_reports<'a>(
-    reports: impl IntoIterator<Item = &'a Report>,
-    path: impl AsRef<Path>,
-    mode: Mode,
-) -> Result<Ratchet, BaselineError> {
-    ratchet(path.as_ref(), &rows_of_reports(reports), Scope::All, mode)
-}
-
-/// Asserts that scenario reports are no worse than the baseline at `path`
-/// (relative to the package's directory under `cargo test`): panics with
-/// every violation, one per line. Give every scenario the baseline
-/// covers: a recorded label not among `reports` has vanished.
-///
-/// With `BLACKOUT_UPDATE_BASELINE=1` (and `CI` unset) it writes the file
-/// from the reports instead. Better results pass with a note on stderr
-/// that the baseline can be tightened. A missing file panics saying how to
-/// record it; a malformed one naming the line. In the recorded copy of a
-/// test it does nothing.
-///
-/// ```no_run
-/// let save = blackout::Scenario::new("save")
-///     .workload(|dir, p| { std::fs::write(dir.join("doc"), "v2")?; p.promise("saved"); Ok(()) })
-///     .check(|state, promised| {
-///         if promised.is_empty() || state.join("doc").exists() { Ok(()) } else { Err("doc lost") }
-///     })
-///     .run();
-/// blackout::assert_no_worse_than([&save], "tests/durability.tsv");
-/// ```
-pub fn assert_no_worse_than<'a>(
-    reports: impl IntoIterator<Item = &'a Report>,
-    path: impl AsRef<Path>,
-) {
-    if std::env::var_os(SCENARIO_ENV).is_some() {
-        return;
-    }
-    let path = path.as_ref();
-    match check_reports(reports, path, Mode::from_env()) {
-        Err(BaselineError::Missing(_)) => panic!(
-            "blackout: no baseline at {}: record it with `{UPDATE_ENV}=1 cargo test`, review it and commit it",
-            path.display()
-        ),
-        Err(e) => panic!("blackout: {e}"),
-        Ok(Ratchet::Updated { rows }) => {
-            eprintln!("blackout: baseline {} written ({rows} rows)", path.display());
-        }
-        Ok(Ratchet::Compared(c)) => {
-            eprint!("{}", c.better_text(path));
-            assert!(
-                c.passed(),
-                "blackout: {}",
-                c.violations_text(path, "cargo test")
-            );
-        }
-    }
 }
 
 #[cfg(test)]
