@@ -1,29 +1,23 @@
 //! A run split over machines: [`check_shard`] checks one shard's share
 //! of a run's states into a [`ShardPart`], and [`merge_parts`] makes the
 //! one run's report from every part, on the same steps as `check_trace`
-//! (analysis's [`blackout_analysis::steps`]). The three sources of a run's
-//! outcomes answer one seam ([`Ask`]): the run's own pool (`PoolAsk`), a
-//! shard's share of it (`ShareAsk`: only the states the shard holds are
-//! checked), and the parts a merge reads (`PartsAsk`: the start states'
+//! (analysis's [`blackout_analysis::steps`]), asked of the pool as a
+//! shard's share ([`Answers::Share`]: only the states the shard holds are
+//! checked) or a merge's parts ([`Answers::Parts`]: the start states'
 //! outcomes are the parts', a fix's states are checked by the merge's
 //! pool).
 
 use std::io;
 use std::time::Instant;
 
-use crate::sweep::PoolAsk;
 pub use crate::sweep::RunError;
+use crate::sweep::{Answers, PoolAsk};
 use blackout_analysis::report::{Checked, RunReport};
-use blackout_analysis::steps::{begin, cannot_run, finish, Begun, StartState};
-use blackout_analysis::{Ask, CannotRun as Unrunnable, Stopped};
+use blackout_analysis::steps::{begin, cannot_run, finish, Begun};
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::{outcomes, Cache};
-use blackout_explore::dedup::{Distinct, Explored, StateKey};
-use blackout_explore::enumerate::StateDesc;
-use blackout_explore::state::FsState;
-use blackout_oplog::promises::Outputs;
+use blackout_check::pool::outcomes;
+use blackout_explore::dedup::{Distinct, StateKey};
 use blackout_oplog::trace::Trace;
-use std::sync::atomic::AtomicBool;
 
 use crate::shard::{
     CannotRun, Known, PartError, PartState, Settings, Shard, ShardPart, PART_FORMAT, PART_SCHEMA,
@@ -59,10 +53,7 @@ pub(crate) fn shard_with(
         let t1 = Instant::now();
         let explored_before = start.explore_seconds;
         let known_before: Vec<StateKey> = start.cache.keys().copied().collect();
-        let mut share = ShareAsk {
-            pool: PoolAsk::new(&s.pool),
-            shard,
-        };
+        let mut share = PoolAsk::answering(&s.pool, Answers::Share(shard));
         let mut cannot = start.check_all(s, &mut share)?;
         if cannot.is_none() && steps.checks_rest() {
             // The rest explored at once, as the merge explores it.
@@ -157,10 +148,7 @@ pub(crate) fn merge_with(
     let known = Known::of_parts(parts, &trace.content_id(), settings)?;
     let pooled = with_pool::<_, MergeError>(trace, cfg, |s, promises| {
         let steps = cfg.steps();
-        let mut ask = PartsAsk {
-            known: &known,
-            pool: PoolAsk::new(&s.pool),
-        };
+        let mut ask = PoolAsk::answering(&s.pool, Answers::Parts(&known));
         let mut start = match begin(s, &steps, &mut ask, promises).map_err(RunError::from)? {
             Begun::Stopped(report) => return Ok(report),
             Begun::Going(start) => start,
@@ -205,107 +193,6 @@ pub(crate) fn merge_with(
     let mut report = pooled.report();
     report.orphans_killed += known.orphans_killed;
     Ok(report)
-}
-
-/// A merge's asking: the two start states' outcomes are the parts'
-/// (shard 1's), every other question (a fix's states) is checked by the
-/// merge's own pool.
-struct PartsAsk<'p> {
-    known: &'p Known,
-    pool: PoolAsk<'p>,
-}
-
-impl Ask for PartsAsk<'_> {
-    fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped> {
-        self.pool.outcome(desc)
-    }
-
-    fn check(
-        &mut self,
-        trace: &Trace,
-        outputs: &Outputs,
-        explored: &Explored,
-        cache: &mut Cache,
-        order: &[usize],
-        deadline: Option<Instant>,
-    ) -> Result<Result<Vec<Option<Outcome>>, Unrunnable>, Stopped> {
-        self.pool
-            .check(trace, outputs, explored, cache, order, deadline)
-    }
-
-    fn start_outcome(
-        &mut self,
-        which: StartState,
-        _id: &str,
-        _fs: &FsState,
-        _crash: usize,
-    ) -> Result<Outcome, Stopped> {
-        let (outcome, what) = match which {
-            StartState::Before => (&self.known.precheck, "pre-check"),
-            StartState::AllApplied => (&self.known.all_applied, "state where nothing was lost"),
-        };
-        outcome.clone().ok_or_else(|| {
-            Stopped::Io(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("shard 1 holds no outcome of the {what}, which this merge needs"),
-            ))
-        })
-    }
-
-    fn cancelled(&self) -> bool {
-        self.pool.cancelled()
-    }
-
-    fn cancel_flag(&self) -> Option<&AtomicBool> {
-        self.pool.cancel_flag()
-    }
-}
-
-/// A shard's asking: of any exploration, only the distinct states its
-/// share holds are checked (the rest stay unknown); every other question
-/// goes to the shard's pool.
-struct ShareAsk<'p> {
-    pool: PoolAsk<'p>,
-    shard: Shard,
-}
-
-impl Ask for ShareAsk<'_> {
-    fn outcome(&mut self, desc: &StateDesc) -> Result<Option<Outcome>, Stopped> {
-        self.pool.outcome(desc)
-    }
-
-    fn check(
-        &mut self,
-        trace: &Trace,
-        outputs: &Outputs,
-        explored: &Explored,
-        cache: &mut Cache,
-        order: &[usize],
-        deadline: Option<Instant>,
-    ) -> Result<Result<Vec<Option<Outcome>>, Unrunnable>, Stopped> {
-        let held = |i: &&usize| self.shard.holds(&explored.distinct[**i].key);
-        let ours: Vec<usize> = order.iter().filter(held).copied().collect();
-        self.pool
-            .check(trace, outputs, explored, cache, &ours, deadline)
-    }
-
-    fn start_outcome(
-        &mut self,
-        which: StartState,
-        id: &str,
-        fs: &FsState,
-        crash: usize,
-    ) -> Result<Outcome, Stopped> {
-        self.pool.start_outcome(which, id, fs, crash)
-    }
-
-    fn cancelled(&self) -> bool {
-        self.pool.cancelled()
-    }
-
-    fn cancel_flag(&self) -> Option<&AtomicBool> {
-        self.pool.cancel_flag()
-    }
 }
 
 /// What a shard found, before it becomes a [`ShardPart`].

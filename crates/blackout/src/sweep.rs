@@ -1,10 +1,11 @@
 //! The run's pool as analysis's seam ([`PoolAsk`]): the two states a run
 //! checks before it explores, the distinct states of an exploration (the
 //! run's own, a fix's, or one without a sync call site's syncs), and a
-//! state the run did not check, each answered by checking it
-//! ([`blackout_analysis::steps`] are the run's steps). A [`Session`] is
-//! what a run's stages share: the pool that checks and the analysis's
-//! plain data.
+//! state the run did not check ([`blackout_analysis::steps`] are the run's
+//! steps), answered from the run's three sources of outcomes
+//! ([`Answers`]): checking them, checking a shard's share of them, or
+//! the parts a merge reads. A [`Session`] is what a run's stages share:
+//! the pool that checks and the analysis's plain data.
 
 use std::io;
 use std::ops::Deref;
@@ -15,6 +16,7 @@ use blackout_analysis::group::Analysis;
 use blackout_analysis::steps::StartState;
 use blackout_analysis::{Ask, CannotRun, Stopped};
 use blackout_check::pool::{Cache, Pool, PoolError};
+use blackout_check::shard::{Known, Shard};
 use blackout_check::slot::Slot;
 use blackout_explore::dedup::{ExploreError, Explored};
 use blackout_explore::enumerate::{ConfigError, StateDesc};
@@ -98,18 +100,43 @@ impl<'a> Deref for Session<'a> {
     }
 }
 
-/// Analysis asking a pool about states the run did not check: one at a
-/// time in a slot of its own (made at the first question, released when
-/// done), or those of another trace (a fix's) on the pool's workers.
+/// Where a run's outcomes come from: the three sources of outcomes, one
+/// seam ([`Ask`]).
+#[derive(Clone, Copy)]
+pub enum Answers<'k> {
+    /// Every state asked is checked (a run).
+    Checked,
+    /// Of any exploration, only the distinct states this shard holds are
+    /// checked; the rest stay unknown (a shard's share of a run).
+    Share(Shard),
+    /// The two start states' outcomes are the parts' (shard 1's); every
+    /// other state asked (a fix's) is checked (a merge).
+    Parts(&'k Known),
+}
+
+/// Analysis asking a pool about states: one at a time in a slot of its
+/// own (made at the first question, released when done), or an
+/// exploration's (the run's, a fix's) on the pool's workers, as
+/// [`Answers`] says.
 pub struct PoolAsk<'p> {
     pool: &'p Pool<'p>,
     slot: Option<Slot>,
+    answers: Answers<'p>,
 }
 
 impl<'p> PoolAsk<'p> {
-    /// Questions to `pool`.
+    /// Questions to `pool`, every state checked.
     pub fn new(pool: &'p Pool<'p>) -> PoolAsk<'p> {
-        PoolAsk { pool, slot: None }
+        PoolAsk::answering(pool, Answers::Checked)
+    }
+
+    /// Questions to `pool`, answered as `answers` says.
+    pub fn answering(pool: &'p Pool<'p>, answers: Answers<'p>) -> PoolAsk<'p> {
+        PoolAsk {
+            pool,
+            slot: None,
+            answers,
+        }
     }
 
     /// The slot of its own, made at the first question.
@@ -152,6 +179,15 @@ impl Ask for PoolAsk<'_> {
         deadline: Option<Instant>,
     ) -> Result<Result<Vec<Option<Outcome>>, CannotRun>, Stopped> {
         let pool: Pool<'_> = *self.pool;
+        let held: Vec<usize>;
+        let order = match self.answers {
+            Answers::Share(shard) => {
+                let ours = |i: &&usize| shard.holds(&explored.distinct[**i].key);
+                held = order.iter().filter(ours).copied().collect();
+                &held
+            }
+            Answers::Checked | Answers::Parts(_) => order,
+        };
         pool.for_trace(trace, outputs)
             .check_distinct(explored, cache, Some(order), deadline)
             .map_err(stopped)
@@ -164,6 +200,18 @@ impl Ask for PoolAsk<'_> {
         fs: &FsState,
         crash: usize,
     ) -> Result<Outcome, Stopped> {
+        if let Answers::Parts(known) = self.answers {
+            let (outcome, what) = match which {
+                StartState::Before => (&known.precheck, "pre-check"),
+                StartState::AllApplied => (&known.all_applied, "state where nothing was lost"),
+            };
+            return outcome.clone().ok_or_else(|| {
+                Stopped::Io(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("shard 1 holds no outcome of the {what}, which this merge needs"),
+                ))
+            });
+        }
         let pool = self.pool;
         let slot = self.slot()?;
         let all_promises = which == StartState::Before;
