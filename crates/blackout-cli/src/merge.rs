@@ -70,7 +70,7 @@ pub(crate) fn cmd_merge(a: MergeArgs) -> Result<u8> {
     if let Some(j) = a.jobs {
         cfg.jobs = usize::try_from(j).unwrap_or(usize::MAX);
     }
-    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    cfg.handles.cancel = Some(Arc::clone(&INTERRUPTED));
     if settings.block.is_some() {
         return merge_block_parts(&a, &parts, &trace_path, &cfg);
     }

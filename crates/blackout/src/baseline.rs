@@ -66,7 +66,7 @@ mod tests {
         );
         cfg.models = vec![Model::Posix];
         cfg.fix_verifications = 0;
-        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        cfg.handles.scratch_parent = Some(dir.path().to_path_buf());
         let mut report = crate::run::check_trace(&t, &cfg).unwrap();
         let causes = &report.models[0].causes;
         assert!(!causes.is_empty(), "{report:#?}");

@@ -39,8 +39,8 @@ pub fn judge_failed_syncs(
     cfg.syncs = false;
     // A failure run's verdict is all that is read of it.
     cfg.fix_verifications = 0;
-    cfg.progress = None;
-    cfg.explore_progress = None;
+    cfg.handles.progress = None;
+    cfg.handles.explore_progress = None;
     let mut sites = Vec::new();
     for (n, site) in sync_sites(trace).into_iter().enumerate() {
         sites.push(judge_site(trace, cfg, runs, site, n + 1)?);

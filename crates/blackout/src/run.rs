@@ -48,17 +48,9 @@ pub struct RunConfig {
     /// The checker tests consistency alone: no promise is needed and the
     /// pre-check is skipped.
     pub consistency_only: bool,
-    /// Where to make the scratch directory (default:
-    /// [`default_scratch_parent`]).
-    pub scratch_parent: Option<PathBuf>,
-    /// Set from outside (Ctrl-C) to stop: running checkers are killed, the
-    /// scratch directory removed, and the run returns
-    /// [`RunError::Interrupted`].
-    pub cancel: Option<Arc<AtomicBool>>,
-    /// Called after each checked state with (checked, total).
-    pub progress: Option<Box<dyn Fn(usize, usize) + Send + Sync>>,
-    /// Called while states are built, with how many so far.
-    pub explore_progress: Option<Box<dyn Fn(usize) + Send + Sync>>,
+    /// How the run is stopped, followed and where its scratch goes: what
+    /// it is handed, not what it finds.
+    pub handles: Handles,
     /// Distinct fixes verified per model.
     pub fix_verifications: usize,
     /// How long fix verification may take in all: `None` for as long as
@@ -85,6 +77,24 @@ pub struct RunConfig {
     pub syncs: bool,
 }
 
+/// What a run is handed that does not change what it finds (none of it is
+/// in its [`Settings`]): where its scratch goes, how to stop it, what it
+/// tells while it runs.
+#[derive(Default)]
+pub struct Handles {
+    /// Where to make the scratch directory (default:
+    /// [`default_scratch_parent`]).
+    pub scratch_parent: Option<PathBuf>,
+    /// Set from outside (Ctrl-C) to stop: running checkers are killed, the
+    /// scratch directory removed, and the run returns
+    /// [`RunError::Interrupted`].
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// Called after each checked state with (checked, total).
+    pub progress: Option<Box<dyn Fn(usize, usize) + Send + Sync>>,
+    /// Called while states are built, with how many so far.
+    pub explore_progress: Option<Box<dyn Fn(usize) + Send + Sync>>,
+}
+
 /// The check budget by default: a minute of checking past the
 /// representatives.
 pub const CHECK_BUDGET_DEFAULT: Duration = Duration::from_secs(60);
@@ -106,10 +116,7 @@ impl RunConfig {
             sector: SECTOR_BYTES_DEFAULT,
             ack_prefix: None,
             consistency_only: false,
-            scratch_parent: None,
-            cancel: None,
-            progress: None,
-            explore_progress: None,
+            handles: Handles::default(),
             fix_verifications: FIX_VERIFICATIONS_MAX,
             fix_time: None,
             check_budget: Some(CHECK_BUDGET_DEFAULT),
@@ -130,8 +137,8 @@ impl RunConfig {
             fix_time: self.fix_time,
             syncs: self.syncs,
             watch: Watch {
-                cancel: self.cancel.as_deref(),
-                progress: self.explore_progress.as_deref(),
+                cancel: self.handles.cancel.as_deref(),
+                progress: self.handles.explore_progress.as_deref(),
             },
         }
     }
@@ -273,6 +280,7 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
         .map(|l| String::from_utf8_lossy(l).into_owned())
         .collect();
     let parent = cfg
+        .handles
         .scratch_parent
         .clone()
         .unwrap_or_else(default_scratch_parent);
@@ -293,8 +301,8 @@ pub(crate) fn with_pool<T, E: From<RunError>>(
             materializer: materializer.as_ref(),
             jobs: cfg.jobs,
             sector: cfg.sector,
-            cancel: cfg.cancel.as_deref(),
-            progress: cfg.progress.as_deref(),
+            cancel: cfg.handles.cancel.as_deref(),
+            progress: cfg.handles.progress.as_deref(),
         },
         scratch: &scratch,
     };
@@ -361,7 +369,7 @@ mod tests {
         let t = trace("1 write(1, \"\\x6f\\x6b\\x0a\", 3) = 3\n");
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = RunConfig::new("exit 1");
-        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        cfg.handles.scratch_parent = Some(dir.path().to_path_buf());
         for limit in [21, 64, usize::MAX] {
             cfg.explore.exhaustive_limit = limit;
             match check_trace(&t, &cfg) {
@@ -418,7 +426,7 @@ mod tests {
         let mut cfg = RunConfig::new(
             r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a 2>/dev/null)" = hi ]"#,
         );
-        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        cfg.handles.scratch_parent = Some(dir.path().to_path_buf());
         let mut report = check_trace(&t, &cfg).unwrap();
         // This small run verified every fix within its bound.
         assert!(report.fix_bound_seconds >= 5.0, "{report:#?}");
@@ -494,7 +502,7 @@ mod tests {
         let t = appends();
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = RunConfig::with_checker(slow_checker("0"));
-        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        cfg.handles.scratch_parent = Some(dir.path().to_path_buf());
         cfg.explore.representatives = Representatives::PerClass(1);
         cfg.jobs = 2;
         cfg.fix_verifications = 0;
@@ -503,7 +511,7 @@ mod tests {
         assert!(whole.exact, "{}", whole.reason);
         assert_eq!(whole.states_checked, whole.states_distinct);
         let mut all = RunConfig::with_checker(slow_checker("0"));
-        all.scratch_parent = cfg.scratch_parent.clone();
+        all.handles.scratch_parent = cfg.handles.scratch_parent.clone();
         all.explore.representatives = Representatives::Exhaustive;
         all.check_budget = None;
         all.fix_verifications = 0;
@@ -564,7 +572,7 @@ mod tests {
             r#"! grep -qx saved "$BLACKOUT_ACKS_FILE" || [ "$(cat a b 2>/dev/null)" = hiho ]"#;
         let mut cfg = RunConfig::new(checker);
         cfg.models = Model::ALL.to_vec();
-        cfg.scratch_parent = Some(dir.path().to_path_buf());
+        cfg.handles.scratch_parent = Some(dir.path().to_path_buf());
         let single = check_trace(&t, &cfg).unwrap();
         assert_eq!(single.verdict, Verdict::Fail);
         let parts: Vec<ShardPart> = (1..=3)

@@ -277,6 +277,6 @@ pub(crate) fn run_config(a: &RunArgs) -> Result<(RunConfig, &'static str)> {
         .map(str::parse)
         .transpose()
         .map_err(|e: String| anyhow!(e))?;
-    cfg.cancel = Some(Arc::clone(&INTERRUPTED));
+    cfg.handles.cancel = Some(Arc::clone(&INTERRUPTED));
     Ok((cfg, checker_flag))
 }

@@ -124,10 +124,10 @@ impl Bars {
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
         );
         let building_bar = building.clone();
-        cfg.explore_progress = Some(Box::new(move |n| building_bar.set_position(n as u64)));
+        cfg.handles.explore_progress = Some(Box::new(move |n| building_bar.set_position(n as u64)));
         let progress_bar = checking.clone();
         let building_bar = building.clone();
-        cfg.progress = Some(Box::new(move |done, total| {
+        cfg.handles.progress = Some(Box::new(move |done, total| {
             building_bar.finish_and_clear();
             progress_bar.set_length(total as u64);
             progress_bar.set_position(done as u64);

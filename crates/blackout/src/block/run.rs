@@ -315,7 +315,7 @@ impl<'a> BlockRun<'a> {
         recorder: &StraceRecorder,
     ) -> Result<BlockRecording, BlockRunError> {
         let recorded = record_block(&self.config, record, recorder);
-        let cancelled = self.run.cancel.as_deref();
+        let cancelled = self.run.handles.cancel.as_deref();
         if cancelled.is_some_and(|c| c.load(Ordering::SeqCst)) {
             return Err(BlockRunError::Interrupted);
         }
@@ -378,10 +378,11 @@ impl<'a> BlockRun<'a> {
             ack_prefix: self.run.ack_prefix.as_deref(),
             scratch_parent: self
                 .run
+                .handles
                 .scratch_parent
                 .clone()
                 .unwrap_or_else(default_scratch_parent),
-            cancel: self.run.cancel.as_deref(),
+            cancel: self.run.handles.cancel.as_deref(),
             posix,
             budget: self.run.check_budget,
             jobs: self.run.jobs,
