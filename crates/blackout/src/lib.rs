@@ -30,11 +30,12 @@
 //!   [`analysis::Ask`] ([`sweep::PoolAsk`]), never running a checker itself;
 //! - [`export`]: that data as text or JSON ([`export::Exporter`]).
 //!
-//! [`run`] drives them in order: promises, the pre-check (the checker must
-//! reject the state before the workload), the nothing-lost check (it must
-//! accept the state with every op applied), exploration, checking,
-//! analysis, then fix verification ([`analysis::fix::verify_fixes`], the
-//! run's pool checking for it).
+//! [`run`] drives them in order, and computes nothing itself: a run's
+//! steps are analysis's ([`analysis::steps`]: promises, the pre-check (the
+//! checker must reject the state before the workload), the nothing-lost
+//! check (it must accept the state with every op applied), exploration,
+//! checking, analysis, then fix verification), the run's pool answering
+//! what they ask ([`sweep::PoolAsk`]).
 //! [`shard`] splits a run across machines: each shard explores everything
 //! and checks the distinct states whose content key falls in its share
 //! ([`sharded::check_shard`]), and [`sharded::merge_parts`] turns every shard's
