@@ -251,15 +251,6 @@ impl Start {
         Ok(checked.err())
     }
 
-    /// Each distinct state's outcome, `None` for one not checked.
-    pub fn results(&self) -> Vec<Option<Outcome>> {
-        self.explored
-            .distinct
-            .iter()
-            .map(|d| self.cache.get(&d.key).cloned())
-            .collect()
-    }
-
     /// The report of a run that stops here.
     pub fn stop(self, stop: (Verdict, String)) -> RunReport {
         RunReport::early(stop, self.promises, self.precheck, self.all_applied)
@@ -435,7 +426,7 @@ pub fn finish(
     if let Some(stop) = rejects_the_start(s, &start.cache) {
         return Ok(start.stop(stop));
     }
-    let results = start.results();
+    let results = start.explored.outcomes(&start.cache);
     let in_full = start.explored.in_full;
     let (mut models, owners) = model_reports(s, ask, &mut start, &results)?;
     let covered = Covered {

@@ -153,7 +153,7 @@ impl<'a> Pool<'a> {
         for (i, o) in checked {
             cache.insert(explored.distinct[i].key, o);
         }
-        Ok(Ok(outcomes(explored, cache)))
+        Ok(Ok(explored.outcomes(cache)))
     }
 
     /// Checks `distinct[i]` for every `i` in `todo`, `jobs` at a time.
@@ -239,14 +239,4 @@ impl<'a> Source for ModelSource<'_, 'a> {
             },
         )
     }
-}
-
-/// Each distinct state's outcome as the cache knows it (`None`: not
-/// checked).
-pub fn outcomes(explored: &Explored, cache: &Cache) -> Vec<Option<Outcome>> {
-    explored
-        .distinct
-        .iter()
-        .map(|d| cache.get(&d.key).cloned())
-        .collect()
 }

@@ -74,6 +74,17 @@ pub struct Explored {
     pub in_full: bool,
 }
 
+impl Explored {
+    /// Each distinct state's outcome as `cache` knows it (`None`: not
+    /// checked), in exploration order.
+    pub fn outcomes(&self, cache: &Cache) -> Vec<Option<blackout_oplog::outcome::Outcome>> {
+        self.distinct
+            .iter()
+            .map(|d| cache.get(&d.key).cloned())
+            .collect()
+    }
+}
+
 /// The content key of a built state at crash point `crash`: the one
 /// function that makes keys, so a state is always deduplicated the same way.
 pub fn state_key(fs: &FsState, outputs: &Outputs, crash: usize) -> StateKey {

@@ -15,7 +15,6 @@ use crate::sweep::{Answers, PoolAsk};
 use blackout_analysis::report::{Checked, RunReport};
 use blackout_analysis::steps::{begin, cannot_run, finish, Begun};
 use blackout_check::outcome::Outcome;
-use blackout_check::pool::outcomes;
 use blackout_explore::dedup::{Distinct, StateKey};
 use blackout_oplog::trace::Trace;
 
@@ -170,23 +169,17 @@ pub(crate) fn merge_with(
         for (key, outcome) in &known.outcomes {
             start.cache.entry(*key).or_insert_with(|| outcome.clone());
         }
-        let results = outcomes(&start.explored, &start.cache);
-        let mut missing = start
-            .explored
-            .distinct
-            .iter()
-            .zip(&results)
-            .filter(|(_, o)| o.is_none());
+        let cache = &start.cache;
+        let mut missing = (start.explored.distinct.iter()).filter(|d| !cache.contains_key(&d.key));
         let count = missing.clone().count();
         if count != known.unchecked {
-            let first = missing.next().map(|(d, _)| d.desc.id()).unwrap_or_default();
+            let first = missing.next().map(|d| d.desc.id()).unwrap_or_default();
             return Err(PartError::Mismatch(format!(
                 "state {first} is in no part: the parts do not hold every state of this exploration ({count} held by none, {} left unchecked by the check budget)",
                 known.unchecked
             ))
             .into());
         }
-        drop(results);
         let report = finish(s, &steps, &mut ask, start, known.check_seconds);
         Ok(report.map_err(RunError::from)?)
     })?;
