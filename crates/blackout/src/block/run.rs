@@ -291,10 +291,10 @@ impl<'a> BlockRun<'a> {
                 })?;
             shares.push((p.shard, block));
         }
-        let prefix = parts[0].settings.ack_prefix.as_ref();
+        // The parts' settings equal the run's whole (merge_with), the
+        // promise prefix among them.
         let block = if matches!(posix.verdict, Verdict::Pass | Verdict::Fail) {
-            let mut how = merging.how(Some(&posix));
-            how.ack_prefix = prefix.map(|p| p.0.as_slice());
+            let how = merging.how(Some(&posix));
             shares.sort_by_key(|s| s.0.index);
             Some(merge_block(rec, &how, &shares).map_err(BlockRunError::Part)?)
         } else {
