@@ -14,6 +14,7 @@ pub use crate::sweep::RunError;
 use crate::sweep::{Answers, PoolAsk};
 use blackout_analysis::report::{Checked, RunReport};
 use blackout_analysis::steps::{begin, cannot_run, finish, Begun};
+use blackout_analysis::Stopped;
 use blackout_check::outcome::Outcome;
 use blackout_explore::dedup::{Distinct, StateKey};
 use blackout_oplog::trace::Trace;
@@ -121,6 +122,12 @@ pub enum MergeError {
     Run(#[from] RunError),
 }
 
+impl From<Stopped> for MergeError {
+    fn from(e: Stopped) -> Self {
+        MergeError::Run(e.into())
+    }
+}
+
 /// Merges the parts of a sharded run of `trace` into the report a single
 /// [`crate::run::check_trace`] with `cfg` would have made: every shard of one split
 /// must be there once, made from this trace with `cfg`'s settings
@@ -148,7 +155,7 @@ pub(crate) fn merge_with(
     let pooled = with_pool::<_, MergeError>(trace, cfg, |s, promises| {
         let steps = cfg.steps();
         let mut ask = PoolAsk::answering(&s.pool, Answers::Parts(&known));
-        let mut start = match begin(s, &steps, &mut ask, promises).map_err(RunError::from)? {
+        let mut start = match begin(s, &steps, &mut ask, promises)? {
             Begun::Stopped(report) => return Ok(report),
             Begun::Going(start) => start,
         };
@@ -156,7 +163,7 @@ pub(crate) fn merge_with(
             return Ok(start.stop(cannot_run(&c.state, &c.reason)));
         }
         if steps.checks_rest() {
-            start.add_rest(s, &steps).map_err(RunError::from)?;
+            start.add_rest(s, &steps)?;
         }
         if known.distinct != start.explored.distinct.len() {
             return Err(PartError::Mismatch(format!(
@@ -180,8 +187,7 @@ pub(crate) fn merge_with(
             ))
             .into());
         }
-        let report = finish(s, &steps, &mut ask, start, known.check_seconds);
-        Ok(report.map_err(RunError::from)?)
+        Ok(finish(s, &steps, &mut ask, start, known.check_seconds)?)
     })?;
     let mut report = pooled.report();
     report.orphans_killed += known.orphans_killed;
